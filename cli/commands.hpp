@@ -1,0 +1,17 @@
+/// \file commands.hpp
+/// The subcommands of the `webtune` program; each registers itself on the top-level app and
+/// runs through the callback it sets.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace webtune::cli {
+
+/// `webtune measure`: cost and GFLOP/s of one config on the local GL device.
+void add_measure_command(CLI::App& app);
+/// `webtune space`: the config space of a task: knobs, raw and valid sizes, a config's kernel.
+void add_space_command(CLI::App& app);
+/// `webtune device`: what the local GL device reports (renderer, version, limits).
+void add_device_command(CLI::App& app);
+
+}  // namespace webtune::cli

@@ -1,0 +1,59 @@
+/// \file space_command.cpp
+/// `webtune space --workload ... --target ...`: prints a task's config space, and with --config
+/// the kernel source that config emits.
+#include <boost/json.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "codegen/task.hpp"
+#include "commands.hpp"
+
+namespace webtune::cli {
+
+namespace {
+
+struct SpaceArgs {
+  std::string workload, task, target = "gles-frag", config;
+  int64_t max_texture_size = 4096, max_draw_buffers = 4, max_invocations = 1024;
+};
+
+void run_space(const SpaceArgs& args) {
+  DeviceLimits limits;
+  limits.max_texture_size = args.max_texture_size;
+  limits.max_draw_buffers = args.max_draw_buffers;
+  limits.max_workgroup_invocations = args.max_invocations;
+  limits.max_workgroup_size_x = limits.max_workgroup_size_y = args.max_invocations;
+  limits.max_shared_memory_bytes = 32768;
+  for (const WorkloadFileTask& t : resolve_workloads(args.workload, args.task)) {
+    Task task = Task::create(t.workload, target_from_name(args.target), limits);
+    std::printf("%s %s on %s: %lld raw configs, %zu valid\n", t.workload.name.c_str(),
+                t.workload.key().c_str(), args.target.c_str(),
+                static_cast<long long>(task.space->raw_size()), task.space->valid_indices().size());
+    for (const Knob& knob : task.space->knobs())
+      std::printf("  %-14s %zu candidates\n", knob.name.c_str(), knob.candidates.size());
+    if (!args.config.empty()) {
+      ConfigEntity entity =
+          args.config == "default" ? task.default_config() : task.space->parse(args.config);
+      KernelArtifact artifact = task.build(entity);
+      std::printf("config %s\n%s\n", boost::json::serialize(entity.to_json()).c_str(),
+                  artifact.source.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+void add_space_command(CLI::App& app) {
+  auto args = std::make_shared<SpaceArgs>();
+  CLI::App* cmd = app.add_subcommand("space", "Print a task's config space (and a config's kernel)");
+  cmd->add_option("--workload", args->workload, "workload file or inline spec")->required();
+  cmd->add_option("--task", args->task, "task names inside a workload file, e.g. C2,C4");
+  cmd->add_option("--target", args->target, "gles-frag or gles-compute")->capture_default_str();
+  cmd->add_option("--config", args->config, "print the kernel of this config (index, JSON, default)");
+  cmd->add_option("--max-texture-size", args->max_texture_size)->capture_default_str();
+  cmd->add_option("--max-draw-buffers", args->max_draw_buffers)->capture_default_str();
+  cmd->add_option("--max-invocations", args->max_invocations)->capture_default_str();
+  cmd->callback([args] { run_space(*args); });
+}
+
+}  // namespace webtune::cli

@@ -1,0 +1,29 @@
+/// \file glsl_compute_emitter.hpp
+/// GLSL ES 3.10 compute-shader template (target gles-compute; OpenGL ES 3.1 / GL 4.3).
+///
+/// Tensors live in storage buffers, row-major (float or vec4 elements). Knobs: workgroup shape,
+/// per-invocation register tile, shared-memory tiling on/off with its reduction depth, vec4
+/// loads, unroll. dense, conv2d and depthwise_conv2d. Knobs, constraints and device limits are
+/// documented in the .cpp.
+#pragma once
+
+#include <memory>
+
+#include "codegen/config_space.hpp"
+#include "codegen/kernel_artifact.hpp"
+#include "codegen/workload.hpp"
+
+namespace webtune {
+
+/// The config space of `workload` for gles-compute (device limits not yet applied).
+/// Throws std::invalid_argument for an op without a template.
+std::shared_ptr<ConfigSpace> glsl_compute_space(const Workload& workload);
+
+/// The compute shader, buffers and dispatch for one entity of glsl_compute_space(workload).
+/// Throws MeasureError(kInstantiation) when the entity cannot be built.
+KernelArtifact emit_glsl_compute(const Workload& workload, const ConfigEntity& entity);
+
+/// The untuned default: 8×8 workgroup, one output per invocation, no shared memory.
+ConfigEntity glsl_compute_default(const ConfigSpace& space);
+
+}  // namespace webtune

@@ -1,0 +1,93 @@
+/// \file kernel_artifact.hpp
+/// A built kernel: its source plus everything an agent needs to feed it and read it back.
+///
+/// Agents never see config knobs: the artifact says how each logical row-major tensor is laid
+/// out on the device, so a runtime (C++ over EGL, or JavaScript in a browser) only follows it.
+#pragma once
+
+#include <array>
+#include <boost/json/fwd.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/target.hpp"
+
+namespace webtune {
+
+/// How one logical row-major input tensor of `shape` is stored on the device.
+///
+/// Packing: with pack_axis = a ≥ 0, the tensor is viewed with dims[a] replaced by
+/// ceil(dims[a]/4); each element of that packed tensor is one RGBA texel (or one vec4 of a
+/// buffer) holding the 4 consecutive elements along axis a, zero-padded past the end. With
+/// pack_axis = −1 each element is one R texel (or one float).
+/// Placement: packed element t (flat, row-major over the packed shape) sits at texel
+/// (t mod width, t div width); so width = packed last dim gives the natural 2D layout, and any
+/// other width a linear ("wrapped") layout for tensors wider than the max texture size.
+/// Buffers (compute targets) ignore width/height and store packed elements contiguously.
+struct TensorLayout {
+  std::vector<int64_t> shape;
+  int pack_axis = -1;
+  int64_t width = 0;   ///< texels per texture row
+  int64_t height = 0;  ///< texture rows
+
+  int channels() const { return pack_axis >= 0 ? 4 : 1; }
+  /// The shape with the packed axis divided (rounded up) by 4.
+  std::vector<int64_t> packed_shape() const;
+  int64_t packed_elements() const;
+  /// Rearranges a row-major tensor into width·height·channels floats (zero-filled tail) in
+  /// texel order, ready for glTexImage2D / a buffer upload.
+  std::vector<float> pack(const std::vector<float>& logical) const;
+
+  boost::json::object to_json() const;
+  static TensorLayout from_json(const boost::json::value& value);
+};
+
+/// How the output tensor comes back.
+///
+/// The output tensor (row-major, `elements` floats) is viewed as a matrix [rows, cols] with
+/// flat index = row·cols + col. A fragment (or, for buffers, a vec4 slot) covers `rows_per_item`
+/// consecutive rows × `channels` consecutive cols. Items are numbered column-block fastest:
+/// item t covers row block t div ceil(cols/channels) and col block t mod ceil(cols/channels).
+/// Render target j (0 ≤ j < rows_per_item) holds row (row block · rows_per_item + j); item t
+/// sits at texel (t mod width, t div width). Positions past rows or cols are padding.
+/// For compute targets rows_per_item = channels = 1 and the buffer is the plain tensor.
+struct OutputLayout {
+  int64_t rows = 0, cols = 0;
+  int rows_per_item = 1;  ///< draw buffers used (fragment targets)
+  int channels = 1;       ///< 1 (R32F) or 4 (RGBA32F)
+  int64_t width = 0, height = 0;
+
+  int64_t elements() const { return rows * cols; }
+  /// Rebuilds the row-major output from the render targets' pixels: `targets[j]` holds
+  /// width·height·channels floats read back from draw buffer j.
+  std::vector<float> unpack(const std::vector<std::vector<float>>& targets) const;
+
+  boost::json::object to_json() const;
+  static OutputLayout from_json(const boost::json::value& value);
+};
+
+/// Everything an agent needs to run one candidate.
+struct KernelArtifact {
+  Target target = Target::kGlesFrag;
+  std::string source;  ///< GLSL ES; fragment shaders pair with the fixed full-screen vertex shader
+  /// Inputs in binding order: 0 = data (sampler "in0" on texture unit 0, or SSBO binding 0),
+  /// 1 = weight ("in1" / binding 1). The output is SSBO binding 2 for compute targets.
+  std::vector<TensorLayout> inputs;
+  OutputLayout output;
+  /// glDispatchCompute group counts (compute targets).
+  std::array<int64_t, 3> dispatch = {1, 1, 1};
+  /// Workgroup size declared in the source (compute targets), for logs and limit checks.
+  std::array<int64_t, 3> workgroup = {1, 1, 1};
+  /// Bytes of `shared` (workgroup) memory the source declares (compute targets).
+  int64_t shared_memory_bytes = 0;
+
+  boost::json::object to_json() const;
+  static KernelArtifact from_json(const boost::json::value& value);
+};
+
+/// The vertex shader that every fragment kernel is drawn with: one triangle covering the
+/// viewport, no attributes (GLSL ES 3.00, uses gl_VertexID).
+extern const char* const kFullscreenVertexShader;
+
+}  // namespace webtune

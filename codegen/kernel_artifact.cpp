@@ -1,0 +1,171 @@
+/// \file kernel_artifact.cpp
+/// Packing of inputs into device layouts, unpacking of outputs, and the artifact's JSON.
+#include "codegen/kernel_artifact.hpp"
+
+#include <boost/json.hpp>
+#include <limits>
+#include <stdexcept>
+
+#include "codegen/json_util.hpp"
+
+namespace webtune {
+
+namespace bj = boost::json;
+
+const char* const kFullscreenVertexShader = R"(#version 300 es
+// One triangle that covers the viewport: vertices (-1,-1), (3,-1), (-1,3).
+void main() {
+  vec2 corner = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
+  gl_Position = vec4(corner * 2.0 - 1.0, 0.0, 1.0);
+}
+)";
+
+std::vector<int64_t> TensorLayout::packed_shape() const {
+  std::vector<int64_t> packed = shape;
+  if (pack_axis >= 0) {
+    if (pack_axis >= static_cast<int>(shape.size()))
+      throw std::invalid_argument("pack_axis outside the tensor's rank");
+    packed[pack_axis] = (packed[pack_axis] + 3) / 4;
+  }
+  return packed;
+}
+
+int64_t TensorLayout::packed_elements() const {
+  int64_t n = 1;
+  for (int64_t d : packed_shape()) n *= d;
+  return n;
+}
+
+std::vector<float> TensorLayout::pack(const std::vector<float>& logical) const {
+  const std::vector<int64_t> packed = packed_shape();
+  const int64_t count = packed_elements();
+  int64_t logical_size = 1;
+  for (int64_t d : shape) logical_size *= d;
+  if (static_cast<int64_t>(logical.size()) != logical_size)
+    throw std::invalid_argument("pack: tensor has " + std::to_string(logical.size()) +
+                                " elements, its layout expects " + std::to_string(logical_size));
+  const int64_t capacity = std::max<int64_t>(width, 1) * std::max<int64_t>(height, 1);
+  const int ch = channels();
+  std::vector<float> out(static_cast<size_t>(std::max(capacity, count) * ch), 0.0f);
+  if (pack_axis < 0) {
+    std::copy(logical.begin(), logical.end(), out.begin());
+    return out;
+  }
+  // Strides of the logical tensor; the packed axis steps by 4 logical elements per texel.
+  const int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> stride(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t t = 0; t < count; ++t) {
+    int64_t base = 0;
+    for (int d = 0; d < rank; ++d) base += (d == pack_axis ? coord[d] * 4 : coord[d]) * stride[d];
+    for (int c = 0; c < 4; ++c) {
+      if (coord[pack_axis] * 4 + c < shape[pack_axis])
+        out[t * 4 + c] = logical[base + c * stride[pack_axis]];
+    }
+    for (int d = rank - 1; d >= 0; --d) {  // next packed coordinate, row-major
+      if (++coord[d] < packed[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return out;
+}
+
+bj::object TensorLayout::to_json() const {
+  return bj::object{{"shape", json::to_array(shape)},
+                    {"pack_axis", pack_axis},
+                    {"width", width},
+                    {"height", height}};
+}
+
+TensorLayout TensorLayout::from_json(const bj::value& value) {
+  const bj::object& o = json::as_object(value, "tensor layout");
+  TensorLayout l;
+  l.shape = json::get_int_array(o, "shape");
+  l.pack_axis = static_cast<int>(json::get_int_or(o, "pack_axis", -1));
+  l.width = json::get_int(o, "width");
+  l.height = json::get_int(o, "height");
+  if (l.pack_axis >= static_cast<int>(l.shape.size()) || l.pack_axis < -1)
+    throw std::invalid_argument("tensor layout: pack_axis outside the tensor's rank");
+  return l;
+}
+
+std::vector<float> OutputLayout::unpack(const std::vector<std::vector<float>>& targets) const {
+  if (static_cast<int>(targets.size()) != rows_per_item)
+    throw std::invalid_argument("unpack: expected " + std::to_string(rows_per_item) +
+                                " render targets, got " + std::to_string(targets.size()));
+  const int64_t col_blocks = (cols + channels - 1) / channels;
+  const int64_t row_blocks = (rows + rows_per_item - 1) / rows_per_item;
+  const int64_t items = col_blocks * row_blocks;
+  std::vector<float> out(static_cast<size_t>(elements()), std::numeric_limits<float>::quiet_NaN());
+  for (int j = 0; j < rows_per_item; ++j) {
+    const std::vector<float>& pixels = targets[j];
+    const int64_t available = static_cast<int64_t>(pixels.size()) / channels;
+    for (int64_t t = 0; t < items && t < available; ++t) {
+      const int64_t row = (t / col_blocks) * rows_per_item + j;
+      if (row >= rows) continue;
+      const int64_t col0 = (t % col_blocks) * channels;
+      for (int c = 0; c < channels && col0 + c < cols; ++c)
+        out[row * cols + col0 + c] = pixels[t * channels + c];
+    }
+  }
+  return out;
+}
+
+bj::object OutputLayout::to_json() const {
+  return bj::object{{"rows", rows},         {"cols", cols},     {"rows_per_item", rows_per_item},
+                    {"channels", channels}, {"width", width},   {"height", height}};
+}
+
+OutputLayout OutputLayout::from_json(const bj::value& value) {
+  const bj::object& o = json::as_object(value, "output layout");
+  OutputLayout l;
+  l.rows = json::get_int(o, "rows");
+  l.cols = json::get_int(o, "cols");
+  l.rows_per_item = static_cast<int>(json::get_int_or(o, "rows_per_item", 1));
+  l.channels = static_cast<int>(json::get_int_or(o, "channels", 1));
+  l.width = json::get_int(o, "width");
+  l.height = json::get_int(o, "height");
+  if (l.channels != 1 && l.channels != 4)
+    throw std::invalid_argument("output layout: channels must be 1 or 4");
+  if (l.rows_per_item < 1 || l.rows_per_item > 16)
+    throw std::invalid_argument("output layout: rows_per_item must be in 1..16");
+  return l;
+}
+
+static bj::array triple(const std::array<int64_t, 3>& v) { return bj::array{v[0], v[1], v[2]}; }
+
+static std::array<int64_t, 3> triple_from(const bj::object& o, std::string_view key) {
+  std::vector<int64_t> v = json::get_int_array(o, key);
+  if (v.size() != 3) throw std::invalid_argument("'" + std::string(key) + "' needs 3 numbers");
+  return {v[0], v[1], v[2]};
+}
+
+bj::object KernelArtifact::to_json() const {
+  bj::array in;
+  for (const TensorLayout& l : inputs) in.push_back(l.to_json());
+  return bj::object{{"target", std::string(target_name(target))},
+                    {"source", source},
+                    {"inputs", std::move(in)},
+                    {"output", output.to_json()},
+                    {"dispatch", triple(dispatch)},
+                    {"workgroup", triple(workgroup)},
+                    {"shared_memory_bytes", shared_memory_bytes}};
+}
+
+KernelArtifact KernelArtifact::from_json(const bj::value& value) {
+  const bj::object& o = json::as_object(value, "kernel artifact");
+  KernelArtifact a;
+  a.target = target_from_name(json::get_string(o, "target"));
+  a.source = json::get_string(o, "source");
+  const bj::value& in = json::field(o, "inputs");
+  if (!in.is_array()) throw std::invalid_argument("'inputs' must be an array");
+  for (const bj::value& l : in.get_array()) a.inputs.push_back(TensorLayout::from_json(l));
+  a.output = OutputLayout::from_json(json::field(o, "output"));
+  if (o.contains("dispatch")) a.dispatch = triple_from(o, "dispatch");
+  if (o.contains("workgroup")) a.workgroup = triple_from(o, "workgroup");
+  a.shared_memory_bytes = json::get_int_or(o, "shared_memory_bytes", 0);
+  return a;
+}
+
+}  // namespace webtune

@@ -1,0 +1,36 @@
+/// \file target.cpp
+/// Target names and their tracker keys.
+#include "codegen/target.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace webtune {
+
+std::string_view target_name(Target target) {
+  switch (target) {
+    case Target::kGlesFrag:
+      return "gles-frag";
+    case Target::kGlesCompute:
+      return "gles-compute";
+  }
+  return "unknown";
+}
+
+Target target_from_name(std::string_view name) {
+  if (name == "gles-frag") return Target::kGlesFrag;
+  if (name == "gles-compute") return Target::kGlesCompute;
+  throw std::invalid_argument("unknown target '" + std::string(name) +
+                              "' (known: gles-frag, gles-compute)");
+}
+
+std::string_view target_key(Target target) {
+  switch (target) {
+    case Target::kGlesFrag:
+    case Target::kGlesCompute:
+      return "gles";
+  }
+  return "unknown";
+}
+
+}  // namespace webtune

@@ -1,0 +1,179 @@
+/// \file codegen_test.cpp
+/// Workloads, seeded inputs, the CPU reference and the sampled check.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+
+#include "codegen/measure.hpp"
+#include "codegen/reference.hpp"
+#include "codegen/seeded_random.hpp"
+#include "codegen/workload.hpp"
+
+namespace webtune {
+namespace {
+
+TEST(Workload, ResNet18ShapesAndFlopsMatchTheWorkloadTable) {
+  // ../shared/workloads.md: C2 = 231.21 MFLOP, C4 = 12.85, D1 = 1.02.
+  Workload c2 = Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2");
+  EXPECT_EQ(c2.out_h(), 56);
+  EXPECT_NEAR(c2.flops() / 1e6, 231.21, 0.01);
+  Workload c1 = Workload::conv2d(1, 3, 224, 224, 64, 7, 2, 3, "C1");
+  EXPECT_EQ(c1.out_w(), 112);
+  EXPECT_NEAR(c1.flops() / 1e6, 236.03, 0.01);
+  Workload c4 = Workload::conv2d(1, 64, 56, 56, 128, 1, 2, 0, "C4");
+  EXPECT_EQ(c4.output_shape(), (std::vector<int64_t>{1, 128, 28, 28}));
+  EXPECT_NEAR(c4.flops() / 1e6, 12.85, 0.01);
+  Workload d1 = Workload::dense(1, 1000, 512, "D1");
+  EXPECT_NEAR(d1.flops() / 1e6, 1.02, 0.01);
+  EXPECT_EQ(d1.weight_shape(), (std::vector<int64_t>{512, 1000}));
+  Workload dw = Workload::depthwise_conv2d(1, 32, 14, 14, 3, 2, 1);
+  EXPECT_EQ(dw.weight_shape(), (std::vector<int64_t>{32, 1, 3, 3}));
+  EXPECT_EQ(dw.output_shape(), (std::vector<int64_t>{1, 32, 7, 7}));
+  EXPECT_EQ(dw.reduction_size(), 9);
+}
+
+TEST(Workload, JsonRoundTripAndKey) {
+  for (const Workload& w : {Workload::dense(64, 32, 16, "d"),
+                            Workload::conv2d(2, 3, 9, 11, 5, 3, 2, 1, "c"),
+                            Workload::depthwise_conv2d(1, 8, 7, 7, 3, 1, 1)}) {
+    Workload back = Workload::from_json(w.to_json());
+    EXPECT_EQ(back.key(), w.key());
+    EXPECT_EQ(back.name, w.name);
+    EXPECT_EQ(back.flops(), w.flops());
+  }
+  EXPECT_EQ(Workload::dense(512, 512, 512).key(), "dense_512_512_512");
+  EXPECT_EQ(Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1).key(), "conv2d_1_64_56_56_64_3x3_s1_p1");
+}
+
+TEST(Workload, BadShapesAreRefusedWithTheirName) {
+  EXPECT_THROW(Workload::dense(0, 4, 4), std::invalid_argument);
+  try {
+    Workload::conv2d(1, 3, 2, 2, 4, 5, 1, 0);
+    FAIL() << "kernel larger than input accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than the padded input"), std::string::npos);
+  }
+  EXPECT_THROW(Workload::from_json(boost::json::parse(R"({"op":"dense","M":4})")),
+               std::invalid_argument);
+  EXPECT_THROW(resolve_workloads("dense:4,4"), std::invalid_argument);
+}
+
+TEST(Workload, ResolvesInlineSpecsAndTheResNetFile) {
+  auto inline_dense = resolve_workloads("dense:8,16,32");
+  ASSERT_EQ(inline_dense.size(), 1u);
+  EXPECT_EQ(inline_dense[0].workload.n, 16);
+  auto tasks = resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json");
+  ASSERT_EQ(tasks.size(), 12u);
+  double total = 0;
+  int occurrences = 0;
+  for (const auto& t : tasks) {
+    total += t.workload.flops() * t.occurrences;
+    occurrences += t.occurrences;
+  }
+  EXPECT_EQ(occurrences, 21);  // 20 conv2d layers (incl. downsample 1x1) and the fc layer
+  auto picked =
+      resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json", "C4,D1");
+  ASSERT_EQ(picked.size(), 2u);
+  EXPECT_EQ(picked[1].workload.op, OpKind::kDense);
+  EXPECT_THROW(resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json", "C99"),
+               std::invalid_argument);
+}
+
+TEST(SeededRandom, MatchesTheDocumentedSplitmix64) {
+  uint64_t state = 0;
+  // First output of splitmix64 from state 0 (Vigna's reference implementation).
+  EXPECT_EQ(splitmix64_next(state), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(splitmix64_to_float(0xE220A8397B1DCDAFull),
+            static_cast<float>(0xE220A8) / 8388608.0f - 1.0f);
+  EXPECT_EQ(splitmix64_to_float(0), -1.0f);
+  EXPECT_LT(splitmix64_to_float(~0ull), 1.0f);
+  std::vector<float> a = seeded_tensor(42, 0, 1000), b = seeded_tensor(42, 0, 1000);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(seeded_tensor(42, 1, 1000), a);
+  double mean = 0;
+  for (float v : a) {
+    ASSERT_GE(v, -1.0f);
+    ASSERT_LT(v, 1.0f);
+    mean += v / a.size();
+  }
+  EXPECT_NEAR(mean, 0.0, 0.1);
+}
+
+TEST(Reference, DenseAndConvAgainstNaiveLoops) {
+  Workload d = Workload::dense(3, 5, 4);
+  std::vector<float> a = seeded_tensor(7, 0, d.data_size()), b = seeded_tensor(7, 1, d.weight_size());
+  std::vector<float> c = reference_output(d, a, b);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) {
+      double sum = 0;
+      for (int k = 0; k < 4; ++k) sum += double(a[i * 4 + k]) * b[k * 5 + j];
+      EXPECT_FLOAT_EQ(c[i * 5 + j], static_cast<float>(sum));
+    }
+  // A 1-channel 3x3 conv with pad 1 at the corner only sees the 2x2 in-bounds taps.
+  Workload conv = Workload::conv2d(1, 1, 4, 4, 1, 3, 1, 1);
+  std::vector<float> x(16, 1.0f), w(9);
+  for (int i = 0; i < 9; ++i) w[i] = static_cast<float>(i + 1);
+  ReferenceSample corner = reference_at(conv, x, w, 0);
+  EXPECT_DOUBLE_EQ(corner.value, 5 + 6 + 8 + 9);
+  ReferenceSample centre = reference_at(conv, x, w, 5);
+  EXPECT_DOUBLE_EQ(centre.value, 45);
+  // Depthwise: channel c only sees input channel c.
+  Workload dw = Workload::depthwise_conv2d(1, 2, 3, 3, 3, 1, 1);
+  std::vector<float> x2(18, 0.0f), w2(18, 1.0f);
+  for (int i = 9; i < 18; ++i) x2[i] = 2.0f;
+  EXPECT_DOUBLE_EQ(reference_at(dw, x2, w2, 4).value, 0);
+  EXPECT_DOUBLE_EQ(reference_at(dw, x2, w2, 9 + 4).value, 18);
+}
+
+TEST(Reference, SamplesCatchAWrongOutputAndPassTheRightOne) {
+  Workload d = Workload::dense(16, 16, 64);
+  auto samples = reference_samples(d, 3, 32);
+  ASSERT_GE(samples.size(), 16u);
+  EXPECT_EQ(samples.front().index, 0);
+  EXPECT_EQ(samples.back().index, d.output_size() - 1);
+  std::vector<float> out = reference_output(d, seeded_tensor(3, 0, d.data_size()),
+                                            seeded_tensor(3, 1, d.weight_size()));
+  EXPECT_TRUE(check_samples(out, samples).ok);
+  // Dropping one term of the reduction must be caught at the tampered position.
+  std::vector<float> a = seeded_tensor(3, 0, d.data_size()), b = seeded_tensor(3, 1, d.weight_size());
+  out[samples[1].index] -= a[(samples[1].index / 16) * 64 + 63] * b[63 * 16 + samples[1].index % 16];
+  CheckResult bad = check_samples(out, samples);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.mismatches, 1);
+  EXPECT_NE(bad.message.find("output[" + std::to_string(samples[1].index) + "]"),
+            std::string::npos);
+  out[samples[1].index] = std::nanf("");
+  EXPECT_FALSE(check_samples(out, samples).ok);
+}
+
+TEST(Measure, InputAndResultRoundTripThroughJson) {
+  MeasureInput in;
+  in.workload = Workload::dense(8, 8, 8);
+  in.seed = 0xFFFFFFFFFFFFFFF0ull;
+  in.samples = reference_samples(in.workload, in.seed, 4);
+  in.options.number = 3;
+  in.options.min_repeat_ms = 5;
+  in.artifact.source = "void main() {}";
+  in.artifact.inputs = {TensorLayout{{8, 8}, 1, 2, 8}};
+  in.artifact.output = OutputLayout{8, 8, 1, 1, 8, 8};
+  MeasureInput back = MeasureInput::from_json(boost::json::parse(boost::json::serialize(in.to_json())));
+  EXPECT_EQ(back.seed, in.seed);
+  EXPECT_EQ(back.options.number, 3);
+  EXPECT_EQ(back.samples.size(), in.samples.size());
+  EXPECT_EQ(back.samples[1].value, in.samples[1].value);
+  EXPECT_EQ(back.artifact.inputs[0].pack_axis, 1);
+  MeasureResult r;
+  r.costs = {0.5, 1.5};
+  EXPECT_DOUBLE_EQ(r.mean_cost(), 1.0);
+  EXPECT_DOUBLE_EQ(r.gflops(2e9), 2.0);
+  MeasureResult f = MeasureResult::failure(MeasureErrorNo::kWrongAnswer, "bad");
+  MeasureResult fb = MeasureResult::from_json(f.to_json());
+  EXPECT_EQ(fb.error, MeasureErrorNo::kWrongAnswer);
+  EXPECT_EQ(fb.gflops(1e9), 0);
+  EXPECT_EQ(error_name(MeasureErrorNo::kRunTimeout), "RUN_TIMEOUT");
+  EXPECT_THROW(error_from_int(9), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace webtune
