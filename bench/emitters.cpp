@@ -94,13 +94,15 @@ int main(int argc, char** argv) {
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%-13s best %.3f GFLOP/s of %d configs (%d failed or timed out) in %.0f s\n"
-                "              %s\n",
-                std::string(target_name(target)).c_str(), b.gflops, b.measured, b.failed, seconds,
-                b.config.c_str());
+    std::printf(
+        "%-13s best %.3f GFLOP/s of %d configs (%d failed or timed out) in %.0f s\n"
+        "              %s\n",
+        std::string(target_name(target)).c_str(), b.gflops, b.measured, b.failed, seconds,
+        b.config.c_str());
   }
   std::printf("\nratio best/baseline:");
-  for (const auto& [name, b] : best) std::printf("  %s %.2fx", name.c_str(), b.gflops / baseline_gflops);
+  for (const auto& [name, b] : best)
+    std::printf("  %s %.2fx", name.c_str(), b.gflops / baseline_gflops);
   std::printf("\n");
   return 0;
 }

@@ -13,5 +13,9 @@ void add_measure_command(CLI::App& app);
 void add_space_command(CLI::App& app);
 /// `webtune device`: what the local GL device reports (renderer, version, limits).
 void add_device_command(CLI::App& app);
+/// `webtune tracker`: the tracker daemon; `webtune tracker status`: the farm per key.
+void add_tracker_command(CLI::App& app);
+/// `webtune agent`: a native OpenGL agent that serves the tracker.
+void add_agent_command(CLI::App& app);
 
 }  // namespace webtune::cli

@@ -8,7 +8,8 @@
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"webtune: auto-tuning of tensor kernels for WebGL2, WebGPU, WebAssembly and OpenGL ES"};
+  CLI::App app{
+      "webtune: auto-tuning of tensor kernels for WebGL2, WebGPU, WebAssembly and OpenGL ES"};
   app.require_subcommand(1);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   webtune::cli::add_measure_command(app);
   webtune::cli::add_space_command(app);
   webtune::cli::add_device_command(app);
+  webtune::cli::add_tracker_command(app);
+  webtune::cli::add_agent_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

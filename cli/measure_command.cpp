@@ -49,12 +49,10 @@ int run_measure(const MeasureArgs& args) {
 
   const double flops = task.workload.flops();
   if (args.json) {
-    boost::json::object out{{"workload", task.workload.to_json()},
-                            {"target", args.target},
-                            {"device", device.renderer},
-                            {"config", entity.to_json()},
-                            {"result", result.to_json()},
-                            {"gflops", result.gflops(flops)}};
+    boost::json::object out{
+        {"workload", task.workload.to_json()}, {"target", args.target},
+        {"device", device.renderer},           {"config", entity.to_json()},
+        {"result", result.to_json()},          {"gflops", result.gflops(flops)}};
     std::puts(boost::json::serialize(out).c_str());
   } else {
     std::printf("device    %s (%s)\n", device.renderer.c_str(), device.version.c_str());

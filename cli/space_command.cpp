@@ -45,11 +45,13 @@ void run_space(const SpaceArgs& args) {
 
 void add_space_command(CLI::App& app) {
   auto args = std::make_shared<SpaceArgs>();
-  CLI::App* cmd = app.add_subcommand("space", "Print a task's config space (and a config's kernel)");
+  CLI::App* cmd =
+      app.add_subcommand("space", "Print a task's config space (and a config's kernel)");
   cmd->add_option("--workload", args->workload, "workload file or inline spec")->required();
   cmd->add_option("--task", args->task, "task names inside a workload file, e.g. C2,C4");
   cmd->add_option("--target", args->target, "gles-frag or gles-compute")->capture_default_str();
-  cmd->add_option("--config", args->config, "print the kernel of this config (index, JSON, default)");
+  cmd->add_option("--config", args->config,
+                  "print the kernel of this config (index, JSON, default)");
   cmd->add_option("--max-texture-size", args->max_texture_size)->capture_default_str();
   cmd->add_option("--max-draw-buffers", args->max_draw_buffers)->capture_default_str();
   cmd->add_option("--max-invocations", args->max_invocations)->capture_default_str();

@@ -41,7 +41,8 @@ void factorisations(int64_t extent, int parts, SplitPolicy policy, int64_t max_f
 std::string value_to_string(const KnobValue& value) {
   if (const auto* factors = std::get_if<std::vector<int64_t>>(&value)) {
     std::string s = "[";
-    for (size_t i = 0; i < factors->size(); ++i) s += (i ? "," : "") + std::to_string((*factors)[i]);
+    for (size_t i = 0; i < factors->size(); ++i)
+      s += (i ? "," : "") + std::to_string((*factors)[i]);
     return s + "]";
   }
   if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
@@ -49,7 +50,8 @@ std::string value_to_string(const KnobValue& value) {
 }
 
 bj::value value_to_json(const KnobValue& value) {
-  if (const auto* factors = std::get_if<std::vector<int64_t>>(&value)) return json::to_array(*factors);
+  if (const auto* factors = std::get_if<std::vector<int64_t>>(&value))
+    return json::to_array(*factors);
   if (const auto* i = std::get_if<int64_t>(&value)) return *i;
   return bj::string(std::get<std::string>(value));
 }
@@ -138,8 +140,8 @@ bj::object DeviceLimits::to_json() const {
   return bj::object{{"max_texture_size", max_texture_size},
                     {"max_draw_buffers", max_draw_buffers},
                     {"max_workgroup_invocations", max_workgroup_invocations},
-                    {"max_workgroup_size", bj::array{max_workgroup_size_x, max_workgroup_size_y,
-                                                     max_workgroup_size_z}},
+                    {"max_workgroup_size",
+                     bj::array{max_workgroup_size_x, max_workgroup_size_y, max_workgroup_size_z}},
                     {"max_shared_memory_bytes", max_shared_memory_bytes}};
 }
 
@@ -347,8 +349,7 @@ ConfigEntity ConfigSpace::from_json(const bj::value& value) const {
     } catch (const std::invalid_argument&) {
       choice = -1;
     }
-    if (choice < 0)
-      refuse("knob '" + name + "' has no candidate " + bj::serialize(a[2]));
+    if (choice < 0) refuse("knob '" + name + "' has no candidate " + bj::serialize(a[2]));
     choices[it->second] = choice;
   }
   for (size_t k = 0; k < knobs_->size(); ++k)
@@ -374,7 +375,8 @@ ConfigEntity ConfigSpace::parse(const std::string& text) const {
     boost::system::error_code ec;
     bj::value value = bj::parse(text, ec);
     if (ec)
-      throw MeasureError(MeasureErrorNo::kInstantiation, "config is not valid JSON: " + ec.message());
+      throw MeasureError(MeasureErrorNo::kInstantiation,
+                         "config is not valid JSON: " + ec.message());
     return from_json(value);
   }
   size_t used = 0;
@@ -388,9 +390,9 @@ ConfigEntity ConfigSpace::parse(const std::string& text) const {
     throw MeasureError(MeasureErrorNo::kInstantiation,
                        "config '" + text + "' is neither an index nor entity JSON");
   if (index < 0 || index >= raw_size())
-    throw MeasureError(MeasureErrorNo::kInstantiation,
-                       "config index " + std::to_string(index) + " outside the space [0, " +
-                           std::to_string(raw_size()) + ")");
+    throw MeasureError(MeasureErrorNo::kInstantiation, "config index " + std::to_string(index) +
+                                                           " outside the space [0, " +
+                                                           std::to_string(raw_size()) + ")");
   return get(index);
 }
 

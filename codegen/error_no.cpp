@@ -8,8 +8,8 @@ namespace webtune {
 
 namespace {
 constexpr std::array<std::string_view, 9> kNames = {
-    "NO_ERROR",       "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
-    "WRONG_ANSWER",   "BUILD_TIMEOUT",       "RUN_TIMEOUT",  "UNKNOWN_ERROR"};
+    "NO_ERROR",     "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
+    "WRONG_ANSWER", "BUILD_TIMEOUT",       "RUN_TIMEOUT",  "UNKNOWN_ERROR"};
 }  // namespace
 
 std::string_view error_name(MeasureErrorNo error) {

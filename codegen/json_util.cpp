@@ -57,7 +57,8 @@ double get_double_or(const bj::object& object, std::string_view key, double fall
 
 std::string get_string(const bj::object& object, std::string_view key) {
   const bj::value& value = field(object, key);
-  if (!value.is_string()) throw std::invalid_argument("'" + std::string(key) + "' must be a string");
+  if (!value.is_string())
+    throw std::invalid_argument("'" + std::string(key) + "' must be a string");
   return std::string(value.get_string());
 }
 

@@ -113,8 +113,8 @@ std::vector<float> OutputLayout::unpack(const std::vector<std::vector<float>>& t
 }
 
 bj::object OutputLayout::to_json() const {
-  return bj::object{{"rows", rows},         {"cols", cols},     {"rows_per_item", rows_per_item},
-                    {"channels", channels}, {"width", width},   {"height", height}};
+  return bj::object{{"rows", rows},         {"cols", cols},   {"rows_per_item", rows_per_item},
+                    {"channels", channels}, {"width", width}, {"height", height}};
 }
 
 OutputLayout OutputLayout::from_json(const bj::value& value) {
@@ -133,7 +133,9 @@ OutputLayout OutputLayout::from_json(const bj::value& value) {
   return l;
 }
 
-static bj::array triple(const std::array<int64_t, 3>& v) { return bj::array{v[0], v[1], v[2]}; }
+static bj::array triple(const std::array<int64_t, 3>& v) {
+  return bj::array{v[0], v[1], v[2]};
+}
 
 static std::array<int64_t, 3> triple_from(const bj::object& o, std::string_view key) {
   std::vector<int64_t> v = json::get_int_array(o, key);

@@ -84,8 +84,8 @@ ReferenceSample reference_at(const Workload& w, const std::vector<float>& data,
   sample.value = acc.sum;
   sample.abs_sum = acc.abs_sum;
   const double unit_roundoff = std::ldexp(1.0, -24);
-  sample.tolerance =
-      1e-5 + 16.0 * std::sqrt(static_cast<double>(w.reduction_size())) * unit_roundoff * acc.abs_sum;
+  sample.tolerance = 1e-5 + 16.0 * std::sqrt(static_cast<double>(w.reduction_size())) *
+                                unit_roundoff * acc.abs_sum;
   return sample;
 }
 
@@ -127,8 +127,8 @@ CheckResult check_samples(const std::vector<float>& output,
     if (std::isfinite(y) && std::abs(y - s.value) <= s.tolerance) continue;
     ++result.mismatches;
     if (result.mismatches <= 4)
-      msg << "output[" << s.index << "] = " << y << ", expected " << s.value << " ± "
-          << s.tolerance << "; ";
+      msg << "output[" << s.index << "] = " << y << ", expected " << s.value << " ± " << s.tolerance
+          << "; ";
   }
   result.ok = result.mismatches == 0;
   if (!result.ok) {

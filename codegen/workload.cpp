@@ -62,13 +62,18 @@ Workload Workload::conv2d(int64_t batch, int64_t in_channels, int64_t height, in
 
 Workload Workload::depthwise_conv2d(int64_t batch, int64_t channels, int64_t height, int64_t width,
                                     int64_t kernel, int64_t stride, int64_t pad, std::string name) {
-  Workload w = conv2d(batch, channels, height, width, channels, kernel, stride, pad, std::move(name));
+  Workload w =
+      conv2d(batch, channels, height, width, channels, kernel, stride, pad, std::move(name));
   w.op = OpKind::kDepthwiseConv2d;
   return w;
 }
 
-int64_t Workload::out_h() const { return (height + 2 * pad - kernel_h) / stride + 1; }
-int64_t Workload::out_w() const { return (width + 2 * pad - kernel_w) / stride + 1; }
+int64_t Workload::out_h() const {
+  return (height + 2 * pad - kernel_h) / stride + 1;
+}
+int64_t Workload::out_w() const {
+  return (width + 2 * pad - kernel_w) / stride + 1;
+}
 
 std::vector<int64_t> Workload::data_shape() const {
   if (op == OpKind::kDense) return {m, k};
@@ -105,9 +110,15 @@ static int64_t product(const std::vector<int64_t>& dims) {
   return p;
 }
 
-int64_t Workload::data_size() const { return product(data_shape()); }
-int64_t Workload::weight_size() const { return product(weight_shape()); }
-int64_t Workload::output_size() const { return product(output_shape()); }
+int64_t Workload::data_size() const {
+  return product(data_shape());
+}
+int64_t Workload::weight_size() const {
+  return product(weight_shape());
+}
+int64_t Workload::output_size() const {
+  return product(output_shape());
+}
 
 int64_t Workload::reduction_size() const {
   switch (op) {

@@ -34,9 +34,9 @@ TEST(Workload, ResNet18ShapesAndFlopsMatchTheWorkloadTable) {
 }
 
 TEST(Workload, JsonRoundTripAndKey) {
-  for (const Workload& w : {Workload::dense(64, 32, 16, "d"),
-                            Workload::conv2d(2, 3, 9, 11, 5, 3, 2, 1, "c"),
-                            Workload::depthwise_conv2d(1, 8, 7, 7, 3, 1, 1)}) {
+  for (const Workload& w :
+       {Workload::dense(64, 32, 16, "d"), Workload::conv2d(2, 3, 9, 11, 5, 3, 2, 1, "c"),
+        Workload::depthwise_conv2d(1, 8, 7, 7, 3, 1, 1)}) {
     Workload back = Workload::from_json(w.to_json());
     EXPECT_EQ(back.key(), w.key());
     EXPECT_EQ(back.name, w.name);
@@ -72,8 +72,7 @@ TEST(Workload, ResolvesInlineSpecsAndTheResNetFile) {
     occurrences += t.occurrences;
   }
   EXPECT_EQ(occurrences, 21);  // 20 conv2d layers (incl. downsample 1x1) and the fc layer
-  auto picked =
-      resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json", "C4,D1");
+  auto picked = resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json", "C4,D1");
   ASSERT_EQ(picked.size(), 2u);
   EXPECT_EQ(picked[1].workload.op, OpKind::kDense);
   EXPECT_THROW(resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json", "C99"),
@@ -102,7 +101,8 @@ TEST(SeededRandom, MatchesTheDocumentedSplitmix64) {
 
 TEST(Reference, DenseAndConvAgainstNaiveLoops) {
   Workload d = Workload::dense(3, 5, 4);
-  std::vector<float> a = seeded_tensor(7, 0, d.data_size()), b = seeded_tensor(7, 1, d.weight_size());
+  std::vector<float> a = seeded_tensor(7, 0, d.data_size()),
+                     b = seeded_tensor(7, 1, d.weight_size());
   std::vector<float> c = reference_output(d, a, b);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 5; ++j) {
@@ -132,12 +132,14 @@ TEST(Reference, SamplesCatchAWrongOutputAndPassTheRightOne) {
   ASSERT_GE(samples.size(), 16u);
   EXPECT_EQ(samples.front().index, 0);
   EXPECT_EQ(samples.back().index, d.output_size() - 1);
-  std::vector<float> out = reference_output(d, seeded_tensor(3, 0, d.data_size()),
-                                            seeded_tensor(3, 1, d.weight_size()));
+  std::vector<float> out =
+      reference_output(d, seeded_tensor(3, 0, d.data_size()), seeded_tensor(3, 1, d.weight_size()));
   EXPECT_TRUE(check_samples(out, samples).ok);
   // Dropping one term of the reduction must be caught at the tampered position.
-  std::vector<float> a = seeded_tensor(3, 0, d.data_size()), b = seeded_tensor(3, 1, d.weight_size());
-  out[samples[1].index] -= a[(samples[1].index / 16) * 64 + 63] * b[63 * 16 + samples[1].index % 16];
+  std::vector<float> a = seeded_tensor(3, 0, d.data_size()),
+                     b = seeded_tensor(3, 1, d.weight_size());
+  out[samples[1].index] -=
+      a[(samples[1].index / 16) * 64 + 63] * b[63 * 16 + samples[1].index % 16];
   CheckResult bad = check_samples(out, samples);
   EXPECT_FALSE(bad.ok);
   EXPECT_EQ(bad.mismatches, 1);
@@ -157,7 +159,8 @@ TEST(Measure, InputAndResultRoundTripThroughJson) {
   in.artifact.source = "void main() {}";
   in.artifact.inputs = {TensorLayout{{8, 8}, 1, 2, 8}};
   in.artifact.output = OutputLayout{8, 8, 1, 1, 8, 8};
-  MeasureInput back = MeasureInput::from_json(boost::json::parse(boost::json::serialize(in.to_json())));
+  MeasureInput back =
+      MeasureInput::from_json(boost::json::parse(boost::json::serialize(in.to_json())));
   EXPECT_EQ(back.seed, in.seed);
   EXPECT_EQ(back.options.number, 3);
   EXPECT_EQ(back.samples.size(), in.samples.size());

@@ -36,11 +36,13 @@ ConfigSpace small_space() {
   s.define_split("tile", 8, 2);
   s.define_knob("unroll", std::vector<int64_t>{1, 2, 4});
   s.define_knob("layout", std::vector<std::string>{"2d", "flat"});
-  s.add_constraint("unroll divides the inner tile",
-                   [](const ConfigEntity& e) { return e.split("tile")[1] % e.get_int("unroll") == 0; });
-  s.add_device_limit("tile[1] <= max_draw_buffers", [](const ConfigEntity& e, const DeviceLimits& l) {
-    return e.split("tile")[1] <= l.max_draw_buffers;
+  s.add_constraint("unroll divides the inner tile", [](const ConfigEntity& e) {
+    return e.split("tile")[1] % e.get_int("unroll") == 0;
   });
+  s.add_device_limit("tile[1] <= max_draw_buffers",
+                     [](const ConfigEntity& e, const DeviceLimits& l) {
+                       return e.split("tile")[1] <= l.max_draw_buffers;
+                     });
   return s;
 }
 
@@ -218,8 +220,8 @@ std::vector<TemplateCase> template_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Templates, TemplateSpace, ::testing::ValuesIn(template_cases()),
                          [](const auto& info) {
-                           std::string t = info.param.target == Target::kGlesFrag ? "Frag"
-                                                                                  : "Compute";
+                           std::string t =
+                               info.param.target == Target::kGlesFrag ? "Frag" : "Compute";
                            return t + "_" + info.param.workload.name;
                          });
 

@@ -70,8 +70,8 @@ std::vector<EmitterCase> emitter_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Emitters, EmitterOnLlvmpipe, ::testing::ValuesIn(emitter_cases()),
                          [](const auto& info) {
-                           std::string t = info.param.target == Target::kGlesFrag ? "Frag"
-                                                                                  : "Compute";
+                           std::string t =
+                               info.param.target == Target::kGlesFrag ? "Frag" : "Compute";
                            return t + "_" + info.param.workload.name;
                          });
 

@@ -78,7 +78,8 @@ TEST(KernelArtifact, JsonRoundTrip) {
   a.dispatch = {2, 3, 1};
   a.workgroup = {8, 8, 1};
   a.shared_memory_bytes = 2048;
-  KernelArtifact b = KernelArtifact::from_json(boost::json::parse(boost::json::serialize(a.to_json())));
+  KernelArtifact b =
+      KernelArtifact::from_json(boost::json::parse(boost::json::serialize(a.to_json())));
   EXPECT_EQ(b.target, Target::kGlesCompute);
   EXPECT_EQ(b.source, a.source);
   EXPECT_EQ(b.inputs[1].pack_axis, 1);

@@ -20,10 +20,10 @@
 namespace webtune {
 
 struct MeasureOptions {
-  int number = 1;          ///< runs averaged into one cost
-  int repeat = 1;          ///< costs reported
-  int min_repeat_ms = 0;   ///< grow `number` until a measurement takes this long (ms)
-  double timeout_s = 10;   ///< wall-clock budget of one whole measurement (s); RUN_TIMEOUT past it
+  int number = 1;         ///< runs averaged into one cost
+  int repeat = 1;         ///< costs reported
+  int min_repeat_ms = 0;  ///< grow `number` until a measurement takes this long (ms)
+  double timeout_s = 10;  ///< wall-clock budget of one whole measurement (s); RUN_TIMEOUT past it
 
   boost::json::object to_json() const;
   static MeasureOptions from_json(const boost::json::value& value);
@@ -45,10 +45,10 @@ struct MeasureInput {
 /// The outcome of one trial.
 struct MeasureResult {
   MeasureErrorNo error = MeasureErrorNo::kNoError;
-  std::string message;         ///< driver log, mismatch report, ...; empty on success
-  std::vector<double> costs;   ///< seconds per run, one per repeat; empty on error
-  double all_cost = 0;         ///< seconds the whole measurement took (compile, upload, runs)
-  double timestamp = 0;        ///< Unix time (s) when it finished
+  std::string message;        ///< driver log, mismatch report, ...; empty on success
+  std::vector<double> costs;  ///< seconds per run, one per repeat; empty on error
+  double all_cost = 0;        ///< seconds the whole measurement took (compile, upload, runs)
+  double timestamp = 0;       ///< Unix time (s) when it finished
 
   bool ok() const { return error == MeasureErrorNo::kNoError; }
   /// Mean of costs (s); +inf on error.

@@ -1,0 +1,75 @@
+/// \file agent_command.cpp
+/// `webtune agent --tracker ws://127.0.0.1:9190/ws --key gles [--token T]`: a native OpenGL
+/// agent. It measures one job at a time in an isolated GL worker process (a hung or crashed
+/// kernel costs one trial, not the agent) and reconnects with backoff when the tracker goes away.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <memory>
+
+#include "commands.hpp"
+#include "native_agent/isolated_runtime.hpp"
+#include "tracker/agent_connection.hpp"
+
+namespace webtune::cli {
+
+namespace {
+
+struct AgentArgs {
+  std::string tracker = "ws://127.0.0.1:9190/ws", key = "gles", token, name;
+};
+
+boost::json::object run_input(IsolatedRuntime& runtime, const boost::json::value& input) {
+  MeasureResult result;
+  try {
+    result = runtime.measure(MeasureInput::from_json(input));
+  } catch (const std::exception& e) {
+    result = MeasureResult::failure(MeasureErrorNo::kInstantiation,
+                                    std::string("bad measure input: ") + e.what());
+  }
+  return result.to_json();
+}
+
+void run_agent(const AgentArgs& args) {
+  // Fork the GL worker before any thread starts.
+  auto runtime = std::make_shared<IsolatedRuntime>();
+  const GlDeviceInfo& device = runtime->info();
+  tracker::AgentOptions options;
+  options.url = args.tracker;
+  // "gles" becomes "gles:<device>", e.g. gles:llvmpipe; a key with a ':' is used as given.
+  options.keys = {args.key.find(':') == std::string::npos ? args.key + ":" + device.short_name()
+                                                          : args.key};
+  options.token = args.token;
+  options.name = args.name.empty() ? "native-agent/" + device.short_name() : args.name;
+  options.device = device.to_json();
+  spdlog::info("agent: {} ({}) serving key {}", device.renderer, device.version, options.keys[0]);
+
+  boost::asio::io_context ioc;
+  tracker::AgentConnection connection(ioc, options, [runtime](const boost::json::value& input) {
+    return run_input(*runtime, input);
+  });
+  boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    connection.stop();
+    ioc.stop();
+  });
+  connection.start();
+  ioc.run();
+}
+
+}  // namespace
+
+void add_agent_command(CLI::App& app) {
+  auto args = std::make_shared<AgentArgs>();
+  CLI::App* cmd = app.add_subcommand("agent", "Run a native OpenGL ES agent for the tracker");
+  cmd->add_option("--tracker", args->tracker, "ws://HOST:PORT/ws")->capture_default_str();
+  cmd->add_option("--key", args->key, "key, or key prefix completed with the device name")
+      ->capture_default_str();
+  cmd->add_option("--token", args->token, "agent token");
+  cmd->add_option("--name", args->name, "name shown in the farm");
+  cmd->callback([args] { run_agent(*args); });
+}
+
+}  // namespace webtune::cli

@@ -1,0 +1,105 @@
+/// \file tracker_command.cpp
+/// `webtune tracker [--listen HOST:PORT] [--config FILE]` runs the daemon until SIGINT/SIGTERM;
+/// `webtune tracker status --tracker URL` prints the farm per key, like TVM's
+/// query_rpc_tracker.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "tracker/tracker_client.hpp"
+#include "tracker/tracker_server.hpp"
+
+namespace webtune::cli {
+
+namespace {
+
+struct TrackerArgs {
+  std::string listen = "127.0.0.1:9190", config;
+  std::string agent_token, client_token, viewer_token;
+};
+
+struct StatusArgs {
+  std::string tracker = "ws://127.0.0.1:9190/ws", token;
+};
+
+tracker::TrackerConfig make_config(const TrackerArgs& args) {
+  tracker::TrackerConfig config;
+  if (!args.config.empty()) config = tracker::TrackerConfig::from_file(args.config);
+  const auto colon = args.listen.rfind(':');
+  if (colon == std::string::npos) throw std::invalid_argument("--listen takes HOST:PORT");
+  config.host = args.listen.substr(0, colon);
+  config.port = static_cast<uint16_t>(std::stoi(args.listen.substr(colon + 1)));
+  if (!args.agent_token.empty()) config.tokens.agent = args.agent_token;
+  if (!args.client_token.empty()) config.tokens.client = args.client_token;
+  if (!args.viewer_token.empty()) config.tokens.viewer = args.viewer_token;
+  return config;
+}
+
+void run_tracker(const TrackerArgs& args) {
+  tracker::TrackerServer server(make_config(args));
+  // Signals are caught on a small io_context of their own; stop() is thread-safe.
+  boost::asio::io_context signals_ioc;
+  boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    spdlog::info("signal {}: shutting down", signal);
+    server.stop();
+  });
+  std::thread signal_thread([&] { signals_ioc.run(); });
+  server.run();
+  signals_ioc.stop();
+  signal_thread.join();
+  spdlog::info("tracker stopped");
+}
+
+void print_status(const StatusArgs& args) {
+  tracker::Hello hello;
+  hello.role = tracker::Role::kViewer;
+  hello.token = args.token;
+  hello.name = "webtune tracker status";
+  tracker::TrackerClient client(args.tracker, hello);
+  boost::json::object s = client.summary();
+  std::printf("Tracker %s: %lld agents, %lld clients\n", args.tracker.c_str(),
+              static_cast<long long>(s["agents"].to_number<int64_t>()),
+              static_cast<long long>(s["clients"].to_number<int64_t>()));
+  std::printf("%-28s %6s %6s %6s %8s %8s\n", "key", "idle", "busy", "quar.", "pending", "leased");
+  for (const auto& [key, v] : s["keys"].as_object()) {
+    const auto& o = v.as_object();
+    auto n = [&](const char* f) { return static_cast<long long>(o.at(f).to_number<int64_t>()); };
+    std::printf("%-28s %6lld %6lld %6lld %8lld %8lld\n", std::string(key).c_str(), n("agents_idle"),
+                n("agents_busy"), n("agents_quarantined"), n("jobs_pending"), n("jobs_leased"));
+  }
+  const auto& c = s["counters"].as_object();
+  std::printf("jobs: %lld submitted, %lld delivered, %lld re-queued, %lld lease expiries\n",
+              static_cast<long long>(c.at("jobs_submitted").to_number<int64_t>()),
+              static_cast<long long>(c.at("jobs_delivered").to_number<int64_t>()),
+              static_cast<long long>(c.at("jobs_requeued").to_number<int64_t>()),
+              static_cast<long long>(c.at("lease_expiries").to_number<int64_t>()));
+}
+
+}  // namespace
+
+void add_tracker_command(CLI::App& app) {
+  auto args = std::make_shared<TrackerArgs>();
+  auto status = std::make_shared<StatusArgs>();
+  CLI::App* cmd = app.add_subcommand("tracker", "Run the tracker daemon (or query it: status)");
+  cmd->add_option("--listen", args->listen, "HOST:PORT")->capture_default_str();
+  cmd->add_option("--config", args->config, "tracker config JSON (configs/tracker.json)");
+  cmd->add_option("--agent-token", args->agent_token, "token agents must present");
+  cmd->add_option("--client-token", args->client_token, "token clients must present");
+  cmd->add_option("--viewer-token", args->viewer_token, "token viewers must present");
+  CLI::App* st = cmd->add_subcommand("status", "Print agents and jobs per key");
+  st->add_option("--tracker", status->tracker, "ws://HOST:PORT/ws")->capture_default_str();
+  st->add_option("--token", status->token, "viewer token");
+  st->callback([status] { print_status(*status); });
+  cmd->callback([cmd, args] {
+    if (cmd->got_subcommand("status")) return;
+    run_tracker(*args);
+  });
+}
+
+}  // namespace webtune::cli

@@ -1,0 +1,72 @@
+/// \file protocol.hpp
+/// Messages of the tracker protocol (docs/protocol.md): parsing with clear errors, and builders.
+/// No networking here.
+#pragma once
+
+#include <boost/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace webtune::tracker {
+
+/// The protocol version checked at the handshake.
+constexpr int kProtocolVersion = 1;
+
+enum class Role { kAgent, kClient, kViewer };
+std::string_view role_name(Role role);
+
+/// A message that breaks the protocol; `code` is the error code sent back (docs/protocol.md).
+class ProtocolError : public std::runtime_error {
+ public:
+  ProtocolError(std::string code, const std::string& message)
+      : std::runtime_error(message), code_(std::move(code)) {}
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+/// Parses a text frame into a JSON object with a string "type". Throws ProtocolError
+/// (invalid_json, bad_message).
+boost::json::object parse_message(std::string_view text);
+/// The "type" of a parsed message.
+std::string message_type(const boost::json::object& message);
+
+struct Hello {
+  int protocol = kProtocolVersion;
+  Role role = Role::kClient;
+  std::string token, name;
+  std::vector<std::string> keys;  ///< agents only
+  boost::json::object device;     ///< agents only: GlDeviceInfo JSON or a browser's equivalent
+
+  boost::json::object to_json() const;
+  /// Throws ProtocolError: handshake (not a hello / bad role / agent without keys), version.
+  static Hello from_json(const boost::json::object& message);
+};
+
+/// One job of a submit batch.
+struct SubmitItem {
+  uint64_t tag = 0;
+  std::string key;
+  std::optional<int> priority;
+  int64_t lease_ms = 60000;
+  boost::json::value input;  ///< MeasureInput JSON, passed through to the agent
+};
+
+/// Parses a submit's batch; throws ProtocolError(bad_message) naming the bad item.
+std::vector<SubmitItem> parse_submit(const boost::json::object& message, int* batch_priority);
+
+boost::json::object make_error(std::string_view code, std::string_view message);
+boost::json::object make_welcome(uint64_t session, int heartbeat_ms);
+boost::json::object make_job(uint64_t job, int attempt, int64_t lease_ms,
+                             const boost::json::value& input);
+boost::json::object make_result_for_client(uint64_t job, uint64_t tag, int attempt,
+                                           const boost::json::value& result);
+
+/// Field helpers that throw ProtocolError(bad_message) with the field's name.
+uint64_t get_u64(const boost::json::object& message, std::string_view key);
+const boost::json::value& get_field(const boost::json::object& message, std::string_view key);
+
+}  // namespace webtune::tracker

@@ -1,0 +1,189 @@
+/// \file scheduler.hpp
+/// The tracker's scheduling core: queues of measurement jobs per key, a pool of agents, leases.
+///
+/// No networking and no clock of its own: callers pass `now` and carry out the actions it
+/// returns (send a job to an agent, deliver a result to a client), which keeps every rule testable
+/// without sockets. Rules:
+///  - Jobs wait in one queue per requested key pattern, highest priority first, FIFO among equals.
+///  - A pattern matches an agent key when it is equal to it or is a prefix that ends at a ':'
+///    ("gles" matches "gles:llvmpipe"; "gles:llvm" does not).
+///  - An idle agent takes the oldest highest-priority job any of its keys matches; the job is
+///    leased to it until now + the job's lease timeout.
+///  - A job whose agent goes away, or whose lease expires, goes back to the front of its queue
+///    with its attempt count raised; once it has used `max_attempts` it is delivered to its client
+///    as an error (RUN_TIMEOUT after an expired lease, RUNTIME_DEVICE after a lost agent), never
+///    dropped.
+///  - An agent that fails `quarantine_after` jobs in a row (lost lease or an error result other
+///    than WRONG_ANSWER/COMPILE_DEVICE, which are the kernel's fault) is quarantined for
+///    `quarantine_duration` and takes no job meanwhile.
+///  - A client that goes away has its queued jobs dropped and its leased ones forgotten: their
+///    results are discarded when they come.
+///  - Every job is delivered exactly once: a result for a job that is not leased to that agent is
+///    refused (and counted), so a late answer after a re-queue cannot double-deliver.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/error_no.hpp"
+
+namespace webtune::tracker {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using JobId = uint64_t;
+using AgentId = uint64_t;
+using ClientId = uint64_t;
+
+/// True when key `pattern` asks for agent key `key` (see the file comment).
+bool key_matches(const std::string& pattern, const std::string& key);
+
+struct SchedulerOptions {
+  int max_attempts = 3;                                  ///< tries of one job before it fails
+  int quarantine_after = 3;                              ///< failures in a row that quarantine
+  std::chrono::milliseconds quarantine_duration{30000};  ///< how long a quarantine lasts
+};
+
+/// A measurement job as the scheduler sees it; `payload` is opaque (the measure input's JSON).
+struct JobSpec {
+  std::string key;  ///< key pattern, e.g. "gles" or "gles:llvmpipe"
+  int priority = 0;
+  std::chrono::milliseconds lease{60000};  ///< lease timeout once dispatched
+  std::string payload;
+  uint64_t client_tag = 0;  ///< the client's own id for the job, echoed back in its result
+};
+
+/// An instruction for the network layer.
+struct Action {
+  enum class Kind {
+    kSendJob,    ///< send job `job` (payload, deadline) to agent `agent`
+    kDeliver,    ///< send the result of `job` to client `client`
+    kCancelJob,  ///< tell agent `agent` to drop job `job` (its client went away)
+  };
+  Kind kind;
+  JobId job = 0;
+  AgentId agent = 0;
+  ClientId client = 0;
+  uint64_t client_tag = 0;
+  std::string payload;  ///< kSendJob: the job payload; kDeliver: the result JSON
+  TimePoint deadline{};
+  int attempt = 0;  ///< kSendJob: 1 for the first try
+  /// kDeliver from the scheduler itself (no agent result): the error number and message.
+  std::optional<MeasureErrorNo> error;
+  std::string message;
+};
+
+/// Counts for `tracker status`, per agent key.
+struct KeyStatus {
+  int agents_idle = 0, agents_busy = 0, agents_quarantined = 0;
+  int jobs_pending = 0, jobs_leased = 0;
+};
+
+/// Running totals since start.
+struct SchedulerCounters {
+  uint64_t submitted = 0, delivered = 0, requeued = 0, lease_expiries = 0, agents_lost_jobs = 0,
+           failed_max_attempts = 0, refused_results = 0, cancelled = 0, quarantines = 0;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options = {});
+
+  /// Registers an agent with its keys; it is idle. Throws std::invalid_argument if the id is
+  /// taken or it has no key.
+  void add_agent(AgentId agent, std::vector<std::string> keys, TimePoint now);
+  /// Removes an agent (disconnect): its leased job is re-queued (or failed). Unknown ids are
+  /// ignored.
+  std::vector<Action> remove_agent(AgentId agent, TimePoint now);
+
+  /// Queues a job for a client; returns its id. Throws std::invalid_argument for an empty key.
+  JobId submit(ClientId client, JobSpec spec, TimePoint now);
+  /// Drops a client's queued jobs and forgets its leased ones; returns kCancelJob actions for
+  /// the agents holding them.
+  std::vector<Action> remove_client(ClientId client);
+  /// Cancels one job of a client (queued: dropped; leased: kCancelJob). False if unknown.
+  bool cancel(ClientId client, JobId job, std::vector<Action>* actions);
+
+  /// An agent's result for a job. Refused (returns false, `why` set) when the job is not leased
+  /// to this agent — unknown, already delivered, or re-queued after its lease expired.
+  /// On success the agent becomes idle and a kDeliver action is appended (unless the client left).
+  /// `error` is the result's error number, for the agent's failure streak.
+  bool complete(AgentId agent, JobId job, MeasureErrorNo error, std::string result_json,
+                TimePoint now, std::vector<Action>* actions, std::string* why);
+
+  /// Matches idle agents with queued jobs; returns the kSendJob actions.
+  std::vector<Action> dispatch(TimePoint now);
+  /// Expires leases past their deadline and ends quarantines; returns deliveries of jobs that
+  /// ran out of attempts. Call periodically (the tracker does every 100 ms).
+  std::vector<Action> tick(TimePoint now);
+  /// The earliest lease deadline, if any job is leased (for timers).
+  std::optional<TimePoint> next_deadline() const;
+
+  std::map<std::string, KeyStatus> status(TimePoint now) const;
+  const SchedulerCounters& counters() const { return counters_; }
+  size_t pending_jobs() const;
+  size_t leased_jobs() const { return leases_.size(); }
+  bool has_agent(AgentId agent) const { return agents_.count(agent) > 0; }
+  /// The job an agent holds, if any.
+  std::optional<JobId> job_of(AgentId agent) const;
+
+ private:
+  struct Job {
+    JobId id;
+    ClientId client;
+    JobSpec spec;
+    int attempts = 0;       // dispatches so far
+    uint64_t sequence = 0;  // FIFO order among equal priorities
+  };
+  struct Agent {
+    std::vector<std::string> keys;
+    std::optional<JobId> job;
+    int failures_in_a_row = 0;
+    TimePoint quarantined_until{};
+  };
+  struct Lease {
+    AgentId agent;
+    TimePoint deadline;
+  };
+  // Queue order: higher priority first, then lower sequence (older) first.
+  struct QueueOrder {
+    bool operator()(const std::pair<int, uint64_t>& a, const std::pair<int, uint64_t>& b) const {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    }
+  };
+  using Queue = std::map<std::pair<int, uint64_t>, JobId, QueueOrder>;
+
+  void enqueue(Job& job, bool front);
+  void unqueue(const Job& job);
+  /// A leased job lost its agent (gone or lease expired): re-queue, or fail it when out of tries.
+  void requeue_or_fail(JobId job, MeasureErrorNo error, const std::string& why,
+                       std::vector<Action>& actions);
+  void note_agent_failure(AgentId id, Agent& agent, TimePoint now);
+  void mark_idle(AgentId id, const Agent& agent);
+  void unmark_idle(AgentId id, const Agent& agent);
+  /// An idle agent with a key that `pattern` matches, if any.
+  std::optional<AgentId> find_idle(const std::string& pattern) const;
+
+  SchedulerOptions options_;
+  JobId next_job_ = 1;
+  uint64_t next_sequence_ = 1;
+  std::map<JobId, Job> jobs_;            // queued or leased, not yet delivered
+  std::map<std::string, Queue> queues_;  // by key pattern
+  std::map<JobId, Lease> leases_;
+  std::map<AgentId, Agent> agents_;
+  // Agents ready for a job (not busy, not quarantined), indexed by each of their keys, so a
+  // key pattern finds them with one ordered-map range scan.
+  std::map<std::string, std::set<AgentId>> idle_by_key_;
+  std::set<AgentId> quarantined_;
+  std::set<JobId> orphaned_;  // leased jobs whose client left
+  SchedulerCounters counters_;
+};
+
+}  // namespace webtune::tracker

@@ -1,0 +1,62 @@
+/// \file tracker_server.hpp
+/// The tracker daemon: a Boost.Beast WebSocket server on `/ws` around TrackerState.
+///
+/// One io_context thread runs everything (accepts, reads, writes, the 100 ms lease tick), so the
+/// state needs no locks; stop() may be called from any thread or a signal handler's thread.
+#pragma once
+
+#include <atomic>
+#include <boost/json/fwd.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "tracker/scheduler.hpp"
+#include "tracker/tracker_state.hpp"
+
+namespace webtune::tracker {
+
+struct TrackerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 9190;  ///< 0 picks a free port (see TrackerServer::port)
+  AccessTokens tokens;
+  size_t max_frame_bytes = 16u << 20;  ///< larger frames close the connection with code 1009
+  int heartbeat_ms = 10000;            ///< idle peers are pinged at half of it, dropped after it
+  SchedulerOptions scheduler;
+
+  /// Reads configs/tracker.json-style files: {"host","port","tokens":{"agent","client","viewer"},
+  /// "max_frame_bytes","heartbeat_ms","max_attempts","quarantine_after","quarantine_ms"}; every
+  /// field optional. Throws std::runtime_error naming the file and the bad field.
+  static TrackerConfig from_file(const std::string& path);
+};
+
+class TrackerServer {
+ public:
+  /// Binds and listens at once (so port() is known); throws std::runtime_error when the address
+  /// cannot be bound.
+  explicit TrackerServer(TrackerConfig config);
+  ~TrackerServer();
+
+  /// The bound port.
+  uint16_t port() const { return port_; }
+  /// "ws://host:port/ws".
+  std::string url() const;
+  /// Serves until stop(); returns afterwards. Installs no signal handlers (the CLI does).
+  void run();
+  /// Starts run() on a background thread (for embedding in `webtune tune` and tests).
+  void start_background();
+  /// Closes the listener and every connection and makes run() return. Thread-safe.
+  void stop();
+  /// Runs `fn` on the server thread and waits for it, e.g. to read the state safely.
+  void inspect(const std::function<void(const TrackerState&)>& fn);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace webtune::tracker

@@ -1,0 +1,167 @@
+/// \file protocol.cpp
+/// Parsing and building tracker protocol messages.
+#include "tracker/protocol.hpp"
+
+namespace webtune::tracker {
+
+namespace bj = boost::json;
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kAgent:
+      return "agent";
+    case Role::kClient:
+      return "client";
+    case Role::kViewer:
+      return "viewer";
+  }
+  return "unknown";
+}
+
+bj::object parse_message(std::string_view text) {
+  boost::system::error_code ec;
+  bj::value value = bj::parse(text, ec);
+  if (ec) throw ProtocolError("invalid_json", "frame is not valid JSON: " + ec.message());
+  if (!value.is_object()) throw ProtocolError("bad_message", "a message must be a JSON object");
+  bj::object& o = value.get_object();
+  auto it = o.find("type");
+  if (it == o.end() || !it->value().is_string())
+    throw ProtocolError("bad_message", "a message needs a string field 'type'");
+  return std::move(o);
+}
+
+std::string message_type(const bj::object& message) {
+  return std::string(message.at("type").get_string());
+}
+
+const bj::value& get_field(const bj::object& message, std::string_view key) {
+  auto it = message.find(key);
+  if (it == message.end())
+    throw ProtocolError("bad_message", "missing field '" + std::string(key) + "'");
+  return it->value();
+}
+
+uint64_t get_u64(const bj::object& message, std::string_view key) {
+  const bj::value& v = get_field(message, key);
+  if (v.is_uint64()) return v.get_uint64();
+  if (v.is_int64() && v.get_int64() >= 0) return static_cast<uint64_t>(v.get_int64());
+  throw ProtocolError("bad_message", "field '" + std::string(key) + "' must be a whole number");
+}
+
+static std::string get_str(const bj::object& message, std::string_view key,
+                           const std::string& fallback) {
+  auto it = message.find(key);
+  if (it == message.end()) return fallback;
+  if (!it->value().is_string())
+    throw ProtocolError("bad_message", "field '" + std::string(key) + "' must be a string");
+  return std::string(it->value().get_string());
+}
+
+bj::object Hello::to_json() const {
+  bj::array k;
+  for (const std::string& key : keys) k.emplace_back(key);
+  return bj::object{{"type", "hello"}, {"protocol", protocol}, {"role", role_name(role)},
+                    {"token", token},  {"name", name},         {"keys", std::move(k)},
+                    {"device", device}};
+}
+
+Hello Hello::from_json(const bj::object& message) {
+  if (message_type(message) != "hello")
+    throw ProtocolError("handshake", "the first message must be 'hello'");
+  Hello h;
+  const bj::value& version = get_field(message, "protocol");
+  if (!version.is_int64() || version.get_int64() != kProtocolVersion)
+    throw ProtocolError("version", "protocol version " + bj::serialize(version) +
+                                       " is not supported; this tracker speaks " +
+                                       std::to_string(kProtocolVersion));
+  const std::string role = get_str(message, "role", "");
+  if (role == "agent")
+    h.role = Role::kAgent;
+  else if (role == "client")
+    h.role = Role::kClient;
+  else if (role == "viewer")
+    h.role = Role::kViewer;
+  else
+    throw ProtocolError("handshake", "role must be agent, client or viewer, not '" + role + "'");
+  h.token = get_str(message, "token", "");
+  h.name = get_str(message, "name", "");
+  if (auto it = message.find("keys"); it != message.end()) {
+    if (!it->value().is_array()) throw ProtocolError("handshake", "'keys' must be an array");
+    for (const bj::value& k : it->value().get_array()) {
+      if (!k.is_string() || k.get_string().empty())
+        throw ProtocolError("handshake", "each key must be a non-empty string");
+      h.keys.emplace_back(k.get_string());
+    }
+  }
+  if (h.role == Role::kAgent && h.keys.empty())
+    throw ProtocolError("handshake", "an agent must announce at least one key");
+  if (auto it = message.find("device"); it != message.end() && it->value().is_object())
+    h.device = it->value().get_object();
+  return h;
+}
+
+std::vector<SubmitItem> parse_submit(const bj::object& message, int* batch_priority) {
+  int priority = 0;
+  if (auto it = message.find("priority"); it != message.end()) {
+    if (!it->value().is_int64())
+      throw ProtocolError("bad_message", "'priority' must be an integer");
+    priority = static_cast<int>(it->value().get_int64());
+  }
+  if (batch_priority) *batch_priority = priority;
+  const bj::value& batch = get_field(message, "batch");
+  if (!batch.is_array()) throw ProtocolError("bad_message", "'batch' must be an array");
+  std::vector<SubmitItem> items;
+  size_t i = 0;
+  for (const bj::value& v : batch.get_array()) {
+    const std::string where = "batch[" + std::to_string(i++) + "]: ";
+    if (!v.is_object()) throw ProtocolError("bad_message", where + "must be an object");
+    const bj::object& o = v.get_object();
+    SubmitItem item;
+    try {
+      item.tag = get_u64(o, "tag");
+      item.key = get_str(o, "key", "");
+      if (item.key.empty()) throw ProtocolError("bad_message", "missing field 'key'");
+      if (auto p = o.find("priority"); p != o.end()) {
+        if (!p->value().is_int64())
+          throw ProtocolError("bad_message", "'priority' must be an integer");
+        item.priority = static_cast<int>(p->value().get_int64());
+      }
+      if (o.contains("lease_ms")) {
+        item.lease_ms = static_cast<int64_t>(get_u64(o, "lease_ms"));
+        if (item.lease_ms <= 0) throw ProtocolError("bad_message", "'lease_ms' must be > 0");
+      }
+      item.input = get_field(o, "input");
+    } catch (const ProtocolError& e) {
+      throw ProtocolError(e.code(), where + e.what());
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+bj::object make_error(std::string_view code, std::string_view message) {
+  return bj::object{{"type", "error"}, {"code", code}, {"message", message}};
+}
+
+bj::object make_welcome(uint64_t session, int heartbeat_ms) {
+  return bj::object{{"type", "welcome"},
+                    {"protocol", kProtocolVersion},
+                    {"session", session},
+                    {"heartbeat_ms", heartbeat_ms}};
+}
+
+bj::object make_job(uint64_t job, int attempt, int64_t lease_ms, const bj::value& input) {
+  return bj::object{{"type", "job"},
+                    {"job", job},
+                    {"attempt", attempt},
+                    {"lease_ms", lease_ms},
+                    {"input", input}};
+}
+
+bj::object make_result_for_client(uint64_t job, uint64_t tag, int attempt,
+                                  const bj::value& result) {
+  return bj::object{
+      {"type", "result"}, {"job", job}, {"tag", tag}, {"attempt", attempt}, {"result", result}};
+}
+
+}  // namespace webtune::tracker

@@ -1,0 +1,290 @@
+/// \file scheduler.cpp
+/// Queues, leases, re-queues and quarantines; the rules are in the header.
+#include "tracker/scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace webtune::tracker {
+
+bool key_matches(const std::string& pattern, const std::string& key) {
+  if (pattern.empty() || key.size() < pattern.size()) return false;
+  if (key.compare(0, pattern.size(), pattern) != 0) return false;
+  return key.size() == pattern.size() || key[pattern.size()] == ':' || pattern.back() == ':';
+}
+
+Scheduler::Scheduler(SchedulerOptions options) : options_(options) {}
+
+void Scheduler::mark_idle(AgentId id, const Agent& agent) {
+  for (const std::string& key : agent.keys) idle_by_key_[key].insert(id);
+}
+
+void Scheduler::unmark_idle(AgentId id, const Agent& agent) {
+  for (const std::string& key : agent.keys) {
+    auto it = idle_by_key_.find(key);
+    if (it == idle_by_key_.end()) continue;
+    it->second.erase(id);
+    if (it->second.empty()) idle_by_key_.erase(it);
+  }
+}
+
+std::optional<AgentId> Scheduler::find_idle(const std::string& pattern) const {
+  for (auto it = idle_by_key_.lower_bound(pattern); it != idle_by_key_.end(); ++it) {
+    if (it->first.compare(0, pattern.size(), pattern) != 0) break;  // past the prefix range
+    if (key_matches(pattern, it->first) && !it->second.empty()) return *it->second.begin();
+  }
+  return std::nullopt;
+}
+
+void Scheduler::add_agent(AgentId id, std::vector<std::string> keys, TimePoint now) {
+  if (agents_.count(id)) throw std::invalid_argument("agent id already registered");
+  keys.erase(std::remove(keys.begin(), keys.end(), std::string()), keys.end());
+  if (keys.empty()) throw std::invalid_argument("an agent needs at least one key");
+  Agent& agent = agents_[id];
+  agent.keys = std::move(keys);
+  mark_idle(id, agent);
+}
+
+std::vector<Action> Scheduler::remove_agent(AgentId id, TimePoint now) {
+  std::vector<Action> actions;
+  auto it = agents_.find(id);
+  if (it == agents_.end()) return actions;
+  unmark_idle(id, it->second);
+  quarantined_.erase(id);
+  std::optional<JobId> job = it->second.job;
+  agents_.erase(it);
+  if (job) {
+    ++counters_.agents_lost_jobs;
+    leases_.erase(*job);
+    requeue_or_fail(*job, MeasureErrorNo::kRuntimeDevice, "the agent disconnected", actions);
+  }
+  return actions;
+}
+
+void Scheduler::enqueue(Job& job, bool front) {
+  // A re-queued job keeps its original sequence number, so it goes ahead of later submissions.
+  if (!front || job.sequence == 0) job.sequence = next_sequence_++;
+  queues_[job.spec.key].emplace(std::make_pair(job.spec.priority, job.sequence), job.id);
+}
+
+void Scheduler::unqueue(const Job& job) {
+  auto q = queues_.find(job.spec.key);
+  if (q == queues_.end()) return;
+  q->second.erase(std::make_pair(job.spec.priority, job.sequence));
+  if (q->second.empty()) queues_.erase(q);
+}
+
+JobId Scheduler::submit(ClientId client, JobSpec spec, TimePoint now) {
+  if (spec.key.empty()) throw std::invalid_argument("a job needs a key");
+  const JobId id = next_job_++;
+  Job& job = jobs_[id];
+  job.id = id;
+  job.client = client;
+  job.spec = std::move(spec);
+  enqueue(job, false);
+  ++counters_.submitted;
+  return id;
+}
+
+std::vector<Action> Scheduler::remove_client(ClientId client) {
+  std::vector<Action> actions;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    Job& job = it->second;
+    if (job.client != client) {
+      ++it;
+      continue;
+    }
+    auto lease = leases_.find(job.id);
+    if (lease != leases_.end()) {
+      // The agent keeps running it; its result will be discarded.
+      orphaned_.insert(job.id);
+      actions.push_back(Action{Action::Kind::kCancelJob, job.id, lease->second.agent});
+      ++it;
+    } else {
+      unqueue(job);
+      ++counters_.cancelled;
+      it = jobs_.erase(it);
+    }
+  }
+  return actions;
+}
+
+bool Scheduler::cancel(ClientId client, JobId id, std::vector<Action>* actions) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.client != client || orphaned_.count(id)) return false;
+  auto lease = leases_.find(id);
+  if (lease != leases_.end()) {
+    orphaned_.insert(id);
+    if (actions) actions->push_back(Action{Action::Kind::kCancelJob, id, lease->second.agent});
+  } else {
+    unqueue(it->second);
+    jobs_.erase(it);
+  }
+  ++counters_.cancelled;
+  return true;
+}
+
+void Scheduler::note_agent_failure(AgentId id, Agent& agent, TimePoint now) {
+  if (++agent.failures_in_a_row < options_.quarantine_after) return;
+  agent.failures_in_a_row = 0;
+  agent.quarantined_until = now + options_.quarantine_duration;
+  unmark_idle(id, agent);
+  quarantined_.insert(id);
+  ++counters_.quarantines;
+}
+
+bool Scheduler::complete(AgentId agent_id, JobId job_id, MeasureErrorNo error,
+                         std::string result_json, TimePoint now, std::vector<Action>* actions,
+                         std::string* why) {
+  auto lease = leases_.find(job_id);
+  if (lease == leases_.end() || lease->second.agent != agent_id) {
+    ++counters_.refused_results;
+    if (why) *why = "job " + std::to_string(job_id) + " is not leased to this agent";
+    return false;
+  }
+  leases_.erase(lease);
+  Agent& agent = agents_.at(agent_id);
+  agent.job.reset();
+  // Wrong answers and rejected shaders are the kernel's fault, not the agent's.
+  const bool agent_fault = error == MeasureErrorNo::kRuntimeDevice ||
+                           error == MeasureErrorNo::kRunTimeout ||
+                           error == MeasureErrorNo::kUnknown;
+  if (agent_fault) {
+    note_agent_failure(agent_id, agent, now);
+  } else {
+    agent.failures_in_a_row = 0;
+  }
+  if (!quarantined_.count(agent_id)) mark_idle(agent_id, agent);
+
+  auto job_it = jobs_.find(job_id);
+  const Job job = job_it->second;
+  jobs_.erase(job_it);
+  if (orphaned_.erase(job_id)) return true;  // the client left; nobody to deliver to
+  Action deliver{Action::Kind::kDeliver, job_id, agent_id, job.client, job.spec.client_tag,
+                 std::move(result_json)};
+  deliver.attempt = job.attempts;
+  if (actions) actions->push_back(std::move(deliver));
+  ++counters_.delivered;
+  return true;
+}
+
+void Scheduler::requeue_or_fail(JobId id, MeasureErrorNo error, const std::string& why,
+                                std::vector<Action>& actions) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  if (orphaned_.erase(id)) {  // nobody waits for it any more
+    jobs_.erase(it);
+    return;
+  }
+  if (job.attempts < options_.max_attempts) {
+    ++counters_.requeued;
+    enqueue(job, true);
+    return;
+  }
+  Action deliver{Action::Kind::kDeliver, id, 0, job.client, job.spec.client_tag};
+  deliver.error = error;
+  deliver.message = why + " on each of " + std::to_string(job.attempts) + " attempts";
+  deliver.attempt = job.attempts;
+  actions.push_back(std::move(deliver));
+  ++counters_.failed_max_attempts;
+  ++counters_.delivered;
+  jobs_.erase(it);
+}
+
+std::vector<Action> Scheduler::dispatch(TimePoint now) {
+  std::vector<Action> actions;
+  while (!queues_.empty() && !idle_by_key_.empty()) {
+    // The best queue head (priority, then age) that some idle agent can take.
+    const Queue::value_type* best = nullptr;
+    AgentId best_agent = 0;
+    for (const auto& [pattern, queue] : queues_) {
+      const auto& head = *queue.begin();
+      if (best && !QueueOrder()(head.first, best->first)) continue;
+      if (std::optional<AgentId> agent = find_idle(pattern)) {
+        best = &head;
+        best_agent = *agent;
+      }
+    }
+    if (!best) break;
+    Job& job = jobs_.at(best->second);
+    Agent& agent = agents_.at(best_agent);
+    unqueue(job);
+    unmark_idle(best_agent, agent);
+    agent.job = job.id;
+    ++job.attempts;
+    const TimePoint deadline = now + job.spec.lease;
+    leases_[job.id] = Lease{best_agent, deadline};
+    Action send{Action::Kind::kSendJob, job.id,           best_agent, job.client,
+                job.spec.client_tag,    job.spec.payload, deadline};
+    send.attempt = job.attempts;
+    actions.push_back(std::move(send));
+  }
+  return actions;
+}
+
+std::vector<Action> Scheduler::tick(TimePoint now) {
+  std::vector<Action> actions;
+  std::vector<JobId> expired;
+  for (const auto& [job, lease] : leases_)
+    if (lease.deadline <= now) expired.push_back(job);
+  for (JobId id : expired) {
+    const AgentId agent_id = leases_.at(id).agent;
+    leases_.erase(id);
+    ++counters_.lease_expiries;
+    Agent& agent = agents_.at(agent_id);
+    agent.job.reset();
+    note_agent_failure(agent_id, agent, now);
+    if (!quarantined_.count(agent_id)) mark_idle(agent_id, agent);
+    requeue_or_fail(id, MeasureErrorNo::kRunTimeout, "the lease expired", actions);
+  }
+  for (auto it = quarantined_.begin(); it != quarantined_.end();) {
+    Agent& agent = agents_.at(*it);
+    if (agent.quarantined_until <= now) {
+      if (!agent.job) mark_idle(*it, agent);
+      it = quarantined_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return actions;
+}
+
+std::optional<TimePoint> Scheduler::next_deadline() const {
+  std::optional<TimePoint> next;
+  for (const auto& [job, lease] : leases_)
+    if (!next || lease.deadline < *next) next = lease.deadline;
+  return next;
+}
+
+size_t Scheduler::pending_jobs() const {
+  size_t n = 0;
+  for (const auto& [pattern, queue] : queues_) n += queue.size();
+  return n;
+}
+
+std::optional<JobId> Scheduler::job_of(AgentId agent) const {
+  auto it = agents_.find(agent);
+  if (it == agents_.end()) return std::nullopt;
+  return it->second.job;
+}
+
+std::map<std::string, KeyStatus> Scheduler::status(TimePoint now) const {
+  std::map<std::string, KeyStatus> out;
+  for (const auto& [id, agent] : agents_) {
+    for (const std::string& key : agent.keys) {
+      KeyStatus& s = out[key];
+      if (quarantined_.count(id))
+        ++s.agents_quarantined;
+      else if (agent.job)
+        ++s.agents_busy;
+      else
+        ++s.agents_idle;
+    }
+  }
+  for (const auto& [pattern, queue] : queues_) out[pattern].jobs_pending += queue.size();
+  for (const auto& [job, lease] : leases_) out[jobs_.at(job).spec.key].jobs_leased += 1;
+  return out;
+}
+
+}  // namespace webtune::tracker

@@ -1,0 +1,267 @@
+/// \file tracker_state.cpp
+/// The protocol logic of the tracker: handshake, submit, results, cancel, summary.
+#include "tracker/tracker_state.hpp"
+
+#include <boost/json.hpp>
+
+#include "codegen/error_no.hpp"
+
+namespace webtune::tracker {
+
+namespace bj = boost::json;
+
+TrackerState::TrackerState(AccessTokens tokens, SchedulerOptions options, int heartbeat_ms)
+    : tokens_(std::move(tokens)), heartbeat_ms_(heartbeat_ms), scheduler_(options) {}
+
+uint64_t TrackerState::on_open(std::shared_ptr<PeerConnection> peer) {
+  const uint64_t id = next_session_++;
+  connections_[id] = std::move(peer);
+  PeerInfo& info = peers_[id];
+  info.connected_at = info.last_seen = std::chrono::system_clock::now();
+  ++counters_.connections;
+  return id;
+}
+
+void TrackerState::send_raw(uint64_t id, std::string frame) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  ++counters_.frames_out;
+  it->second->send(std::make_shared<const std::string>(std::move(frame)));
+}
+
+void TrackerState::send(uint64_t id, const bj::object& message) {
+  send_raw(id, bj::serialize(message));
+}
+
+void TrackerState::protocol_error(uint64_t id, const std::string& code,
+                                  const std::string& message) {
+  ++counters_.protocol_errors;
+  send(id, make_error(code, message));
+}
+
+void TrackerState::on_binary(uint64_t id, size_t bytes) {
+  protocol_error(id, "bad_message",
+                 "binary frames carry job payloads, which protocol 1 does not "
+                 "accept from peers (" +
+                     std::to_string(bytes) + " bytes)");
+}
+
+void TrackerState::on_message(uint64_t id, std::string_view text, TimePoint now) {
+  auto peer = peers_.find(id);
+  if (peer == peers_.end()) return;
+  ++counters_.frames_in;
+  peer->second.last_seen = std::chrono::system_clock::now();
+  bj::object message;
+  std::string type;
+  try {
+    message = parse_message(text);
+    type = message_type(message);
+    if (!peer->second.greeted) {
+      handle_hello(id, message, now);
+      return;
+    }
+    const Role role = peer->second.role;
+    if (type == "result") {
+      if (role != Role::kAgent) throw ProtocolError("forbidden", "only agents send results");
+      handle_result(id, message, now);
+    } else if (type == "submit") {
+      if (role != Role::kClient) throw ProtocolError("forbidden", "only clients submit jobs");
+      handle_submit(id, message, now);
+    } else if (type == "cancel") {
+      if (role != Role::kClient) throw ProtocolError("forbidden", "only clients cancel jobs");
+      handle_cancel(id, message);
+    } else if (type == "summary") {
+      bj::object reply = summary(now);
+      reply["type"] = "summary";
+      send(id, reply);
+    } else if (type == "ping") {
+      bj::object pong{{"type", "pong"}};
+      if (auto t = message.find("t"); t != message.end()) pong["t"] = t->value();
+      send(id, pong);
+    } else if (type == "hello") {
+      throw ProtocolError("bad_message", "already greeted");
+    } else {
+      throw ProtocolError("unknown_type", "unknown message type '" + type + "'");
+    }
+  } catch (const ProtocolError& e) {
+    if (!peer->second.greeted) {
+      ++counters_.refused_handshakes;
+      protocol_error(id, e.code(), e.what());
+      if (auto c = connections_.find(id); c != connections_.end()) c->second->close(1008, e.what());
+      return;
+    }
+    protocol_error(id, e.code(), e.what());
+  } catch (const std::exception& e) {
+    protocol_error(id, "bad_message", e.what());
+  }
+}
+
+void TrackerState::handle_hello(uint64_t id, const bj::object& message, TimePoint now) {
+  Hello hello = Hello::from_json(message);
+  const std::string& expected = hello.role == Role::kAgent    ? tokens_.agent
+                                : hello.role == Role::kClient ? tokens_.client
+                                                              : tokens_.viewer;
+  if (!expected.empty() && hello.token != expected)
+    throw ProtocolError("bad_token", "wrong token for role " + std::string(role_name(hello.role)));
+  PeerInfo& info = peers_.at(id);
+  info.greeted = true;
+  info.role = hello.role;
+  info.name = hello.name;
+  info.keys = hello.keys;
+  info.device_json = bj::serialize(hello.device);
+  send(id, make_welcome(id, heartbeat_ms_));
+  if (hello.role == Role::kAgent) {
+    scheduler_.add_agent(id, hello.keys, now);
+    execute({}, now);
+  }
+}
+
+void TrackerState::handle_result(uint64_t id, const bj::object& message, TimePoint now) {
+  const uint64_t job = get_u64(message, "job");
+  const bj::value& result = get_field(message, "result");
+  if (!result.is_object()) throw ProtocolError("bad_message", "'result' must be an object");
+  MeasureErrorNo error = MeasureErrorNo::kUnknown;
+  if (auto e = result.get_object().find("error_no");
+      e != result.get_object().end() && e->value().is_int64()) {
+    const int64_t n = e->value().get_int64();
+    if (n >= 0 && n <= 8) error = static_cast<MeasureErrorNo>(n);
+  }
+  std::vector<Action> actions;
+  std::string why;
+  if (!scheduler_.complete(id, job, error, bj::serialize(result), now, &actions, &why))
+    throw ProtocolError("unknown_job", why);
+  PeerInfo& info = peers_.at(id);
+  if (error == MeasureErrorNo::kNoError)
+    ++info.jobs_done;
+  else
+    ++info.jobs_failed;
+  execute(std::move(actions), now);
+}
+
+void TrackerState::handle_submit(uint64_t id, const bj::object& message, TimePoint now) {
+  int batch_priority = 0;
+  std::vector<SubmitItem> items = parse_submit(message, &batch_priority);
+  bj::array accepted;
+  for (SubmitItem& item : items) {
+    JobSpec spec;
+    spec.key = item.key;
+    spec.priority = item.priority.value_or(batch_priority);
+    spec.lease = std::chrono::milliseconds(item.lease_ms);
+    spec.payload = bj::serialize(item.input);
+    spec.client_tag = item.tag;
+    const JobId job = scheduler_.submit(id, std::move(spec), now);
+    accepted.push_back(bj::array{item.tag, job});
+  }
+  send(id, bj::object{{"type", "accepted"}, {"jobs", std::move(accepted)}});
+  execute({}, now);
+}
+
+void TrackerState::handle_cancel(uint64_t id, const bj::object& message) {
+  const uint64_t job = get_u64(message, "job");
+  std::vector<Action> actions;
+  if (!scheduler_.cancel(id, job, &actions))
+    throw ProtocolError("unknown_job", "job " + std::to_string(job) + " is not one of yours");
+  execute(std::move(actions), Clock::now());
+}
+
+void TrackerState::on_close(uint64_t id, TimePoint now) {
+  auto peer = peers_.find(id);
+  if (peer == peers_.end()) return;
+  const Role role = peer->second.role;
+  const bool greeted = peer->second.greeted;
+  peers_.erase(peer);
+  connections_.erase(id);
+  if (!greeted) return;
+  if (role == Role::kAgent) execute(scheduler_.remove_agent(id, now), now);
+  if (role == Role::kClient) execute(scheduler_.remove_client(id), now);
+}
+
+void TrackerState::on_tick(TimePoint now) {
+  execute(scheduler_.tick(now), now);
+}
+
+void TrackerState::close_all(int code, const std::string& reason) {
+  // Copy: closing may call back into on_close, which edits the map.
+  auto connections = connections_;
+  for (auto& [id, peer] : connections) peer->close(code, reason);
+}
+
+void TrackerState::execute(std::vector<Action> actions, TimePoint now) {
+  // Dispatch after the given actions so freed agents pick up queued work at once.
+  bool dispatched = false;
+  while (true) {
+    for (Action& a : actions) {
+      switch (a.kind) {
+        case Action::Kind::kSendJob: {
+          const auto lease_ms =
+              std::chrono::duration_cast<std::chrono::milliseconds>(a.deadline - now).count();
+          // The payload is already JSON: splice it in rather than parse it again.
+          std::string frame = R"({"type":"job","job":)" + std::to_string(a.job) + R"(,"attempt":)" +
+                              std::to_string(a.attempt) + R"(,"lease_ms":)" +
+                              std::to_string(lease_ms) + R"(,"input":)" + a.payload + "}";
+          send_raw(a.agent, std::move(frame));
+          break;
+        }
+        case Action::Kind::kDeliver: {
+          std::string result = a.payload;
+          if (a.error) {
+            bj::object r{{"error_no", static_cast<int>(*a.error)},
+                         {"message", a.message},
+                         {"costs", bj::array{}},
+                         {"all_cost", 0.0},
+                         {"timestamp", 0.0}};
+            result = bj::serialize(r);
+          }
+          std::string frame = R"({"type":"result","job":)" + std::to_string(a.job) + R"(,"tag":)" +
+                              std::to_string(a.client_tag) + R"(,"attempt":)" +
+                              std::to_string(a.attempt) + R"(,"result":)" + result + "}";
+          send_raw(a.client, std::move(frame));
+          break;
+        }
+        case Action::Kind::kCancelJob:
+          send(a.agent, bj::object{{"type", "cancel"}, {"job", a.job}});
+          break;
+      }
+    }
+    if (dispatched) break;
+    actions = scheduler_.dispatch(now);
+    dispatched = true;
+  }
+}
+
+bj::object TrackerState::summary(TimePoint now) const {
+  bj::object keys;
+  for (const auto& [key, s] : scheduler_.status(now)) {
+    keys[key] = bj::object{{"agents_idle", s.agents_idle},
+                           {"agents_busy", s.agents_busy},
+                           {"agents_quarantined", s.agents_quarantined},
+                           {"jobs_pending", s.jobs_pending},
+                           {"jobs_leased", s.jobs_leased}};
+  }
+  const SchedulerCounters& c = scheduler_.counters();
+  bj::object counters{{"connections", counters_.connections},
+                      {"protocol_errors", counters_.protocol_errors},
+                      {"refused_handshakes", counters_.refused_handshakes},
+                      {"jobs_submitted", c.submitted},
+                      {"jobs_delivered", c.delivered},
+                      {"jobs_requeued", c.requeued},
+                      {"lease_expiries", c.lease_expiries},
+                      {"jobs_failed_max_attempts", c.failed_max_attempts},
+                      {"results_refused", c.refused_results},
+                      {"jobs_cancelled", c.cancelled},
+                      {"quarantines", c.quarantines}};
+  int agents = 0, clients = 0, viewers = 0;
+  for (const auto& [id, p] : peers_) {
+    if (!p.greeted) continue;
+    agents += p.role == Role::kAgent;
+    clients += p.role == Role::kClient;
+    viewers += p.role == Role::kViewer;
+  }
+  return bj::object{{"keys", std::move(keys)},
+                    {"counters", std::move(counters)},
+                    {"agents", agents},
+                    {"clients", clients},
+                    {"viewers", viewers}};
+}
+
+}  // namespace webtune::tracker

@@ -1,0 +1,113 @@
+/// \file websocket_session.cpp
+/// Read loop, queued writes and close handling of one tracker WebSocket connection.
+#include "websocket_session.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace webtune::tracker {
+
+WebsocketSession::WebsocketSession(tcp::socket&& socket, TrackerState& state,
+                                   size_t max_frame_bytes, int heartbeat_ms)
+    : ws_(std::move(socket)), state_(state), heartbeat_ms_(heartbeat_ms) {
+  ws_.read_message_max(max_frame_bytes);
+}
+
+void WebsocketSession::run(http::request<http::string_body> request) {
+  beast::get_lowest_layer(ws_).expires_never();  // the websocket timeout takes over
+  websocket::stream_base::timeout timeout{};
+  timeout.handshake_timeout = std::chrono::seconds(10);
+  // Beast pings an idle peer at half the idle timeout and closes it at the full one.
+  timeout.idle_timeout = std::chrono::milliseconds(heartbeat_ms_);
+  timeout.keep_alive_pings = true;
+  ws_.set_option(timeout);
+  ws_.async_accept(request,
+                   beast::bind_front_handler(&WebsocketSession::on_accept, shared_from_this()));
+}
+
+void WebsocketSession::on_accept(beast::error_code ec) {
+  if (ec) {
+    spdlog::debug("websocket accept failed: {}", ec.message());
+    return;
+  }
+  id_ = state_.on_open(shared_from_this());
+  do_read();
+}
+
+void WebsocketSession::do_read() {
+  ws_.async_read(buffer_,
+                 beast::bind_front_handler(&WebsocketSession::on_read, shared_from_this()));
+}
+
+void WebsocketSession::on_read(beast::error_code ec, size_t bytes) {
+  if (ec) {
+    if (ec == websocket::error::message_too_big) {
+      spdlog::warn("session {}: frame over the size limit; closing with 1009", id_);
+      close(static_cast<int>(websocket::close_code::too_big), "frame over the size limit");
+    } else if (ec != websocket::error::closed && ec != net::error::operation_aborted) {
+      spdlog::debug("session {}: read ended: {}", id_, ec.message());
+    }
+    finish();
+    return;
+  }
+  const TimePoint now = Clock::now();
+  if (ws_.got_text()) {
+    const auto data = buffer_.cdata();
+    state_.on_message(id_, std::string_view(static_cast<const char*>(data.data()), data.size()),
+                      now);
+  } else {
+    state_.on_binary(id_, bytes);
+  }
+  buffer_.consume(buffer_.size());
+  if (!closing_) do_read();
+}
+
+void WebsocketSession::send(std::shared_ptr<const std::string> frame) {
+  if (closing_ || finished_) return;  // nothing goes out after a close has been decided
+  queue_.push_back(std::move(frame));
+  if (!writing_) do_write();
+}
+
+void WebsocketSession::do_write() {
+  writing_ = true;
+  ws_.text(true);
+  ws_.async_write(net::buffer(*queue_.front()),
+                  beast::bind_front_handler(&WebsocketSession::on_write, shared_from_this()));
+}
+
+void WebsocketSession::on_write(beast::error_code ec, size_t) {
+  writing_ = false;
+  if (ec) {
+    finish();
+    return;
+  }
+  queue_.pop_front();
+  if (!queue_.empty())
+    do_write();
+  else if (closing_)
+    start_close();
+}
+
+void WebsocketSession::close(int code, const std::string& reason) {
+  if (closing_ || finished_) return;
+  closing_ = true;
+  close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
+  // Frames already queued (such as the error that explains the close) go out first.
+  if (!writing_) start_close();
+}
+
+void WebsocketSession::start_close() {
+  ws_.async_close(close_reason_,
+                  [self = shared_from_this()](beast::error_code) { self->finish(); });
+}
+
+void WebsocketSession::finish() {
+  if (finished_) return;
+  finished_ = true;
+  closing_ = true;
+  queue_.clear();
+  if (id_ != 0) state_.on_close(id_, Clock::now());
+  beast::error_code ignored;
+  beast::get_lowest_layer(ws_).socket().close(ignored);
+}
+
+}  // namespace webtune::tracker
