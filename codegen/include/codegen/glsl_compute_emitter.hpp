@@ -1,9 +1,10 @@
 /// \file glsl_compute_emitter.hpp
 /// GLSL ES 3.10 compute-shader template (target gles-compute; OpenGL ES 3.1 / GL 4.3).
 ///
-/// Tensors live in storage buffers, row-major (float or vec4 elements). Knobs: workgroup shape,
-/// per-invocation register tile, shared-memory tiling on/off with its reduction depth, vec4
-/// loads, unroll. dense, conv2d and depthwise_conv2d. Knobs, constraints and device limits are
+/// Tensors live in storage buffers, row-major (float or vec4 views; bindings 0 data, 1 weight,
+/// 2 output). dense and conv2d share one implicit-GEMM template, depthwise_conv2d has a direct
+/// one. Knobs: workgroup shape, per-invocation register tile, shared-memory tiling on/off with
+/// its reduction depth, vec4 loads, unroll. Knobs, constraints and device limits are
 /// documented in the .cpp.
 #pragma once
 
@@ -23,7 +24,8 @@ std::shared_ptr<ConfigSpace> glsl_compute_space(const Workload& workload);
 /// Throws MeasureError(kInstantiation) when the entity cannot be built.
 KernelArtifact emit_glsl_compute(const Workload& workload, const ConfigEntity& entity);
 
-/// The untuned default: 8×8 workgroup, one output per invocation, no shared memory.
+/// The untuned default: 8×8 workgroup (or the nearest the shapes and device limits allow),
+/// one output per invocation, no shared memory, no vec4, no unroll.
 ConfigEntity glsl_compute_default(const ConfigSpace& space);
 
 }  // namespace webtune

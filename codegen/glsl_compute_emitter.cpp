@@ -1,0 +1,995 @@
+/// \file glsl_compute_emitter.cpp
+/// GLSL ES 3.10 compute-shader template (target gles-compute): config spaces, emitter, default.
+///
+/// Two kernel families share this file.
+///
+/// ## GEMM family: dense and conv2d
+///
+/// Both are written as C[rows, cols] = A[rows, depth] · B[depth, cols]:
+///  - dense:  rows = M, cols = N, depth = K; A = data[M,K], B = weight[K,N], C = output.
+///  - conv2d: implicit GEMM. rows = K (output channels), cols = N·OH·OW (output pixels of all
+///    images), depth = C·R·S. A = weight, whose row-major [K,C,R,S] already is [K, C·R·S];
+///    B = im2col(data), never materialised: the shader decodes a depth index into (c, r, s)
+///    and a column into (n, oh, ow) and reads X[n, c, oh·stride − pad + r, ow·stride − pad + s],
+///    zero outside the image. Output column (n, p) of row k is Y at (n·K + k)·OH·OW + p.
+///
+/// Workgroup = threads_x × threads_y, dispatch = blocks_x × blocks_y. Invocation (tx, ty) of
+/// workgroup (bx, by) owns rows  by·BR + ty + i·threads_y            (i < regs_y)
+///                    and columns bx·BC + tx·w + j·threads_x·w + e    (j < regs_x/w, e < w)
+/// with BR = threads_y·regs_y, BC = threads_x·regs_x and w = 4 when columns are vec4, else 1.
+/// Neighbouring invocations thus touch neighbouring addresses (coalesced loads, conflict-free
+/// shared reads) while each one's w columns form one aligned vec4.
+///
+/// Knobs (the split structure is AutoTVM's CUDA templates' — topi/cuda/dense.py
+/// dense_large_batch, topi/cuda/conv2d_direct.py — with their [block, vthread, thread, inner]
+/// splits reduced to [block, thread, inner]: GLSL has no virtual threads):
+///  - tile_y = [blocks_y, threads_y, regs_y], split of rows: workgroups along y, local size y,
+///    rows per invocation (the register tile's height). Inner factors ≤ 32 (max_factor).
+///  - tile_x = [blocks_x, threads_x, regs_x], split of cols, likewise.
+///  - tile_k = [k_outer, k_depth], split of the depth (AutoTVM's tile_k / tile_rc): the depth
+///    of one shared-memory tile. Inner factor ≤ 16, the usual SGEMM tile depth; 32 would add
+///    little and push C2's raw space past 340k entities.
+///  - use_shared {0, 1}: 1 stages an A tile [BR × k_depth] and a B tile [k_depth × BC] in
+///    shared memory, loaded cooperatively by the whole workgroup between two barriers, so each
+///    global element is read once per workgroup instead of once per invocation; 0 reads
+///    operands straight from the buffers and relies on the caches (no barriers, which are
+///    costly on CPU drivers such as llvmpipe).
+///  - vec4 {0, 1}: 1 reads A four depth values at a time through a vec4[] view (both ops); for
+///    dense also B, the accumulators and C four columns at a time.
+///  - unroll {1, 2, 4, 8}: copies of the reduction step written out in the loop body (AutoTVM's
+///    unroll_explicit, with an explicit factor instead of auto_unroll_max_step). A step covers
+///    4 depth values with vec4, else 1.
+///
+/// Constraints (structural, device-independent):
+///  - regs_y ≤ 8 and regs_x ≤ 8: the register tile (≤ 64 accumulators) must stay in registers;
+///    8×8 is what fast SGEMM kernels use.
+///  - vec4 needs depth % 4 == 0 (a vec4 must not straddle two rows of A); for dense also
+///    N % 4 == 0 and regs_x % 4 == 0 (vec4 columns of B and C).
+///  - without shared memory k_depth == 1: tile_k means nothing there, and fixing it keeps the
+///    valid space free of duplicate kernels.
+///  - the unrolled step (unroll × 4 with vec4, else unroll) divides the loop it unrolls: the
+///    depth without shared memory, k_depth with it, so no remainder loop is needed.
+///  - unrolled multiply-adds per loop body (step · regs_y · regs_x) ≤ 1024: bounds the source
+///    size and the driver's compile time.
+///  - blocks_x, blocks_y ≤ 65535: the smallest GL_MAX_COMPUTE_WORK_GROUP_COUNT ES 3.1 allows.
+/// Device limits: threads_x·threads_y ≤ max_workgroup_invocations, threads_x ≤
+/// max_workgroup_size_x, threads_y ≤ max_workgroup_size_y, and with shared memory
+/// 4·k_depth·(BR + BC) bytes ≤ max_shared_memory_bytes.
+///
+/// ## Direct family: depthwise_conv2d
+///
+/// Y[n, c, oh, ow] = Σ_{r,s} X[n, c, oh·stride − pad + r, ow·stride − pad + s] · W[c, 0, r, s].
+/// Workgroup = threads_x × threads_y × threads_c, dispatch = blocks_x × blocks_y × blocks_c.
+/// Invocation (x, y, z) (global ids) computes a regs_y × regs_x block of consecutive outputs
+/// (oh = y·regs_y + i, ow = x·regs_x + j) of plane z = n·C + c; consecutive outputs share
+/// input pixels, which the unrolled variant loads once.
+///  - tile_x = [blocks_x, threads_x, regs_x], split of OW; tile_y likewise of OH. Inner ≤ 32.
+///  - tile_c = [blocks_c, threads_c], split of N·C (planes per workgroup). Inner ≤ 32.
+///  - use_shared {0, 1}: 1 stages the workgroup's input window (threads_c planes of
+///    ((BH − 1)·stride + R) × ((BW − 1)·stride + S) pixels, zero padding included) in shared
+///    memory; 0 reads inputs from the buffer with border conditions.
+///  - unroll {0, 1}: 1 writes the R×S window out in the source, with the kernel weights in
+///    registers and every input pixel of the register tile's window loaded once; 0 loops over
+///    r and s at run time.
+/// Constraints: regs_y, regs_x ≤ 8; unroll = 1 only while regs_y·regs_x·R·S ≤ 1024 (source
+/// size); blocks ≤ 65535 per dimension. Device limits: invocations, local size x/y/z, and the
+/// shared window's bytes. No vec4 knob: with stride and padding, input windows are not
+/// 16-byte aligned, and R·S weights per channel are rarely a multiple of four.
+///
+/// ## Edges
+/// Every split multiplies exactly to its extent, so no tile ever runs past the tensor and
+/// shapes such as ResNet-18's C1 (112×112 output, C·R·S = 147) or dense 1×1000×512 need no
+/// row/column guards; the emitter refuses (kInstantiation) an entity whose splits do not match
+/// the workload. Image borders are the only edges: reads there are conditional, with the
+/// address clamped to 0 so that no invocation ever reads outside a buffer.
+///
+/// Space sizes (raw / valid under the ES 3.1 minimum limits): dense 512³ 98,000 / 10,860;
+/// ResNet-18 C2 258,336 / 26,759, C1 97,344 / 3,140; dense 1×1000×512 4,000 / 638.
+///
+/// Default (glsl_compute_default): per knob the candidate closest to "8 threads along x and
+/// y, one output per invocation, one plane per workgroup, no shared memory, no vec4, no
+/// unroll"; if device limits exclude that entity, the valid entity with the smallest summed
+/// distance.
+///
+/// Later (performance on discrete GPUs): double-buffered shared tiles, vec4 reads of the
+/// shared tiles, larger workgroups. The GEMM emitter keeps loading, the inner step and storing
+/// in separate functions so that these slot in without touching the rest.
+#include "codegen/glsl_compute_emitter.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/error_no.hpp"
+
+namespace webtune {
+
+namespace {
+
+// ---- Space-shaping constants (see the file comment for why each exists) ---------------------
+
+constexpr int64_t kMaxThreadsPerDim = 32;
+constexpr int64_t kMaxRegsPerDim = 8;
+constexpr int64_t kMaxTileDepth = 16;
+constexpr int64_t kMaxUnrolledMultiplyAdds = 1024;
+constexpr int64_t kMaxGroupCount = 65535;
+constexpr int64_t kDefaultThreadsPerDim = 8;
+
+// ---- Small helpers ---------------------------------------------------------------------------
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw MeasureError(MeasureErrorNo::kInstantiation, "gles-compute: " + why);
+}
+
+std::string num(int64_t value) {
+  return std::to_string(value);
+}
+
+/// Indented GLSL text.
+class ShaderWriter {
+ public:
+  void line(const std::string& text) {
+    out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << '\n';
+  }
+  /// `head {` and one level deeper; an empty head opens a bare scope.
+  void open(const std::string& head) {
+    line(head.empty() ? "{" : head + " {");
+    ++indent_;
+  }
+  void close() {
+    --indent_;
+    line("}");
+  }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  int indent_ = 0;
+};
+
+/// The factors of split `name`, checked against the workload's extent.
+std::vector<int64_t> read_split(const ConfigEntity& entity, const std::string& name, size_t parts,
+                                int64_t extent) {
+  std::vector<int64_t> factors;
+  try {
+    factors = entity.split(name);
+  } catch (const std::exception& e) {
+    refuse(e.what());
+  }
+  int64_t product = 1;
+  for (int64_t f : factors) product *= f;
+  if (factors.size() != parts || product != extent)
+    refuse("split '" + name + "' does not factor this workload's extent " + num(extent));
+  return factors;
+}
+
+int64_t read_int(const ConfigEntity& entity, const std::string& name) {
+  try {
+    return entity.get_int(name);
+  } catch (const std::exception& e) {
+    refuse(e.what());
+  }
+}
+
+/// Preamble shared by every kernel: version, precisions and the local size.
+void write_preamble(ShaderWriter& w, int64_t x, int64_t y, int64_t z) {
+  w.line("#version 310 es");
+  w.line("precision highp float;");
+  w.line("precision highp int;");
+  w.line("layout(local_size_x = " + num(x) + ", local_size_y = " + num(y) +
+         ", local_size_z = " + num(z) + ") in;");
+}
+
+/// One std430 storage buffer: `binding`, block name, access qualifier and element type.
+void write_buffer(ShaderWriter& w, int binding, const std::string& block, const std::string& access,
+                  const std::string& type, const std::string& name) {
+  w.line("layout(std430, binding = " + num(binding) + ") " + access + " buffer " + block + " { " +
+         type + " " + name + "[]; };");
+}
+
+/// GLSL function `input_at(plane_base, ih, iw)`: the data element at row ih, column iw of the
+/// image plane that starts at `plane_base`, zero outside the image (zero padding). The address
+/// is clamped so that a border invocation never reads outside the buffer.
+void write_input_at(ShaderWriter& w, const Workload& wl) {
+  w.open("float input_at(int plane_base, int ih, int iw)");
+  if (wl.pad == 0) {
+    // Without padding every window lies inside the image: (OH−1)·stride + R ≤ H.
+    w.line("return data[plane_base + ih * " + num(wl.width) + " + iw];");
+  } else {
+    w.line("bool inside = ih >= 0 && ih < " + num(wl.height) + " && iw >= 0 && iw < " +
+           num(wl.width) + ";");
+    w.line("float v = data[inside ? plane_base + ih * " + num(wl.width) + " + iw : 0];");
+    w.line("return inside ? v : 0.0;");
+  }
+  w.close();
+}
+
+/// Inputs as plain row-major buffers (pack_axis −1); buffers ignore width and height.
+std::vector<TensorLayout> plain_inputs(const Workload& wl) {
+  std::vector<TensorLayout> inputs;
+  for (int i = 0; i < 2; ++i) {
+    TensorLayout layout;
+    layout.shape = wl.input_shape(i);
+    layout.pack_axis = -1;
+    layout.width = layout.packed_elements();
+    layout.height = 1;
+    inputs.push_back(std::move(layout));
+  }
+  return inputs;
+}
+
+/// The output as [all dims but the last, last dim], one float per element.
+OutputLayout plain_output(const Workload& wl) {
+  const std::vector<int64_t> shape = wl.output_shape();
+  OutputLayout out;
+  out.cols = shape.back();
+  out.rows = wl.output_size() / out.cols;
+  out.rows_per_item = 1;
+  out.channels = 1;
+  out.width = out.cols;
+  out.height = out.rows;
+  return out;
+}
+
+// =============================================================================================
+// GEMM family (dense, conv2d)
+// =============================================================================================
+
+/// A dense or conv2d workload seen as C[rows, cols] = A[rows, depth] · B[depth, cols].
+struct GemmView {
+  bool is_conv = false;
+  int64_t rows = 0, cols = 0, depth = 0;
+};
+
+GemmView gemm_view(const Workload& wl) {
+  if (wl.op == OpKind::kDense) return {false, wl.m, wl.n, wl.k};
+  return {true, wl.out_channels, wl.batch * wl.out_h() * wl.out_w(),
+          wl.in_channels * wl.kernel_h * wl.kernel_w};
+}
+
+/// One entity of the GEMM space, decoded.
+struct GemmTiling {
+  int64_t blocks_y = 1, threads_y = 1, regs_y = 1;
+  int64_t blocks_x = 1, threads_x = 1, regs_x = 1;
+  int64_t k_outer = 1, k_depth = 1;
+  bool use_shared = false;
+  bool vec4 = false;
+  int64_t unroll = 1;
+
+  int64_t block_rows() const { return threads_y * regs_y; }
+  int64_t block_cols() const { return threads_x * regs_x; }
+  int64_t invocations() const { return threads_x * threads_y; }
+  /// Depth values per A load (vec4 along the depth, or scalar).
+  int64_t a_width() const { return vec4 ? 4 : 1; }
+  /// Depth values one unrolled loop body covers.
+  int64_t body_depth() const { return unroll * a_width(); }
+  int64_t shared_bytes() const {
+    return use_shared ? 4 * k_depth * (block_rows() + block_cols()) : 0;
+  }
+};
+
+/// Columns per B load / accumulator / store: 4 for dense with vec4 (B rows are contiguous
+/// along N), 1 otherwise (im2col columns are not contiguous in memory).
+int64_t col_width(const GemmView& view, const GemmTiling& t) {
+  return (!view.is_conv && t.vec4) ? 4 : 1;
+}
+
+GemmTiling read_gemm_tiling(const GemmView& view, const ConfigEntity& entity) {
+  GemmTiling t;
+  const auto y = read_split(entity, "tile_y", 3, view.rows);
+  const auto x = read_split(entity, "tile_x", 3, view.cols);
+  const auto k = read_split(entity, "tile_k", 2, view.depth);
+  t.blocks_y = y[0], t.threads_y = y[1], t.regs_y = y[2];
+  t.blocks_x = x[0], t.threads_x = x[1], t.regs_x = x[2];
+  t.k_outer = k[0], t.k_depth = k[1];
+  t.use_shared = read_int(entity, "use_shared") != 0;
+  t.vec4 = read_int(entity, "vec4") != 0;
+  t.unroll = read_int(entity, "unroll");
+  if (t.unroll < 1) refuse("unroll must be at least 1");
+  return t;
+}
+
+struct GemmRule {
+  const char* description;
+  bool (*holds)(const GemmView&, const GemmTiling&);
+};
+
+const GemmRule kGemmRules[] = {
+    {"register tile at most 8x8 (regs_y, regs_x <= 8)",
+     [](const GemmView&, const GemmTiling& t) {
+       return t.regs_y <= kMaxRegsPerDim && t.regs_x <= kMaxRegsPerDim;
+     }},
+    {"vec4 needs the reduction length to be a multiple of 4",
+     [](const GemmView& v, const GemmTiling& t) { return !t.vec4 || v.depth % 4 == 0; }},
+    {"vec4 on dense needs N and regs_x to be multiples of 4",
+     [](const GemmView& v, const GemmTiling& t) {
+       return !t.vec4 || v.is_conv || (v.cols % 4 == 0 && t.regs_x % 4 == 0);
+     }},
+    {"tile_k is only used with shared memory (k_depth must be 1 without it)",
+     [](const GemmView&, const GemmTiling& t) { return t.use_shared || t.k_depth == 1; }},
+    {"the unrolled step (unroll, times 4 with vec4) divides the reduction loop",
+     [](const GemmView& v, const GemmTiling& t) {
+       const int64_t loop = t.use_shared ? t.k_depth : v.depth;
+       return loop % t.body_depth() == 0;
+     }},
+    {"at most 1024 unrolled multiply-adds per loop body",
+     [](const GemmView&, const GemmTiling& t) {
+       return t.body_depth() * t.regs_y * t.regs_x <= kMaxUnrolledMultiplyAdds;
+     }},
+    {"at most 65535 workgroups per dispatch dimension",
+     [](const GemmView&, const GemmTiling& t) {
+       return t.blocks_x <= kMaxGroupCount && t.blocks_y <= kMaxGroupCount;
+     }},
+};
+
+struct GemmLimit {
+  const char* description;
+  bool (*holds)(const GemmTiling&, const DeviceLimits&);
+};
+
+const GemmLimit kGemmLimits[] = {
+    {"workgroup invocations (threads_x * threads_y) <= max_workgroup_invocations",
+     [](const GemmTiling& t, const DeviceLimits& d) {
+       return t.invocations() <= d.max_workgroup_invocations;
+     }},
+    {"threads_x <= max_workgroup_size_x",
+     [](const GemmTiling& t, const DeviceLimits& d) {
+       return t.threads_x <= d.max_workgroup_size_x;
+     }},
+    {"threads_y <= max_workgroup_size_y",
+     [](const GemmTiling& t, const DeviceLimits& d) {
+       return t.threads_y <= d.max_workgroup_size_y;
+     }},
+    {"shared tiles (4 * k_depth * (block_rows + block_cols) bytes) <= max_shared_memory_bytes",
+     [](const GemmTiling& t, const DeviceLimits& d) {
+       return t.shared_bytes() <= d.max_shared_memory_bytes;
+     }},
+};
+
+std::shared_ptr<ConfigSpace> gemm_space(const Workload& wl) {
+  const GemmView view = gemm_view(wl);
+  auto space = std::make_shared<ConfigSpace>();
+  space->define_split("tile_y", view.rows, 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
+  space->define_split("tile_x", view.cols, 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
+  space->define_split("tile_k", view.depth, 2, SplitPolicy::kFactors, kMaxTileDepth);
+  space->define_knob("use_shared", std::vector<int64_t>{0, 1});
+  space->define_knob("vec4", std::vector<int64_t>{0, 1});
+  space->define_knob("unroll", std::vector<int64_t>{1, 2, 4, 8});
+  for (const GemmRule& rule : kGemmRules) {
+    space->add_constraint(rule.description, [view, holds = rule.holds](const ConfigEntity& e) {
+      return holds(view, read_gemm_tiling(view, e));
+    });
+  }
+  for (const GemmLimit& limit : kGemmLimits) {
+    space->add_device_limit(limit.description, [view, holds = limit.holds](const ConfigEntity& e,
+                                                                           const DeviceLimits& d) {
+      return holds(read_gemm_tiling(view, e), d);
+    });
+  }
+  return space;
+}
+
+/// Writes the GEMM-family shader for one tiling. Each member writes one part of the kernel;
+/// see the file comment for the thread → element mapping.
+class GemmEmitter {
+ public:
+  GemmEmitter(const Workload& wl, const GemmView& view, const GemmTiling& t)
+      : wl_(wl), view_(view), t_(t), cw_(col_width(view, t)) {}
+
+  std::string emit() {
+    write_preamble(w_, t_.threads_x, t_.threads_y, 1);
+    write_buffers();
+    if (view_.is_conv) write_input_at(w_, wl_);
+    if (t_.use_shared) write_shared_arrays();
+    w_.open("void main()");
+    write_indices();
+    write_accumulators();
+    if (t_.use_shared)
+      write_shared_loop();
+    else
+      write_global_loop();
+    write_stores();
+    w_.close();
+    return w_.text();
+  }
+
+ private:
+  // ---- names and small expressions ----
+  std::string a_buffer() const { return view_.is_conv ? "weight" : "data"; }
+  std::string b_buffer() const { return view_.is_conv ? "data" : "weight"; }
+  std::string col_type() const { return cw_ == 4 ? "vec4" : "float"; }
+  int64_t col_atoms() const { return t_.regs_x / cw_; }
+  std::string acc(int64_t i, int64_t j) const { return "acc[" + num(i * col_atoms() + j) + "]"; }
+  /// Offset of invocation-local row i within the workgroup's block (relative to ty).
+  int64_t row_step(int64_t i) const { return i * t_.threads_y; }
+  /// Offset, in columns, of atom j within the block (relative to tx·cw).
+  int64_t col_step(int64_t j) const { return j * t_.threads_x * cw_; }
+
+  void write_buffers() {
+    const bool a_vec = t_.vec4;
+    const bool b_vec = cw_ == 4;
+    const bool data_vec = view_.is_conv ? false : a_vec;
+    const bool weight_vec = view_.is_conv ? a_vec : b_vec;
+    write_buffer(w_, 0, "DataBuffer", "readonly", data_vec ? "vec4" : "float", "data");
+    write_buffer(w_, 1, "WeightBuffer", "readonly", weight_vec ? "vec4" : "float", "weight");
+    write_buffer(w_, 2, "OutputBuffer", "writeonly", col_type(), "result");
+  }
+
+  void write_shared_arrays() {
+    // As is stored transposed, [k][row], so that the rows an invocation reads for one k are
+    // threads_y apart: neighbouring invocations read neighbouring words.
+    w_.line("shared float As[" + num(t_.k_depth * t_.block_rows()) + "];");
+    w_.line("shared " + col_type() + " Bs[" + num(t_.k_depth * t_.block_cols() / cw_) + "];");
+  }
+
+  void write_indices() {
+    w_.line("int tx = int(gl_LocalInvocationID.x);");
+    w_.line("int ty = int(gl_LocalInvocationID.y);");
+    w_.line("int block_row = int(gl_WorkGroupID.y) * " + num(t_.block_rows()) + ";");
+    w_.line("int block_col = int(gl_WorkGroupID.x) * " + num(t_.block_cols()) + ";");
+    w_.line("int row0 = block_row + ty;");
+    w_.line("int col0 = block_col + tx * " + num(cw_) + ";");
+    if (!t_.use_shared) {
+      // Start of each owned row of A, in A's element units (vec4 or float).
+      const int64_t a_row_len = view_.depth / t_.a_width();
+      for (int64_t i = 0; i < t_.regs_y; ++i)
+        w_.line("int a_row" + num(i) + " = (row0 + " + num(row_step(i)) + ") * " + num(a_row_len) +
+                ";");
+    }
+    if (view_.is_conv) write_conv_column_indices();
+  }
+
+  /// For conv2d: each owned column's image base, window origin and output base, decoded once.
+  void write_conv_column_indices() {
+    const int64_t ohw = wl_.out_h() * wl_.out_w();
+    for (int64_t j = 0; j < col_atoms(); ++j) {
+      const std::string s = num(j);
+      w_.line("int column" + s + " = col0 + " + num(col_step(j)) + ";");
+      w_.line("int image" + s + " = column" + s + " / " + num(ohw) + ";");
+      w_.line("int pixel" + s + " = column" + s + " - image" + s + " * " + num(ohw) + ";");
+      w_.line("int out_base" + s + " = image" + s + " * " + num(view_.rows * ohw) + " + pixel" + s +
+              ";");
+      if (t_.use_shared) continue;
+      w_.line("int x_base" + s + " = image" + s + " * " +
+              num(wl_.in_channels * wl_.height * wl_.width) + ";");
+      w_.line("int ih0_" + s + " = (pixel" + s + " / " + num(wl_.out_w()) + ") * " +
+              num(wl_.stride) + " - " + num(wl_.pad) + ";");
+      w_.line("int iw0_" + s + " = (pixel" + s + " - (pixel" + s + " / " + num(wl_.out_w()) +
+              ") * " + num(wl_.out_w()) + ") * " + num(wl_.stride) + " - " + num(wl_.pad) + ";");
+    }
+  }
+
+  void write_accumulators() {
+    const int64_t count = t_.regs_y * col_atoms();
+    w_.line(col_type() + " acc[" + num(count) + "];");
+    for (int64_t q = 0; q < count; ++q) w_.line("acc[" + num(q) + "] = " + col_type() + "(0.0);");
+  }
+
+  /// Writes `int c, r, s` (prefixed) decoding depth index `k` of conv2d into channel, kernel
+  /// row and kernel column.
+  void write_depth_decode(const std::string& prefix, const std::string& k) {
+    const int64_t rs = wl_.kernel_h * wl_.kernel_w;
+    w_.line("int " + prefix + "c = (" + k + ") / " + num(rs) + ";");
+    w_.line("int " + prefix + "rs = (" + k + ") - " + prefix + "c * " + num(rs) + ";");
+    w_.line("int " + prefix + "r = " + prefix + "rs / " + num(wl_.kernel_w) + ";");
+    w_.line("int " + prefix + "s = " + prefix + "rs - " + prefix + "r * " + num(wl_.kernel_w) +
+            ";");
+  }
+
+  // ---- reduction without shared memory ----
+
+  void write_global_loop() {
+    w_.open("for (int k = 0; k < " + num(view_.depth) + "; k += " + num(t_.body_depth()) + ")");
+    for (int64_t u = 0; u < t_.unroll; ++u) write_global_step(u * t_.a_width());
+    w_.close();
+  }
+
+  /// One unrolled step at depth k + offset: a_width depth values, straight from the buffers.
+  void write_global_step(int64_t offset) {
+    w_.open("");
+    const std::string k0 = "k + " + num(offset);
+    if (t_.vec4) {
+      for (int64_t i = 0; i < t_.regs_y; ++i)
+        w_.line("vec4 a" + num(i) + " = " + a_buffer() + "[a_row" + num(i) + " + (" + k0 +
+                ") / 4];");
+    }
+    for (int64_t v = 0; v < t_.a_width(); ++v) {
+      const std::string k = k0 + " + " + num(v);
+      const std::string sv = "_" + num(v);
+      std::vector<std::string> a(static_cast<size_t>(t_.regs_y));
+      for (int64_t i = 0; i < t_.regs_y; ++i) {
+        if (t_.vec4) {
+          a[i] = "a" + num(i) + "[" + num(v) + "]";
+        } else {
+          a[i] = "a" + num(i) + sv;
+          w_.line("float " + a[i] + " = " + a_buffer() + "[a_row" + num(i) + " + " + k + "];");
+        }
+      }
+      if (view_.is_conv) write_depth_decode("d" + num(v) + "_", k);
+      for (int64_t j = 0; j < col_atoms(); ++j)
+        w_.line(col_type() + " b" + num(j) + sv + " = " + global_b(j, k, "d" + num(v) + "_") + ";");
+      write_multiply_adds(a, sv);
+    }
+    w_.close();
+  }
+
+  /// B at depth `k`, column atom j, read from the buffer (dense) or decoded im2col (conv2d,
+  /// using the depth decode variables with prefix `d`).
+  std::string global_b(int64_t j, const std::string& k, const std::string& d) const {
+    if (view_.is_conv) {
+      const std::string s = num(j);
+      return "input_at(x_base" + s + " + " + d + "c * " + num(wl_.height * wl_.width) + ", ih0_" +
+             s + " + " + d + "r, iw0_" + s + " + " + d + "s)";
+    }
+    const int64_t b_row_len = view_.cols / cw_;
+    return "weight[(" + k + ") * " + num(b_row_len) + " + (col0 + " + num(col_step(j)) + ") / " +
+           num(cw_) + "]";
+  }
+
+  /// acc[i][j] += a_i · b_j for the whole register tile; b names end in `suffix`.
+  void write_multiply_adds(const std::vector<std::string>& a, const std::string& suffix) {
+    for (int64_t i = 0; i < t_.regs_y; ++i)
+      for (int64_t j = 0; j < col_atoms(); ++j)
+        w_.line(acc(i, j) + " += " + a[i] + " * b" + num(j) + suffix + ";");
+  }
+
+  // ---- reduction through shared memory ----
+
+  void write_shared_loop() {
+    w_.line("int tid = int(gl_LocalInvocationIndex);");
+    w_.open("for (int k0 = 0; k0 < " + num(view_.depth) + "; k0 += " + num(t_.k_depth) + ")");
+    write_shared_load_a();
+    write_shared_load_b();
+    w_.line("memoryBarrierShared();");
+    w_.line("barrier();");
+    w_.open("for (int k = 0; k < " + num(t_.k_depth) + "; k += " + num(t_.body_depth()) + ")");
+    for (int64_t step = 0; step < t_.body_depth(); ++step) write_shared_step(step);
+    w_.close();
+    // Nobody may overwrite the tiles for the next k0 while others still read them.
+    w_.line("barrier();");
+    w_.close();
+  }
+
+  /// Cooperative load of A[block rows, k0 .. k0+k_depth) into As[k][row], a_width at a time.
+  void write_shared_load_a() {
+    const int64_t aw = t_.a_width();
+    const int64_t per_row = t_.k_depth / aw;
+    const int64_t items = t_.block_rows() * per_row;
+    w_.open("for (int e = tid; e < " + num(items) + "; e += " + num(t_.invocations()) + ")");
+    w_.line("int m = e / " + num(per_row) + ";");
+    w_.line("int kq = e - m * " + num(per_row) + ";");
+    const std::string src = a_buffer() + "[(block_row + m) * " + num(view_.depth / aw) +
+                            " + k0 / " + num(aw) + " + kq]";
+    if (aw == 1) {
+      w_.line("As[kq * " + num(t_.block_rows()) + " + m] = " + src + ";");
+    } else {
+      w_.line("vec4 v = " + src + ";");
+      for (int64_t c = 0; c < 4; ++c)
+        w_.line("As[(kq * 4 + " + num(c) + ") * " + num(t_.block_rows()) + " + m] = v[" + num(c) +
+                "];");
+    }
+    w_.close();
+  }
+
+  /// Cooperative load of B[k0 .. k0+k_depth, block cols] into Bs[k][col], col_width at a time.
+  void write_shared_load_b() {
+    const int64_t per_row = t_.block_cols() / cw_;
+    const int64_t items = t_.k_depth * per_row;
+    w_.open("for (int e = tid; e < " + num(items) + "; e += " + num(t_.invocations()) + ")");
+    w_.line("int kk = e / " + num(per_row) + ";");
+    w_.line("int n = e - kk * " + num(per_row) + ";");
+    if (view_.is_conv) {
+      const int64_t ohw = wl_.out_h() * wl_.out_w();
+      w_.line("int col = block_col + n;");
+      w_.line("int img = col / " + num(ohw) + ";");
+      w_.line("int pix = col - img * " + num(ohw) + ";");
+      w_.line("int oh = pix / " + num(wl_.out_w()) + ";");
+      w_.line("int ow = pix - oh * " + num(wl_.out_w()) + ";");
+      write_depth_decode("", "k0 + kk");
+      w_.line("Bs[e] = input_at((img * " + num(wl_.in_channels) + " + c) * " +
+              num(wl_.height * wl_.width) + ", oh * " + num(wl_.stride) + " - " + num(wl_.pad) +
+              " + r, ow * " + num(wl_.stride) + " - " + num(wl_.pad) + " + s);");
+    } else {
+      w_.line("Bs[e] = weight[(k0 + kk) * " + num(view_.cols / cw_) + " + block_col / " + num(cw_) +
+              " + n];");
+    }
+    w_.close();
+  }
+
+  /// One depth value (k + step) of the tile: the register tile's A and B from shared memory.
+  void write_shared_step(int64_t step) {
+    w_.open("");
+    const std::string k = "k + " + num(step);
+    std::vector<std::string> a(static_cast<size_t>(t_.regs_y));
+    for (int64_t i = 0; i < t_.regs_y; ++i) {
+      a[i] = "a" + num(i);
+      w_.line("float " + a[i] + " = As[(" + k + ") * " + num(t_.block_rows()) + " + ty + " +
+              num(row_step(i)) + "];");
+    }
+    const int64_t bs_row = t_.block_cols() / cw_;
+    for (int64_t j = 0; j < col_atoms(); ++j)
+      w_.line(col_type() + " b" + num(j) + " = Bs[(" + k + ") * " + num(bs_row) + " + tx + " +
+              num(j * t_.threads_x) + "];");
+    write_multiply_adds(a, "");
+    w_.close();
+  }
+
+  // ---- results ----
+
+  void write_stores() {
+    const int64_t ohw = wl_.out_h() * wl_.out_w();
+    for (int64_t i = 0; i < t_.regs_y; ++i) {
+      const std::string row = "(row0 + " + num(row_step(i)) + ")";
+      for (int64_t j = 0; j < col_atoms(); ++j) {
+        std::string index;
+        if (view_.is_conv)
+          index = "out_base" + num(j) + " + " + row + " * " + num(ohw);
+        else
+          index = row + " * " + num(view_.cols / cw_) + " + (col0 + " + num(col_step(j)) + ") / " +
+                  num(cw_);
+        w_.line("result[" + index + "] = " + acc(i, j) + ";");
+      }
+    }
+  }
+
+  const Workload& wl_;
+  GemmView view_;
+  GemmTiling t_;
+  int64_t cw_;  // columns per B load, accumulator and store
+  ShaderWriter w_;
+};
+
+KernelArtifact emit_gemm(const Workload& wl, const ConfigEntity& entity) {
+  const GemmView view = gemm_view(wl);
+  const GemmTiling t = read_gemm_tiling(view, entity);
+  for (const GemmRule& rule : kGemmRules)
+    if (!rule.holds(view, t)) refuse(std::string("config breaks: ") + rule.description);
+  KernelArtifact artifact;
+  artifact.target = Target::kGlesCompute;
+  artifact.source = GemmEmitter(wl, view, t).emit();
+  artifact.inputs = plain_inputs(wl);
+  artifact.output = plain_output(wl);
+  artifact.dispatch = {t.blocks_x, t.blocks_y, 1};
+  artifact.workgroup = {t.threads_x, t.threads_y, 1};
+  artifact.shared_memory_bytes = t.shared_bytes();
+  return artifact;
+}
+
+// =============================================================================================
+// Direct family (depthwise_conv2d)
+// =============================================================================================
+
+struct DepthwiseTiling {
+  int64_t blocks_x = 1, threads_x = 1, regs_x = 1;  // along OW
+  int64_t blocks_y = 1, threads_y = 1, regs_y = 1;  // along OH
+  int64_t blocks_c = 1, threads_c = 1;              // along N·C planes
+  bool use_shared = false;
+  bool unroll = false;
+
+  int64_t block_h() const { return threads_y * regs_y; }
+  int64_t block_w() const { return threads_x * regs_x; }
+  int64_t invocations() const { return threads_x * threads_y * threads_c; }
+  /// Input rows / columns that an extent of `outputs` consecutive outputs reads.
+  static int64_t window(int64_t outputs, int64_t stride, int64_t kernel) {
+    return (outputs - 1) * stride + kernel;
+  }
+};
+
+DepthwiseTiling read_depthwise_tiling(const Workload& wl, const ConfigEntity& entity) {
+  DepthwiseTiling t;
+  const auto x = read_split(entity, "tile_x", 3, wl.out_w());
+  const auto y = read_split(entity, "tile_y", 3, wl.out_h());
+  const auto c = read_split(entity, "tile_c", 2, wl.batch * wl.in_channels);
+  t.blocks_x = x[0], t.threads_x = x[1], t.regs_x = x[2];
+  t.blocks_y = y[0], t.threads_y = y[1], t.regs_y = y[2];
+  t.blocks_c = c[0], t.threads_c = c[1];
+  t.use_shared = read_int(entity, "use_shared") != 0;
+  t.unroll = read_int(entity, "unroll") != 0;
+  return t;
+}
+
+int64_t depthwise_shared_bytes(const Workload& wl, const DepthwiseTiling& t) {
+  if (!t.use_shared) return 0;
+  return 4 * t.threads_c * DepthwiseTiling::window(t.block_h(), wl.stride, wl.kernel_h) *
+         DepthwiseTiling::window(t.block_w(), wl.stride, wl.kernel_w);
+}
+
+struct DepthwiseRule {
+  const char* description;
+  bool (*holds)(const Workload&, const DepthwiseTiling&);
+};
+
+const DepthwiseRule kDepthwiseRules[] = {
+    {"register tile at most 8x8 (regs_y, regs_x <= 8)",
+     [](const Workload&, const DepthwiseTiling& t) {
+       return t.regs_y <= kMaxRegsPerDim && t.regs_x <= kMaxRegsPerDim;
+     }},
+    {"unrolled window at most 1024 multiply-adds (regs_y * regs_x * R * S)",
+     [](const Workload& wl, const DepthwiseTiling& t) {
+       return !t.unroll ||
+              t.regs_y * t.regs_x * wl.kernel_h * wl.kernel_w <= kMaxUnrolledMultiplyAdds;
+     }},
+    {"at most 65535 workgroups per dispatch dimension",
+     [](const Workload&, const DepthwiseTiling& t) {
+       return t.blocks_x <= kMaxGroupCount && t.blocks_y <= kMaxGroupCount &&
+              t.blocks_c <= kMaxGroupCount;
+     }},
+};
+
+struct DepthwiseLimit {
+  const char* description;
+  bool (*holds)(const Workload&, const DepthwiseTiling&, const DeviceLimits&);
+};
+
+const DepthwiseLimit kDepthwiseLimits[] = {
+    {"workgroup invocations (threads_x * threads_y * threads_c) <= max_workgroup_invocations",
+     [](const Workload&, const DepthwiseTiling& t, const DeviceLimits& d) {
+       return t.invocations() <= d.max_workgroup_invocations;
+     }},
+    {"threads_x, threads_y, threads_c <= max_workgroup_size_x, _y, _z",
+     [](const Workload&, const DepthwiseTiling& t, const DeviceLimits& d) {
+       return t.threads_x <= d.max_workgroup_size_x && t.threads_y <= d.max_workgroup_size_y &&
+              t.threads_c <= d.max_workgroup_size_z;
+     }},
+    {"shared input window (4 * threads_c * window_h * window_w bytes) <= max_shared_memory_bytes",
+     [](const Workload& wl, const DepthwiseTiling& t, const DeviceLimits& d) {
+       return depthwise_shared_bytes(wl, t) <= d.max_shared_memory_bytes;
+     }},
+};
+
+std::shared_ptr<ConfigSpace> depthwise_space(const Workload& wl) {
+  auto space = std::make_shared<ConfigSpace>();
+  space->define_split("tile_x", wl.out_w(), 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
+  space->define_split("tile_y", wl.out_h(), 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
+  space->define_split("tile_c", wl.batch * wl.in_channels, 2, SplitPolicy::kFactors,
+                      kMaxThreadsPerDim);
+  space->define_knob("use_shared", std::vector<int64_t>{0, 1});
+  space->define_knob("unroll", std::vector<int64_t>{0, 1});
+  for (const DepthwiseRule& rule : kDepthwiseRules) {
+    space->add_constraint(rule.description, [wl, holds = rule.holds](const ConfigEntity& e) {
+      return holds(wl, read_depthwise_tiling(wl, e));
+    });
+  }
+  for (const DepthwiseLimit& limit : kDepthwiseLimits) {
+    space->add_device_limit(
+        limit.description, [wl, holds = limit.holds](const ConfigEntity& e, const DeviceLimits& d) {
+          return holds(wl, read_depthwise_tiling(wl, e), d);
+        });
+  }
+  return space;
+}
+
+/// Writes the depthwise shader for one tiling; see the file comment for the mapping.
+class DepthwiseEmitter {
+ public:
+  DepthwiseEmitter(const Workload& wl, const DepthwiseTiling& t) : wl_(wl), t_(t) {}
+
+  std::string emit() {
+    write_preamble(w_, t_.threads_x, t_.threads_y, t_.threads_c);
+    write_buffer(w_, 0, "DataBuffer", "readonly", "float", "data");
+    write_buffer(w_, 1, "WeightBuffer", "readonly", "float", "weight");
+    write_buffer(w_, 2, "OutputBuffer", "writeonly", "float", "result");
+    write_input_at(w_, wl_);
+    if (t_.use_shared)
+      w_.line("shared float window[" + num(t_.threads_c * shared_h() * shared_w()) + "];");
+    w_.open("void main()");
+    write_indices();
+    if (t_.use_shared) write_shared_load();
+    w_.line("float acc[" + num(t_.regs_y * t_.regs_x) + "];");
+    for (int64_t q = 0; q < t_.regs_y * t_.regs_x; ++q) w_.line("acc[" + num(q) + "] = 0.0;");
+    if (t_.unroll)
+      write_unrolled_window();
+    else
+      write_window_loops();
+    write_stores();
+    w_.close();
+    return w_.text();
+  }
+
+ private:
+  int64_t shared_h() const {
+    return DepthwiseTiling::window(t_.block_h(), wl_.stride, wl_.kernel_h);
+  }
+  int64_t shared_w() const {
+    return DepthwiseTiling::window(t_.block_w(), wl_.stride, wl_.kernel_w);
+  }
+
+  void write_indices() {
+    w_.line("int plane = int(gl_GlobalInvocationID.z);");
+    w_.line("int oh0 = int(gl_GlobalInvocationID.y) * " + num(t_.regs_y) + ";");
+    w_.line("int ow0 = int(gl_GlobalInvocationID.x) * " + num(t_.regs_x) + ";");
+    w_.line("int w_base = (plane - (plane / " + num(wl_.in_channels) + ") * " +
+            num(wl_.in_channels) + ") * " + num(wl_.kernel_h * wl_.kernel_w) + ";");
+    if (t_.use_shared) {
+      // This invocation's window inside the workgroup's shared window.
+      w_.line("int s_base = int(gl_LocalInvocationID.z) * " + num(shared_h() * shared_w()) +
+              " + int(gl_LocalInvocationID.y) * " + num(t_.regs_y * wl_.stride * shared_w()) +
+              " + int(gl_LocalInvocationID.x) * " + num(t_.regs_x * wl_.stride) + ";");
+    } else {
+      w_.line("int x_base = plane * " + num(wl_.height * wl_.width) + ";");
+      w_.line("int ih0 = oh0 * " + num(wl_.stride) + " - " + num(wl_.pad) + ";");
+      w_.line("int iw0 = ow0 * " + num(wl_.stride) + " - " + num(wl_.pad) + ";");
+    }
+  }
+
+  /// Cooperative load of the workgroup's input window (zero padding included) into `window`.
+  void write_shared_load() {
+    const int64_t plane_size = shared_h() * shared_w();
+    w_.line("int group_ih0 = int(gl_WorkGroupID.y) * " + num(t_.block_h() * wl_.stride) + " - " +
+            num(wl_.pad) + ";");
+    w_.line("int group_iw0 = int(gl_WorkGroupID.x) * " + num(t_.block_w() * wl_.stride) + " - " +
+            num(wl_.pad) + ";");
+    w_.line("int group_plane = int(gl_WorkGroupID.z) * " + num(t_.threads_c) + ";");
+    w_.open("for (int e = int(gl_LocalInvocationIndex); e < " + num(t_.threads_c * plane_size) +
+            "; e += " + num(t_.invocations()) + ")");
+    w_.line("int z = e / " + num(plane_size) + ";");
+    w_.line("int rest = e - z * " + num(plane_size) + ";");
+    w_.line("int row = rest / " + num(shared_w()) + ";");
+    w_.line("int col = rest - row * " + num(shared_w()) + ";");
+    w_.line("window[e] = input_at((group_plane + z) * " + num(wl_.height * wl_.width) +
+            ", group_ih0 + row, group_iw0 + col);");
+    w_.close();
+    w_.line("memoryBarrierShared();");
+    w_.line("barrier();");
+  }
+
+  /// The input at row `dy`, column `dx` of this invocation's window (GLSL int expressions).
+  std::string input(const std::string& dy, const std::string& dx) const {
+    if (t_.use_shared)
+      return "window[s_base + (" + dy + ") * " + num(shared_w()) + " + " + dx + "]";
+    return "input_at(x_base, ih0 + " + dy + ", iw0 + " + dx + ")";
+  }
+
+  /// Runtime loops over the kernel window; the register tile is written out.
+  void write_window_loops() {
+    w_.open("for (int r = 0; r < " + num(wl_.kernel_h) + "; ++r)");
+    w_.open("for (int s = 0; s < " + num(wl_.kernel_w) + "; ++s)");
+    w_.line("float wv = weight[w_base + r * " + num(wl_.kernel_w) + " + s];");
+    for (int64_t i = 0; i < t_.regs_y; ++i)
+      for (int64_t j = 0; j < t_.regs_x; ++j)
+        w_.line("acc[" + num(i * t_.regs_x + j) + "] += wv * " +
+                input(num(i * wl_.stride) + " + r", num(j * wl_.stride) + " + s") + ";");
+    w_.close();
+    w_.close();
+  }
+
+  /// The whole window written out: weights in registers, each input row of the register
+  /// tile's window loaded once and used by every (output row, kernel row) pair that needs it.
+  void write_unrolled_window() {
+    const int64_t kh = wl_.kernel_h, kw = wl_.kernel_w, stride = wl_.stride;
+    for (int64_t r = 0; r < kh; ++r)
+      for (int64_t s = 0; s < kw; ++s)
+        w_.line("float w" + num(r) + "_" + num(s) + " = weight[w_base + " + num(r * kw + s) + "];");
+    const int64_t rows = DepthwiseTiling::window(t_.regs_y, stride, kh);
+    const int64_t cols = DepthwiseTiling::window(t_.regs_x, stride, kw);
+    for (int64_t dy = 0; dy < rows; ++dy) {
+      // (output row i, kernel row r) pairs that read input row dy = i·stride + r.
+      std::vector<std::pair<int64_t, int64_t>> users;
+      for (int64_t i = 0; i < t_.regs_y; ++i)
+        if (dy - i * stride >= 0 && dy - i * stride < kh) users.emplace_back(i, dy - i * stride);
+      if (users.empty()) continue;  // stride > R skips some rows
+      w_.open("");
+      std::vector<bool> used(static_cast<size_t>(cols), false);
+      for (int64_t j = 0; j < t_.regs_x; ++j)
+        for (int64_t s = 0; s < kw; ++s) used[j * stride + s] = true;
+      for (int64_t dx = 0; dx < cols; ++dx)
+        if (used[dx]) w_.line("float x" + num(dx) + " = " + input(num(dy), num(dx)) + ";");
+      for (const auto& [i, r] : users)
+        for (int64_t j = 0; j < t_.regs_x; ++j)
+          for (int64_t s = 0; s < kw; ++s)
+            w_.line("acc[" + num(i * t_.regs_x + j) + "] += w" + num(r) + "_" + num(s) + " * x" +
+                    num(j * stride + s) + ";");
+      w_.close();
+    }
+  }
+
+  void write_stores() {
+    for (int64_t i = 0; i < t_.regs_y; ++i)
+      for (int64_t j = 0; j < t_.regs_x; ++j)
+        w_.line("result[(plane * " + num(wl_.out_h()) + " + oh0 + " + num(i) + ") * " +
+                num(wl_.out_w()) + " + ow0 + " + num(j) + "] = acc[" + num(i * t_.regs_x + j) +
+                "];");
+  }
+
+  const Workload& wl_;
+  DepthwiseTiling t_;
+  ShaderWriter w_;
+};
+
+KernelArtifact emit_depthwise(const Workload& wl, const ConfigEntity& entity) {
+  const DepthwiseTiling t = read_depthwise_tiling(wl, entity);
+  for (const DepthwiseRule& rule : kDepthwiseRules)
+    if (!rule.holds(wl, t)) refuse(std::string("config breaks: ") + rule.description);
+  KernelArtifact artifact;
+  artifact.target = Target::kGlesCompute;
+  artifact.source = DepthwiseEmitter(wl, t).emit();
+  artifact.inputs = plain_inputs(wl);
+  artifact.output = plain_output(wl);
+  artifact.dispatch = {t.blocks_x, t.blocks_y, t.blocks_c};
+  artifact.workgroup = {t.threads_x, t.threads_y, t.threads_c};
+  artifact.shared_memory_bytes = depthwise_shared_bytes(wl, t);
+  return artifact;
+}
+
+// =============================================================================================
+// Default config
+// =============================================================================================
+
+/// How far a candidate is from the untuned default (smaller is closer): one output per
+/// invocation, 8 threads along x and y, one plane per workgroup, every other knob at its
+/// smallest value (no shared memory, no vec4, no unroll).
+double default_distance(const Knob& knob, const KnobValue& value) {
+  if (const auto* factors = std::get_if<std::vector<int64_t>>(&value)) {
+    const bool is_xy = knob.name == "tile_x" || knob.name == "tile_y";
+    if (is_xy && factors->size() == 3) {
+      // Register tile first (must be 1), then the log-distance of the threads from 8, with a
+      // small tie-break towards fewer threads.
+      const double threads = static_cast<double>((*factors)[1]);
+      return 1000.0 * static_cast<double>((*factors)[2] - 1) +
+             std::abs(std::log2(threads / kDefaultThreadsPerDim)) + 1e-3 * threads;
+    }
+    return static_cast<double>(factors->back());  // tile_k depth, planes per workgroup
+  }
+  if (const auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
+  return 0.0;
+}
+
+}  // namespace
+
+std::shared_ptr<ConfigSpace> glsl_compute_space(const Workload& workload) {
+  workload.validate();
+  switch (workload.op) {
+    case OpKind::kDense:
+    case OpKind::kConv2d:
+      return gemm_space(workload);
+    case OpKind::kDepthwiseConv2d:
+      return depthwise_space(workload);
+  }
+  throw std::invalid_argument("gles-compute has no template for op '" +
+                              std::string(op_name(workload.op)) + "'");
+}
+
+KernelArtifact emit_glsl_compute(const Workload& workload, const ConfigEntity& entity) {
+  switch (workload.op) {
+    case OpKind::kDense:
+    case OpKind::kConv2d:
+      return emit_gemm(workload, entity);
+    case OpKind::kDepthwiseConv2d:
+      return emit_depthwise(workload, entity);
+  }
+  refuse("no template for op '" + std::string(op_name(workload.op)) + "'");
+}
+
+ConfigEntity glsl_compute_default(const ConfigSpace& space) {
+  // Each knob's closest candidate; knobs are independent, so this is the closest entity.
+  const KnobList& knobs = space.knobs();
+  std::vector<int> choices(knobs.size(), 0);
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < knobs[k].candidates.size(); ++c) {
+      const double d = default_distance(knobs[k], knobs[k].candidates[c]);
+      if (d < best) best = d, choices[k] = static_cast<int>(c);
+    }
+  }
+  ConfigEntity entity = space.from_choices(choices);
+  if (space.is_valid(entity)) return entity;
+  // Device limits below 8×8 (or another rule) exclude it: the closest valid entity instead.
+  double best = std::numeric_limits<double>::infinity();
+  int64_t best_index = -1;
+  for (int64_t index : space.valid_indices()) {
+    const ConfigEntity candidate = space.get(index);
+    double d = 0;
+    for (size_t k = 0; k < knobs.size(); ++k)
+      d += default_distance(knobs[k], knobs[k].candidates[candidate.choices()[k]]);
+    if (d < best) best = d, best_index = index;
+  }
+  if (best_index < 0)
+    throw std::runtime_error("gles-compute: the config space has no valid config");
+  return space.get(best_index);
+}
+
+}  // namespace webtune
