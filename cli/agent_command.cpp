@@ -3,9 +3,12 @@
 /// agent. It measures one job at a time in an isolated GL worker process (a hung or crashed
 /// kernel costs one trial, not the agent) and reconnects with backoff when the tracker goes away.
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <cstdlib>
 #include <memory>
 
 #include "commands.hpp"
@@ -18,7 +21,21 @@ namespace {
 
 struct AgentArgs {
   std::string tracker = "ws://127.0.0.1:9190/ws", key = "gles", token, name;
+  pid_t parent_pid = 0;  ///< when set, the agent ends with that process (an embedded farm)
 };
+
+/// An agent of an embedded farm must not outlive the `webtune tune` that started it, even when
+/// that one is SIGKILLed: it would hold the terminal's (or a test runner's) output pipe open and
+/// reconnect to a dead tracker forever. PR_SET_PDEATHSIG sends SIGTERM when the parent dies;
+/// the getppid() check covers a parent that died before the call.
+void exit_with_parent(pid_t parent) {
+  if (parent <= 0) return;
+  if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) spdlog::warn("agent: PR_SET_PDEATHSIG failed");
+  if (::getppid() != parent) {
+    spdlog::info("agent: parent {} is gone; exiting", parent);
+    std::exit(0);
+  }
+}
 
 boost::json::object run_input(IsolatedRuntime& runtime, const boost::json::value& input) {
   MeasureResult result;
@@ -32,6 +49,7 @@ boost::json::object run_input(IsolatedRuntime& runtime, const boost::json::value
 }
 
 void run_agent(const AgentArgs& args) {
+  exit_with_parent(args.parent_pid);
   // Fork the GL worker before any thread starts.
   auto runtime = std::make_shared<IsolatedRuntime>();
   const GlDeviceInfo& device = runtime->info();
@@ -69,6 +87,8 @@ void add_agent_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--token", args->token, "agent token");
   cmd->add_option("--name", args->name, "name shown in the farm");
+  cmd->add_option("--parent-pid", args->parent_pid,
+                  "exit when this process (the program that started the agent) ends");
   cmd->callback([args] { run_agent(*args); });
 }
 

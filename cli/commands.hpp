@@ -17,5 +17,10 @@ void add_device_command(CLI::App& app);
 void add_tracker_command(CLI::App& app);
 /// `webtune agent`: a native OpenGL agent that serves the tracker.
 void add_agent_command(CLI::App& app);
+/// `webtune log list|best|export|import`: the SQLite tuning records: jobs, best configs, and
+/// AutoTVM JSON-lines logs out of and into a database.
+void add_log_command(CLI::App& app);
+/// `webtune tune`: tunes a model's tasks on the farm (embedded by default), recording to SQLite.
+void add_tune_command(CLI::App& app);
 
 }  // namespace webtune::cli

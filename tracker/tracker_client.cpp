@@ -216,6 +216,8 @@ std::optional<ClientResult> TrackerClient::next_result(std::chrono::milliseconds
   r.job = get_u64(m, "job");
   r.tag = get_u64(m, "tag");
   r.attempt = static_cast<int>(get_u64(m, "attempt"));
+  if (auto a = m.find("agent"); a != m.end() && a->value().is_string())
+    r.agent = std::string(a->value().get_string());
   r.result = m.at("result").as_object();
   return r;
 }

@@ -212,9 +212,15 @@ void TrackerState::execute(std::vector<Action> actions, TimePoint now) {
                          {"timestamp", 0.0}};
             result = bj::serialize(r);
           }
+          // The agent's name travels with the result, for the records.
+          std::string agent_name;
+          if (auto p = peers_.find(a.agent); a.agent != 0 && p != peers_.end())
+            agent_name = p->second.name;
           std::string frame = R"({"type":"result","job":)" + std::to_string(a.job) + R"(,"tag":)" +
                               std::to_string(a.client_tag) + R"(,"attempt":)" +
-                              std::to_string(a.attempt) + R"(,"result":)" + result + "}";
+                              std::to_string(a.attempt) + R"(,"agent":)" +
+                              bj::serialize(bj::string(agent_name)) + R"(,"result":)" + result +
+                              "}";
           send_raw(a.client, std::move(frame));
           break;
         }
@@ -251,13 +257,18 @@ bj::object TrackerState::summary(TimePoint now) const {
                       {"jobs_cancelled", c.cancelled},
                       {"quarantines", c.quarantines}};
   int agents = 0, clients = 0, viewers = 0;
+  bj::object devices;  // one device description per agent key, for limits and records
   for (const auto& [id, p] : peers_) {
     if (!p.greeted) continue;
+    if (p.role == Role::kAgent)
+      for (const std::string& key : p.keys)
+        if (!devices.contains(key)) devices[key] = bj::parse(p.device_json);
     agents += p.role == Role::kAgent;
     clients += p.role == Role::kClient;
     viewers += p.role == Role::kViewer;
   }
   return bj::object{{"keys", std::move(keys)},
+                    {"devices", std::move(devices)},
                     {"counters", std::move(counters)},
                     {"agents", agents},
                     {"clients", clients},

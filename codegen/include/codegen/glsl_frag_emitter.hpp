@@ -2,9 +2,10 @@
 /// GLSL ES 3.00 fragment-shader template (target gles-frag; runs unchanged in WebGL2).
 ///
 /// Tensors live in float textures (R32F, or RGBA32F packed four along a chosen axis); each
-/// fragment computes a block of outputs (1, 4 along a row as one vec4, or 4×4 through four draw
-/// buffers); the reduction loop can be unrolled and uses `dot` on vec4 when both operands are
-/// packed along the reduction axis. dense, conv2d (direct and implicit-GEMM loop structures) and
+/// fragment computes a block of outputs (1 or 4 consecutive columns as a float or a vec4, times
+/// 1, 2, 4 or 8 consecutive rows through as many draw buffers: 1, vec4, 4×4 up to 8×4); the
+/// reduction loop can be unrolled and uses `dot` (or vec4 multiply-adds) when the operands are
+/// packed four along an axis. dense, conv2d (direct and implicit-GEMM loop structures) and
 /// depthwise_conv2d. The knobs, their constraints and device limits are documented in the .cpp.
 #pragma once
 
@@ -24,7 +25,10 @@ std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload);
 /// Throws MeasureError(kInstantiation) when the entity cannot be built.
 KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& entity);
 
-/// The untuned default: one output per fragment, R32F textures, no unroll, natural layout.
+/// The untuned default: one output per fragment, R32F textures, no unroll, direct convolution
+/// loops (c, r, s), and the natural 2d layout for every texture whose 2d form fits the space's
+/// device limits (flat for the others). If even that is invalid, the valid entity of lowest
+/// index; if the space has none, the plain entity (invalid).
 ConfigEntity glsl_frag_default(const ConfigSpace& space);
 
 }  // namespace webtune

@@ -5,6 +5,10 @@
 /// (NVIDIA, Mesa), then EGL_PLATFORM_SURFACELESS_MESA (Mesa llvmpipe), then
 /// eglGetDisplay(EGL_DEFAULT_DISPLAY). Config with EGL_PBUFFER_BIT; made current with
 /// EGL_NO_SURFACE (EGL_KHR_surfaceless_context). Asks for ES 3.2, then 3.1, then 3.0.
+/// Among enumerated devices, hardware comes before software renderers (EGL_MESA_device_software).
+/// The environment variable WEBTUNE_EGL_PLATFORM=device|surfaceless|default restricts the paths
+/// tried. Several EglContexts may live at once (they share the EGL display, which is terminated
+/// with the last of them).
 #pragma once
 
 #include <boost/json/fwd.hpp>
@@ -19,7 +23,7 @@ namespace webtune {
 struct GlDeviceInfo {
   std::string platform;  ///< "device", "surfaceless" or "default": which display path worked
   std::string vendor, renderer, version, glsl_version;  ///< glGetString values
-  int major = 0, minor = 0;                              ///< context's ES version
+  int major = 0, minor = 0;                             ///< context's ES version
   bool color_buffer_float = false;                      ///< EXT_color_buffer_float present
   DeviceLimits limits;
 
@@ -32,8 +36,8 @@ struct GlDeviceInfo {
 /// Owns the EGL display and context; the context is current on the creating thread.
 class EglContext {
  public:
-  /// Creates the context; throws std::runtime_error naming each display path tried and why it
-  /// failed.
+  /// Creates the context and makes it current on the calling thread; throws std::runtime_error
+  /// naming each display path tried and why it failed.
   static std::unique_ptr<EglContext> create();
   ~EglContext();
   EglContext(const EglContext&) = delete;

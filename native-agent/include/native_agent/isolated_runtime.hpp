@@ -6,6 +6,16 @@
 /// context and serves length-prefixed JSON requests over a pipe pair. A measurement that
 /// outlives its timeout gets the worker SIGKILLed and is RUN_TIMEOUT; a worker that dies is
 /// RUNTIME_DEVICE; either way a fresh worker is forked for the next candidate.
+///
+/// Protocol (both directions): a uint32 little-endian byte count, then that many bytes of JSON.
+/// The worker's first message is {"info": GlDeviceInfo} or {"error": "why no context"}; then
+/// each request is MeasureInput::to_json and each reply MeasureResult::to_json.
+/// The "pipe pair" is one AF_UNIX stream socketpair: send() with MSG_NOSIGNAL lets the parent
+/// survive a dead worker without changing its process-wide SIGPIPE disposition.
+///
+/// The hard deadline of a measurement is options.timeout_s plus a margin for compiling; a
+/// timeout_s ≤ 0 means no deadline. fork() is safe from a multithreaded process: the child only
+/// runs the worker loop and leaves with _exit. Not thread-safe itself: one measure() at a time.
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +30,8 @@ namespace webtune {
 class IsolatedRuntime {
  public:
   /// Forks the worker and waits for its device info; throws std::runtime_error when the worker
-  /// cannot create a context (the message is the worker's).
+  /// cannot create a context (the message is the worker's), or when this process holds a live
+  /// EglContext (a forked worker would inherit the driver's state without its threads and hang).
   IsolatedRuntime();
   ~IsolatedRuntime();
   IsolatedRuntime(const IsolatedRuntime&) = delete;
@@ -33,11 +44,19 @@ class IsolatedRuntime {
   int restarts() const { return restarts_; }
 
  private:
+  /// Forks a worker and waits for its hello; throws std::runtime_error on failure.
   void start_worker();
+  /// Closes the channel, lets the worker exit (SIGKILL after a grace period) and reaps it.
   void stop_worker();
+  /// SIGKILLs (when `kill_now`) or waits a little for the worker, reaps it, closes the channel
+  /// and says how it ended ("was killed by signal 11 (Segmentation fault)", ...).
+  std::string reap_worker(bool kill_now);
+  /// After a timeout or a crash: counts a restart and forks a fresh worker (a failure is logged
+  /// and retried at the next measure()).
+  void restart_worker();
 
   pid_t pid_ = -1;
-  int to_worker_ = -1, from_worker_ = -1;
+  int channel_ = -1;  ///< the parent's end of the socketpair
   GlDeviceInfo info_;
   int restarts_ = 0;
 };

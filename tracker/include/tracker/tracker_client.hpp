@@ -20,6 +20,7 @@ namespace webtune::tracker {
 struct ClientResult {
   uint64_t job = 0, tag = 0;
   int attempt = 0;
+  std::string agent;           ///< name of the agent that measured it (empty if none did)
   boost::json::object result;  ///< MeasureResult JSON
 };
 

@@ -1,0 +1,172 @@
+/// \file log_command.cpp
+/// `webtune log list|best|export|import --db FILE`: reads and moves the SQLite tuning records
+/// (tuner/records.hpp): a table of jobs, the best config of each, and AutoTVM JSON-lines logs
+/// out of and into a database.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "tuner/records.hpp"
+
+namespace webtune::cli {
+
+namespace {
+
+struct LogArgs {
+  std::string db;
+  std::string workload, target;  // filters: substring of key / task name; target name
+  std::string format = "autotvm", out = "-", in, device_key;
+};
+
+/// Opens a database that must exist: reading a mistyped path should not create an empty file.
+std::unique_ptr<RecordStore> open_existing(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error("no records database at '" + path + "'");
+  return std::make_unique<RecordStore>(path);
+}
+
+/// Checks a --target filter early, so a typo is an error and not an empty listing.
+void check_target(const std::string& target) {
+  if (!target.empty()) target_from_name(target);
+}
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+/// Prints rows as columns padded to their widest cell; numeric columns align right.
+void print_table(const std::vector<std::vector<std::string>>& rows,
+                 const std::vector<bool>& right) {
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += right[c] ? pad + row[c] : row[c] + (c + 1 < row.size() ? pad : "");
+      if (c + 1 < row.size()) line += "  ";
+    }
+    std::puts(line.c_str());
+  }
+}
+
+void run_list(const LogArgs& args) {
+  auto store = open_existing(args.db);
+  const std::vector<TuningJobInfo> jobs = store->jobs();
+  if (jobs.empty()) {
+    std::printf("no tuning jobs in %s\n", args.db.c_str());
+    return;
+  }
+  std::vector<std::vector<std::string>> rows{{"job", "task", "workload", "target", "device",
+                                              "tuner", "status", "trials", "errors", "GFLOP/s"}};
+  for (const TuningJobInfo& j : jobs)
+    rows.push_back({std::to_string(j.id), j.task_name.empty() ? "-" : j.task_name, j.workload.key(),
+                    std::string(target_name(j.target)), j.device_key,
+                    j.tuner.empty() ? "-" : j.tuner, j.status, std::to_string(j.trials),
+                    std::to_string(j.errors), fixed(j.best_gflops, 2)});
+  print_table(rows, {true, false, false, false, false, false, false, true, true, true});
+}
+
+void run_best(const LogArgs& args) {
+  check_target(args.target);
+  auto store = open_existing(args.db);
+  const std::vector<BestRecord> best = store->best(args.workload, args.target);
+  if (best.empty()) {
+    std::printf("no successful trial matches in %s\n", args.db.c_str());
+    return;
+  }
+  for (const BestRecord& b : best) {
+    const TuningJobInfo& j = b.job;
+    std::printf("job %lld  %s  %s  %s  %s\n", static_cast<long long>(j.id),
+                j.task_name.empty() ? "-" : j.task_name.c_str(), j.workload.key().c_str(),
+                std::string(target_name(j.target)).c_str(), j.device_key.c_str());
+    std::printf("  %.2f GFLOP/s  %.4f ms  config %lld (best of %lld trials)  %s\n", b.trial.gflops,
+                b.trial.result.mean_cost() * 1e3, static_cast<long long>(b.trial.config_index),
+                static_cast<long long>(j.trials), b.trial.config_json.c_str());
+  }
+}
+
+void run_export(const LogArgs& args) {
+  check_target(args.target);
+  auto store = open_existing(args.db);
+  int64_t lines = 0;
+  if (args.out == "-") {
+    lines = store->export_autotvm(std::cout, args.workload, args.target);
+  } else {
+    std::ofstream file(args.out);
+    if (!file) throw std::runtime_error("cannot write '" + args.out + "'");
+    lines = store->export_autotvm(file, args.workload, args.target);
+  }
+  // On stderr (spdlog), so that `--out -` leaves a clean log on stdout.
+  spdlog::info("exported {} AutoTVM records to {}", lines, args.out == "-" ? "stdout" : args.out);
+}
+
+void run_import(const LogArgs& args) {
+  RecordStore store(args.db);
+  int64_t imported = 0;
+  if (args.in == "-") {
+    imported = store.import_autotvm(std::cin, args.device_key);
+  } else {
+    std::ifstream file(args.in);
+    if (!file) throw std::runtime_error("cannot read '" + args.in + "'");
+    imported = store.import_autotvm(file, args.device_key);
+  }
+  std::printf("imported %lld trials into %s\n", static_cast<long long>(imported), args.db.c_str());
+}
+
+void add_filters(CLI::App* cmd, LogArgs& args) {
+  cmd->add_option("--workload", args.workload,
+                  "only jobs whose workload key or task name contains this text");
+  cmd->add_option("--target", args.target, "only jobs of this target (gles-frag, gles-compute)");
+}
+
+}  // namespace
+
+void add_log_command(CLI::App& app) {
+  auto args = std::make_shared<LogArgs>();
+  CLI::App* log = app.add_subcommand("log", "Tuning records: list, best configs, AutoTVM logs");
+  log->require_subcommand(1);
+  // --db on every subcommand, after it, as the usage reads: `webtune log list --db F`.
+  auto add_db = [&](CLI::App* cmd) {
+    cmd->add_option("--db", args->db, "SQLite records database")->required();
+  };
+
+  CLI::App* list = log->add_subcommand("list", "Table of tuning jobs and their best GFLOP/s");
+  add_db(list);
+  list->callback([args] { run_list(*args); });
+
+  CLI::App* best = log->add_subcommand("best", "Best config of each job");
+  add_db(best);
+  add_filters(best, *args);
+  best->callback([args] { run_best(*args); });
+
+  CLI::App* exp = log->add_subcommand("export", "Write trials as an AutoTVM JSON-lines log");
+  add_db(exp);
+  exp->add_option("--format", args->format, "log format")
+      ->check(CLI::IsMember({"autotvm"}))
+      ->capture_default_str();
+  exp->add_option("--out", args->out, "output file, or - for stdout")->capture_default_str();
+  add_filters(exp, *args);
+  exp->callback([args] { run_export(*args); });
+
+  CLI::App* imp = log->add_subcommand("import", "Read an AutoTVM JSON-lines log into the database");
+  add_db(imp);
+  imp->add_option("--in", args->in, "log file, or - for stdin")->required();
+  imp->add_option("--device-key", args->device_key,
+                  "device key of the imported jobs (default: each line's -model=, else "
+                  "'imported')");
+  imp->callback([args] { run_import(*args); });
+}
+
+}  // namespace webtune::cli

@@ -1,0 +1,107 @@
+/// \file tune_command.cpp
+/// `webtune tune --workload FILE [--tasks C2,C4] --target gles-frag --trials 200 --db webtune.db
+/// [--tracker ws://...]`: tunes a model's tasks on the farm and records every trial. Without
+/// --tracker it starts an embedded tracker and --local-agents native agents.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "local_farm.hpp"
+#include "tuner/tune_session.hpp"
+
+namespace webtune::cli {
+
+namespace {
+
+struct TuneArgs {
+  std::string workload, tasks, target = "gles-frag", db = "webtune.db", tracker, token, key;
+  int local_agents = 1;
+  int device_wait_s = 60;
+  TuneOptions options;
+};
+
+void run_tune(TuneArgs& args) {
+  args.options.target = target_from_name(args.target);
+  const std::vector<WorkloadFileTask> tasks = resolve_workloads(args.workload, args.tasks);
+  const std::string key =
+      args.key.empty() ? std::string(target_key(args.options.target)) : args.key;
+
+  std::unique_ptr<LocalFarm> farm;
+  std::string url = args.tracker;
+  if (url.empty()) {
+    farm = std::make_unique<LocalFarm>(args.local_agents, key);
+    url = farm->url();
+  }
+  TrackerRunner runner(url, args.token, key);
+  auto [device_key, device_json] = runner.wait_for_device(std::chrono::seconds(args.device_wait_s));
+  const boost::json::value device = boost::json::parse(device_json);
+  DeviceLimits limits;
+  if (device.is_object() && device.as_object().contains("limits"))
+    limits = DeviceLimits::from_json(device.as_object().at("limits"));
+  // Jobs go to agents of exactly this device from now on.
+  TrackerRunner device_runner(url, args.token, device_key);
+
+  RecordStore store(args.db);
+  store.upsert_device(device_key, device_json);
+  std::printf("tuning %zu task(s) on %s (%s) with %s, %d trials each; records in %s\n",
+              tasks.size(), args.target.c_str(), device_key.c_str(), args.options.tuner.c_str(),
+              args.options.trials, args.db.c_str());
+  const bool tty = isatty(fileno(stdout));
+  int lines_printed = 0;
+  TuneSession session(store, device_runner, device_key, limits, args.options);
+  auto progress = [&](const std::vector<TaskProgress>& all) {
+    const std::string text = format_progress(all, args.options.trials);
+    if (tty && lines_printed > 0) std::printf("\033[%dA", lines_printed);  // redraw in place
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+    lines_printed = static_cast<int>(all.size());
+    if (!tty) std::puts("");
+  };
+  std::vector<TaskProgress> result = session.run(tasks, progress);
+  std::printf("\n%s", format_summary(result).c_str());
+  for (const TaskProgress& p : result)
+    if (!p.best_config.empty())
+      std::printf("best %-8s %s\n", p.name.c_str(), p.best_config.c_str());
+  std::printf("records: %s (webtune log best --db %s)\n", args.db.c_str(), args.db.c_str());
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand("tune", "Tune a model's tasks on the farm");
+  cmd->add_option("--workload", args->workload, "workload file or inline spec (see measure)")
+      ->required();
+  cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
+  cmd->add_option("--target", args->target, "gles-frag or gles-compute")->capture_default_str();
+  cmd->add_option("--trials", args->options.trials, "trials per task")->capture_default_str();
+  cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();
+  cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
+  cmd->add_option("--tracker", args->tracker, "ws://HOST:PORT/ws (default: embedded)");
+  cmd->add_option("--token", args->token, "client token");
+  cmd->add_option("--key", args->key, "agent key or prefix (default: the target's, e.g. gles)");
+  cmd->add_option("--local-agents", args->local_agents, "agents of the embedded farm")
+      ->capture_default_str();
+  cmd->add_option("--early-stopping", args->options.early_stopping,
+                  "stop a task after N trials without improvement");
+  cmd->add_option("--timeout", args->options.timeout_s, "wall-clock budget in seconds");
+  cmd->add_option("--batch", args->options.batch_size, "configs per round")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "search and input seed")->capture_default_str();
+  cmd->add_option("--schedule", args->options.schedule, "round-robin or latency")
+      ->capture_default_str();
+  cmd->add_flag("--transfer", args->options.transfer,
+                "warm-start the cost model from records of other workloads");
+  cmd->add_option("--number", args->options.measure.number)->capture_default_str();
+  cmd->add_option("--repeat", args->options.measure.repeat)->capture_default_str();
+  cmd->add_option("--min-repeat-ms", args->options.measure.min_repeat_ms)->capture_default_str();
+  cmd->add_option("--run-timeout", args->options.measure.timeout_s,
+                  "seconds before a kernel is RUN_TIMEOUT")
+      ->capture_default_str();
+  cmd->callback([args] { run_tune(*args); });
+}
+
+}  // namespace webtune::cli

@@ -1,0 +1,937 @@
+/// \file glsl_frag_emitter.cpp
+/// The gles-frag template: config spaces and GLSL ES 3.00 fragment shaders for dense, conv2d and
+/// depthwise_conv2d over float textures.
+///
+/// How a kernel is organised
+/// -------------------------
+/// Every operator is computed as a matrix of outputs [rows, cols] (OutputLayout):
+///   dense             rows = M,      cols = N        (C[M,N])
+///   conv2d            rows = N·K,    cols = OH·OW    (Y[N,K,OH,OW]: a row is one output plane)
+///   depthwise_conv2d  rows = N·C,    cols = OH·OW
+/// One fragment ("item") computes a block of out_rows × out_cols outputs: out_cols consecutive
+/// columns in one vec4 (or a float), out_rows consecutive rows in out_rows draw buffers. For the
+/// convolutions the rows of a block are output channels that share every data fetch, and the
+/// columns are output pixels that share every weight fetch, so a 4×4 block needs 8 fetches per
+/// reduction step for 16 multiply-adds instead of 2 fetches per multiply-add.
+///
+/// Each input texture is read through a GLSL function ldN(row, col) over a row-major "view"
+/// matrix of texels (dense A: [M, K]; B: [K, N]; conv data: [N·C·H, W]; conv weight:
+/// [K, C·R·S]; depthwise weight: [C, R·S]; packed axes divided by 4). With the 2d layout the
+/// texture width is the view's width and the fetch is texelFetch(ivec2(col, row)); with the flat
+/// layout the texture is the packed tensor wrapped at kFlatWidth texels and every fetch pays
+/// for a linear index and a shift/mask.
+///
+/// Knobs (each first candidate is the plain default)
+/// -------------------------------------------------
+/// out_rows  {1,2,4,8}  Output rows per fragment = draw buffers (rows_per_item). More rows reuse
+///                      each fetch of the column operand (B, data) across more multiply-adds;
+///                      8 needs GL_MAX_DRAW_BUFFERS ≥ 8 (device limit below).
+/// out_cols  {1,4}      Output columns per fragment: one float (R32F target) or one vec4
+///                      (RGBA32F target). 4 reuses each fetch of the row operand (A, weights).
+/// packing   dense {none,k,kn}; conv2d / depthwise {none,c}. Which inputs are RGBA32F textures:
+///             none: both R32F, scalar multiply-adds (the plain kernel);
+///             k:    A and B packed four along K (the reduction), so each step is a vec4 `dot`;
+///             kn:   A packed along K, B packed along N, so each k-quad is four vec4
+///                   multiply-adds into the vec4 output (needs out_cols = 4);
+///             c:    data and weight packed four along C. conv2d: the reduction runs over channel
+///                   quads with `dot`; depthwise: the four channels of a quad are four output rows,
+///                   multiplied component-wise (needs out_rows a multiple of 4).
+///           Packing cuts the number of fetches by 4 and lets the reduction use vector ALUs;
+///           tails that are not multiples of 4 are zero-filled by TensorLayout::pack.
+/// algo      conv2d / depthwise {direct,igemm}. direct: nested loops over c, r, s (depthwise: r,
+///           s); igemm (implicit GEMM): one flattened reduction loop whose indices are decoded
+///           with div/mod, which unrolls across tap boundaries but pays for the decode.
+/// order     conv2d {crs,rsc}. Nesting (direct) or decode order (igemm) of the reduction:
+///           crs walks the weight row contiguously (the plain order); rsc puts channels innermost
+///           so the padding test and the input coordinates of a tap are computed once per tap
+///           instead of once per channel.
+/// unroll    {1,2,4,8}  Unroll factor of the channel loop (conv2d direct), of the flattened
+///           reduction loop (igemm), of the s loop (depthwise direct) or of the K loop (dense),
+///           with a straight-line remainder. It trades instruction-cache pressure for fewer
+///           loop branches and lets the compiler schedule fetches of several steps together.
+/// layout_data, layout_weight, layout_out  {2d,flat}. 2d: texture width = the view's width,
+///           no div/mod in the address, but a wide view (or a tall one) breaks
+///           GL_MAX_TEXTURE_SIZE; flat: width min(elements, kFlatWidth), always fits for
+///           tensors up to kFlatWidth·max_texture_size texels, costs a shift and a mask per
+///           fetch. One knob per texture, because usually only one of them is too large.
+///
+/// Structural constraints
+/// ----------------------
+/// - packing kn needs out_cols = 4: B's texels hold 4 columns; with one output column 3/4 of
+///   every fetch would be thrown away (and the kernel would need dynamic component indexing).
+/// - depthwise packing c needs out_rows % 4 = 0: a texel holds 4 channels = 4 output rows.
+/// - conv2d / depthwise: out_rows divides the rows of one image (K, resp. C) or batch = 1, so
+///   a block never straddles two images: the image is decoded once per block, and in conv2d
+///   all rows of the block share each data fetch.
+/// - out_rows < 2·rows and out_cols < 2·cols: a block that is mostly padding only wastes work.
+/// - unroll ≤ the trip count of the loop it unrolls: larger factors would only duplicate the
+///   kernel of a smaller one.
+///
+/// Device limits
+/// -------------
+/// - width and height of the data, weight and output textures ≤ max_texture_size;
+/// - out_rows (draw buffers) ≤ max_draw_buffers.
+///
+/// Out-of-range safety: every index that can pass the end of a tensor (the last row or column
+/// block, a padded quad row of B) is clamped to the last valid one, so no fetch ever leaves the
+/// data; padding taps of a convolution fetch a clamped texel and multiply it by a 0/1 mask.
+/// Fragments past the last item (flat output) write zeros and return.
+
+#include "codegen/glsl_frag_emitter.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "codegen/error_no.hpp"
+
+namespace webtune {
+namespace {
+
+/// Width of a flat (wrapped) texture: a power of two so that the address is a shift and a mask,
+/// and WebGL2's minimum MAX_TEXTURE_SIZE, so a flat texture is never too wide.
+constexpr int64_t kFlatWidth = 2048;
+constexpr int kFlatShift = 11;
+static_assert((int64_t{1} << kFlatShift) == kFlatWidth);
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Knobs
+// ---------------------------------------------------------------------------------------------
+
+/// The knobs of one entity; knobs an operator does not have keep these defaults.
+struct FragKnobs {
+  int out_rows = 1;
+  int out_cols = 1;
+  std::string packing = "none";
+  std::string algo = "direct";
+  std::string order = "crs";
+  int unroll = 1;
+  bool data_2d = true;
+  bool weight_2d = true;
+  bool out_2d = true;
+};
+
+bool has_knob(const ConfigEntity& entity, const std::string& name) {
+  for (const Knob& knob : entity.knobs())
+    if (knob.name == name) return true;
+  return false;
+}
+
+FragKnobs read_knobs(const ConfigEntity& entity) {
+  FragKnobs k;
+  k.out_rows = static_cast<int>(entity.get_int("out_rows"));
+  k.out_cols = static_cast<int>(entity.get_int("out_cols"));
+  k.packing = entity.get_string("packing");
+  if (has_knob(entity, "algo")) k.algo = entity.get_string("algo");
+  if (has_knob(entity, "order")) k.order = entity.get_string("order");
+  k.unroll = static_cast<int>(entity.get_int("unroll"));
+  k.data_2d = entity.get_string("layout_data") == "2d";
+  k.weight_2d = entity.get_string("layout_weight") == "2d";
+  k.out_2d = entity.get_string("layout_out") == "2d";
+  return k;
+}
+
+bool is_conv(const Workload& w) {
+  return w.op == OpKind::kConv2d;
+}
+bool is_depthwise(const Workload& w) {
+  return w.op == OpKind::kDepthwiseConv2d;
+}
+bool packs_data(const FragKnobs& k) {
+  return k.packing != "none";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Geometry: output matrix, texture views and layouts
+// ---------------------------------------------------------------------------------------------
+
+int64_t output_rows(const Workload& w) {
+  switch (w.op) {
+    case OpKind::kDense:
+      return w.m;
+    case OpKind::kConv2d:
+      return w.batch * w.out_channels;
+    case OpKind::kDepthwiseConv2d:
+      return w.batch * w.in_channels;
+  }
+  return 0;
+}
+
+int64_t output_cols(const Workload& w) {
+  return w.op == OpKind::kDense ? w.n : w.out_h() * w.out_w();
+}
+
+/// Channels as the shader iterates them: quads when the data is packed along C.
+int64_t channel_steps(const Workload& w, const FragKnobs& k) {
+  return packs_data(k) ? ceil_div(w.in_channels, 4) : w.in_channels;
+}
+
+/// Steps of the dense K loop: scalars, or quads when A is packed along K.
+int64_t dense_k_steps(const Workload& w, const FragKnobs& k) {
+  return packs_data(k) ? ceil_div(w.k, 4) : w.k;
+}
+
+int data_pack_axis(const Workload& w, const FragKnobs& k) {
+  if (!packs_data(k)) return -1;
+  return 1;  // A[M,K] along K; X[N,C,H,W] along C
+}
+
+int weight_pack_axis(const Workload& w, const FragKnobs& k) {
+  if (!packs_data(k)) return -1;
+  if (w.op == OpKind::kDense) return k.packing == "k" ? 0 : 1;  // B[K,N] along K or N
+  if (is_depthwise(w)) return 0;                                // W[C,1,R,S] along C
+  return 1;                                                     // W[K,C,R,S] along C
+}
+
+/// Width of the data view in texels (see the file comment).
+int64_t data_view_width(const Workload& w, const FragKnobs& k) {
+  if (w.op == OpKind::kDense) return dense_k_steps(w, k);
+  return w.width;
+}
+
+/// Width of the weight view in texels.
+int64_t weight_view_width(const Workload& w, const FragKnobs& k) {
+  switch (w.op) {
+    case OpKind::kDense:
+      return k.packing == "kn" ? ceil_div(w.n, 4) : w.n;
+    case OpKind::kConv2d:
+      return channel_steps(w, k) * w.kernel_h * w.kernel_w;
+    case OpKind::kDepthwiseConv2d:
+      return w.kernel_h * w.kernel_w;
+  }
+  return 0;
+}
+
+TensorLayout input_layout(std::vector<int64_t> shape, int pack_axis, int64_t view_width,
+                          bool two_d) {
+  TensorLayout layout;
+  layout.shape = std::move(shape);
+  layout.pack_axis = pack_axis;
+  int64_t elements = 1;
+  for (size_t d = 0; d < layout.shape.size(); ++d)
+    elements *= static_cast<int>(d) == pack_axis ? ceil_div(layout.shape[d], 4) : layout.shape[d];
+  layout.width = two_d ? view_width : std::min(elements, kFlatWidth);
+  layout.height = ceil_div(elements, layout.width);
+  return layout;
+}
+
+/// Everything about an entity that does not depend on GLSL text: the layouts and block counts.
+struct FragPlan {
+  Workload w;
+  FragKnobs k;
+  TensorLayout data, weight;
+  int64_t data_view = 0, weight_view = 0;  ///< view widths (texels per view row)
+  OutputLayout out;
+  int64_t row_blocks = 0, col_blocks = 0;
+};
+
+FragPlan make_plan(const Workload& w, const FragKnobs& k) {
+  FragPlan p;
+  p.w = w;
+  p.k = k;
+  p.data_view = data_view_width(w, k);
+  p.weight_view = weight_view_width(w, k);
+  p.data = input_layout(w.data_shape(), data_pack_axis(w, k), p.data_view, k.data_2d);
+  p.weight = input_layout(w.weight_shape(), weight_pack_axis(w, k), p.weight_view, k.weight_2d);
+  p.out.rows = output_rows(w);
+  p.out.cols = output_cols(w);
+  p.out.rows_per_item = k.out_rows;
+  p.out.channels = k.out_cols;
+  p.row_blocks = ceil_div(p.out.rows, k.out_rows);
+  p.col_blocks = ceil_div(p.out.cols, k.out_cols);
+  const int64_t items = p.row_blocks * p.col_blocks;
+  p.out.width = k.out_2d ? p.col_blocks : std::min(items, kFlatWidth);
+  p.out.height = ceil_div(items, p.out.width);
+  return p;
+}
+
+/// Trip count of the loop that `unroll` applies to.
+int64_t unrolled_trip_count(const Workload& w, const FragKnobs& k) {
+  const int64_t taps = w.kernel_h * w.kernel_w;
+  switch (w.op) {
+    case OpKind::kDense:
+      return dense_k_steps(w, k);
+    case OpKind::kConv2d:
+      return k.algo == "igemm" ? channel_steps(w, k) * taps : channel_steps(w, k);
+    case OpKind::kDepthwiseConv2d:
+      return k.algo == "igemm" ? taps : w.kernel_w;
+  }
+  return 1;
+}
+
+/// Rows of one image in the output matrix (conv: K, depthwise: C); 0 for dense.
+int64_t rows_per_image(const Workload& w) {
+  if (is_conv(w)) return w.out_channels;
+  if (is_depthwise(w)) return w.in_channels;
+  return 0;
+}
+
+/// Why an entity cannot be built, or empty when it can (the structural constraints).
+std::string structural_problem(const Workload& w, const FragKnobs& k) {
+  if (k.packing == "kn" && k.out_cols != 4) return "packing kn needs out_cols = 4";
+  if (is_depthwise(w) && k.packing == "c" && k.out_rows % 4 != 0)
+    return "depthwise packing c needs out_rows a multiple of 4";
+  if (w.op != OpKind::kDense && w.batch != 1 && rows_per_image(w) % k.out_rows != 0)
+    return "out_rows must divide the rows of one image (or batch = 1)";
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// GLSL text
+// ---------------------------------------------------------------------------------------------
+
+/// Lines of GLSL with indentation; `open` and `close` bracket a block.
+class ShaderWriter {
+ public:
+  template <typename... Parts>
+  void line(const Parts&... parts) {
+    out_ << std::string(2 * depth_, ' ');
+    (out_ << ... << parts);
+    out_ << '\n';
+  }
+  template <typename... Parts>
+  void open(const Parts&... parts) {
+    line(parts..., "{");
+    ++depth_;
+  }
+  void close() {
+    --depth_;
+    line("}");
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  int depth_ = 0;
+};
+
+template <typename... Parts>
+std::string cat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+/// "a, b, c" (or with another separator) from a generator of n parts.
+std::string join(int n, const std::function<std::string(int)>& part,
+                 std::string_view separator = ", ") {
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    if (i) text += separator;
+    text += part(i);
+  }
+  return text;
+}
+
+const char* component(int index) {
+  static constexpr std::array<const char*, 4> kNames = {"x", "y", "z", "w"};
+  return kNames[index];
+}
+
+/// `expr`, or min(expr, last) when the index can pass the end of its axis.
+std::string clamped(const std::string& expr, int64_t last, bool may_overflow) {
+  return may_overflow ? cat("min(", expr, ", ", last, ")") : expr;
+}
+
+/// "base + offset", without "+ 0".
+std::string offset(const std::string& base, int64_t amount) {
+  return amount == 0 ? base : cat(base, " + ", amount);
+}
+
+/// Index of element `offset_in_block` of block `block` of `size` elements.
+std::string block_index(const std::string& block, int64_t size, int64_t offset_in_block) {
+  return offset(size == 1 ? block : cat(block, " * ", size), offset_in_block);
+}
+
+/// A plain loop over [0, extent), or a block with a constant when the extent is 1.
+void open_loop(ShaderWriter& s, const std::string& var, int64_t extent) {
+  if (extent == 1) {
+    s.open("");
+    s.line("const int ", var, " = 0;");
+  } else {
+    s.open("for (int ", var, " = 0; ", var, " < ", extent, "; ++", var, ") ");
+  }
+}
+
+/// A loop over [0, trip) of `var`, unrolled `unroll` times; the remainder is straight-line code
+/// with constant indices. `body` emits one step for an index expression.
+void emit_unrolled_loop(ShaderWriter& s, const std::string& var, int64_t trip, int unroll,
+                        const std::function<void(const std::string&)>& body) {
+  if (unroll <= 1) {
+    open_loop(s, var, trip);
+    body(var);
+    s.close();
+    return;
+  }
+  const int64_t main_trip = trip / unroll * unroll;
+  if (main_trip > 0) {
+    s.open("for (int ", var, " = 0; ", var, " < ", main_trip, "; ", var, " += ", unroll, ") ");
+    for (int u = 0; u < unroll; ++u) {
+      s.open("");
+      body(u == 0 ? var : cat("(", var, " + ", u, ")"));
+      s.close();
+    }
+    s.close();
+  }
+  for (int64_t step = main_trip; step < trip; ++step) {
+    s.open("");
+    body(std::to_string(step));
+    s.close();
+  }
+}
+
+void emit_prelude(ShaderWriter& s, const FragPlan& p, const ConfigEntity& entity) {
+  s.line("#version 300 es");
+  s.line("// webtune gles-frag ", p.w.key(), ": ", entity.to_string());
+  s.line("precision highp float;");
+  s.line("precision highp int;");
+  s.line("precision highp sampler2D;");
+  s.line("uniform highp sampler2D in0;  // data");
+  s.line("uniform highp sampler2D in1;  // weight");
+  const char* out_type = p.k.out_cols == 4 ? "vec4" : "float";
+  for (int j = 0; j < p.k.out_rows; ++j)
+    s.line("layout(location = ", j, ") out ", out_type, " o", j, ";");
+}
+
+/// Emits `ldN(row, col)`: the texel at (row, col) of the input's view.
+void emit_loader(ShaderWriter& s, int index, const TensorLayout& layout, int64_t view_width) {
+  const bool vec = layout.channels() == 4;
+  s.open(vec ? "vec4" : "float", " ld", index, "(int row, int col) ");
+  std::string coord;
+  if (layout.width == view_width) {
+    coord = "ivec2(col, row)";
+  } else {
+    s.line("int i = row * ", view_width, " + col;");
+    if (layout.height == 1)
+      coord = "ivec2(i, 0)";
+    else if (layout.width == kFlatWidth)  // i ≥ 0, so a mask and a shift are mod and div
+      coord = cat("ivec2(i & ", kFlatWidth - 1, ", i >> ", kFlatShift, ")");
+    else
+      coord = cat("ivec2(i % ", layout.width, ", i / ", layout.width, ")");
+  }
+  s.line("return texelFetch(in", index, ", ", coord, ", 0)", vec ? "" : ".r", ";");
+  s.close();
+}
+
+/// Declares `rb` (row block) and `cb` (column block) of this fragment; fragments past the last
+/// item write zeros and return.
+void emit_item_decode(ShaderWriter& s, const FragPlan& p) {
+  s.line("ivec2 px = ivec2(gl_FragCoord.xy);");
+  if (p.k.out_2d) {
+    s.line("int rb = px.y;");
+    s.line("int cb = px.x;");
+    return;
+  }
+  const int64_t items = p.row_blocks * p.col_blocks;
+  s.line("int t = px.y * ", p.out.width, " + px.x;");
+  if (p.out.width * p.out.height > items) {
+    s.open("if (t >= ", items, ") ");
+    const char* zero = p.k.out_cols == 4 ? "vec4(0.0)" : "0.0";
+    for (int j = 0; j < p.k.out_rows; ++j) s.line("o", j, " = ", zero, ";");
+    s.line("return;");
+    s.close();
+  }
+  s.line("int rb = t / ", p.col_blocks, ";");
+  s.line("int cb = t - rb * ", p.col_blocks, ";");
+}
+
+void emit_accumulators(ShaderWriter& s, const FragPlan& p) {
+  for (int j = 0; j < p.k.out_rows; ++j)
+    s.line(p.k.out_cols == 4 ? "vec4 acc" : "float acc", j, " = ",
+           p.k.out_cols == 4 ? "vec4(0.0)" : "0.0", ";");
+}
+
+void emit_stores(ShaderWriter& s, const FragPlan& p) {
+  for (int j = 0; j < p.k.out_rows; ++j) s.line("o", j, " = acc", j, ";");
+}
+
+/// Column indices `name0..` of the block, clamped when the last block passes the end.
+void emit_block_columns(ShaderWriter& s, const FragPlan& p, const std::string& name) {
+  const bool overflow = p.out.cols % p.k.out_cols != 0;
+  for (int i = 0; i < p.k.out_cols; ++i)
+    s.line("int ", name, i, " = ",
+           clamped(block_index("cb", p.k.out_cols, i), p.out.cols - 1, overflow), ";");
+}
+
+// ---------------------------------------------------------------------------------------------
+// dense: C[M,N] = A[M,K] · B[K,N]
+// ---------------------------------------------------------------------------------------------
+
+/// One K step of the dense kernel at step index `kx` (a scalar k, or a k-quad when packed).
+void emit_dense_step(ShaderWriter& s, const FragPlan& p, const std::string& kx) {
+  const int rows = p.k.out_rows, cols = p.k.out_cols;
+  const Workload& w = p.w;
+  if (p.k.packing == "none") {
+    if (cols == 4)
+      s.line("vec4 b = vec4(", join(4, [&](int i) { return cat("ld1(", kx, ", n", i, ")"); }),
+             ");");
+    else
+      s.line("float b = ld1(", kx, ", n0);");
+    for (int j = 0; j < rows; ++j) s.line("acc", j, " += ld0(m", j, ", ", kx, ") * b;");
+    return;
+  }
+  for (int j = 0; j < rows; ++j) s.line("vec4 a", j, " = ld0(m", j, ", ", kx, ");");
+  if (p.k.packing == "k") {
+    for (int i = 0; i < cols; ++i) s.line("vec4 b", i, " = ld1(", kx, ", n", i, ");");
+    for (int j = 0; j < rows; ++j) {
+      if (cols == 4)
+        s.line("acc", j, " += vec4(",
+               join(4, [&](int i) { return cat("dot(a", j, ", b", i, ")"); }), ");");
+      else
+        s.line("acc", j, " += dot(a", j, ", b0);");
+    }
+    return;
+  }
+  // kn: rows 4·kx + q of B, each a vec4 of 4 output columns. Rows past K (only in the last quad)
+  // are clamped; their A components are the zero padding, so they add nothing.
+  const bool overflow = w.k % 4 != 0;
+  for (int q = 0; q < 4; ++q) {
+    const std::string row = q == 0 ? cat("4 * ", kx) : cat("4 * ", kx, " + ", q);
+    s.line("vec4 b", q, " = ld1(", clamped(row, w.k - 1, overflow && q > 0), ", nb);");
+  }
+  for (int j = 0; j < rows; ++j)
+    s.line("acc", j, " += ",
+           join(
+               4, [&](int q) { return cat("a", j, ".", component(q), " * b", q); }, " + "),
+           ";");
+}
+
+void emit_dense_main(ShaderWriter& s, const FragPlan& p) {
+  const Workload& w = p.w;
+  const bool row_overflow = w.m % p.k.out_rows != 0;
+  for (int j = 0; j < p.k.out_rows; ++j)
+    s.line("int m", j, " = ", clamped(block_index("rb", p.k.out_rows, j), w.m - 1, row_overflow),
+           ";");
+  if (p.k.packing == "kn")
+    s.line("int nb = cb;");
+  else
+    emit_block_columns(s, p, "n");
+  emit_accumulators(s, p);
+  emit_unrolled_loop(s, "k", dense_k_steps(w, p.k), p.k.unroll,
+                     [&](const std::string& kx) { emit_dense_step(s, p, kx); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolutions: shared pieces
+// ---------------------------------------------------------------------------------------------
+
+/// Output pixel of each block column: ih_i / iw_i = top-left input coordinate of its window.
+void emit_window_origins(ShaderWriter& s, const FragPlan& p) {
+  const Workload& w = p.w;
+  emit_block_columns(s, p, "p");
+  for (int i = 0; i < p.k.out_cols; ++i) {
+    s.line("int oh", i, " = p", i, " / ", w.out_w(), ";");
+    s.line("int ih", i, " = oh", i, " * ", w.stride, " - ", w.pad, ";");
+    s.line("int iw", i, " = (p", i, " - oh", i, " * ", w.out_w(), ") * ", w.stride, " - ", w.pad,
+           ";");
+  }
+}
+
+/// For tap (r, s) and each block column i: dy_i (input row, clamped), dx_i (input column,
+/// clamped) and, with padding, m_i = 1 inside the image and 0 on a padding tap.
+void emit_tap_coordinates(ShaderWriter& s, const FragPlan& p, const std::string& r,
+                          const std::string& c) {
+  const Workload& w = p.w;
+  for (int i = 0; i < p.k.out_cols; ++i) {
+    if (w.pad == 0) {  // windows never leave the image
+      s.line("int dy", i, " = ih", i, " + ", r, ";");
+      s.line("int dx", i, " = iw", i, " + ", c, ";");
+      continue;
+    }
+    s.line("int ty", i, " = ih", i, " + ", r, ";");
+    s.line("int tx", i, " = iw", i, " + ", c, ";");
+    s.line("float m", i, " = (ty", i, " >= 0 && ty", i, " < ", w.height, " && tx", i, " >= 0 && tx",
+           i, " < ", w.width, ") ? 1.0 : 0.0;");
+    s.line("int dy", i, " = clamp(ty", i, ", 0, ", w.height - 1, ");");
+    s.line("int dx", i, " = clamp(tx", i, ", 0, ", w.width - 1, ");");
+  }
+}
+
+/// " * m_i" when padding taps exist.
+std::string mask(const FragPlan& p, int i) {
+  return p.w.pad > 0 ? cat(" * m", i) : "";
+}
+
+/// "row0" decomposed into image n and first row of the block within the image.
+void emit_block_image(ShaderWriter& s, const FragPlan& p, const std::string& first) {
+  s.line("int row0 = ", block_index("rb", p.k.out_rows, 0), ";");
+  if (p.w.batch == 1) {
+    s.line("const int n = 0;");
+    s.line("int ", first, " = row0;");
+  } else {
+    s.line("int n = row0 / ", rows_per_image(p.w), ";");
+    s.line("int ", first, " = row0 - n * ", rows_per_image(p.w), ";");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// conv2d: Y[N,K,OH,OW] = X[N,C,H,W] ⊛ W[K,C,R,S]
+// ---------------------------------------------------------------------------------------------
+
+/// Multiply-adds of channel step `cx` at the current tap (dy_i, dx_i, m_i declared); the weight
+/// column is `wcol`. Data view row = (n·Cq + c)·H + y.
+void emit_conv_step(ShaderWriter& s, const FragPlan& p, const std::string& cx,
+                    const std::string& wcol) {
+  const Workload& w = p.w;
+  const int rows = p.k.out_rows, cols = p.k.out_cols;
+  const auto data_at = [&](int i) {
+    return cat("ld0(xbase + ", cx, " * ", w.height, " + dy", i, ", dx", i, ")");
+  };
+  if (packs_data(p.k)) {
+    for (int i = 0; i < cols; ++i) s.line("vec4 xv", i, " = ", data_at(i), mask(p, i), ";");
+    for (int j = 0; j < rows; ++j) {
+      s.line("vec4 w", j, " = ld1(k", j, ", ", wcol, ");");
+      if (cols == 4)
+        s.line("acc", j, " += vec4(",
+               join(4, [&](int i) { return cat("dot(xv", i, ", w", j, ")"); }), ");");
+      else
+        s.line("acc", j, " += dot(xv0, w", j, ");");
+    }
+    return;
+  }
+  if (cols == 4) {
+    s.line("vec4 x = vec4(", join(4, data_at), ")", p.w.pad > 0 ? " * vec4(m0, m1, m2, m3)" : "",
+           ";");
+  } else {
+    s.line("float x = ", data_at(0), mask(p, 0), ";");
+  }
+  for (int j = 0; j < rows; ++j) s.line("acc", j, " += ld1(k", j, ", ", wcol, ") * x;");
+}
+
+void emit_conv_direct(ShaderWriter& s, const FragPlan& p) {
+  const Workload& w = p.w;
+  const int64_t cq = channel_steps(w, p.k), taps = w.kernel_h * w.kernel_w;
+  if (p.k.order == "rsc") {  // tap loops outside: coordinates and mask once per tap
+    open_loop(s, "r", w.kernel_h);
+    open_loop(s, "s", w.kernel_w);
+    emit_tap_coordinates(s, p, "r", "s");
+    s.line("int wrs = r * ", w.kernel_w, " + s;");
+    emit_unrolled_loop(s, "c", cq, p.k.unroll, [&](const std::string& cx) {
+      emit_conv_step(s, p, cx, cat(cx, " * ", taps, " + wrs"));
+    });
+    s.close();
+    s.close();
+    return;
+  }
+  emit_unrolled_loop(s, "c", cq, p.k.unroll, [&](const std::string& cx) {
+    open_loop(s, "r", w.kernel_h);
+    open_loop(s, "s", w.kernel_w);
+    emit_tap_coordinates(s, p, "r", "s");
+    emit_conv_step(s, p, cx, cat(cx, " * ", taps, " + r * ", w.kernel_w, " + s"));
+    s.close();
+    s.close();
+  });
+}
+
+void emit_conv_igemm(ShaderWriter& s, const FragPlan& p) {
+  const Workload& w = p.w;
+  const int64_t cq = channel_steps(w, p.k), taps = w.kernel_h * w.kernel_w;
+  emit_unrolled_loop(s, "l", cq * taps, p.k.unroll, [&](const std::string& lx) {
+    // Decode the flat reduction index into channel step c and tap (r, s).
+    if (taps == 1) {
+      s.line("int c = ", lx, ";");
+      s.line("const int r = 0, s = 0;");
+    } else if (p.k.order == "crs") {  // l = c·R·S + r·S + s: also the weight column
+      s.line("int c = ", lx, " / ", taps, ";");
+      s.line("int rs = ", lx, " - c * ", taps, ";");
+    } else {  // l = (r·S + s)·Cq + c
+      s.line("int rs = ", lx, " / ", cq, ";");
+      s.line("int c = ", lx, " - rs * ", cq, ";");
+    }
+    if (taps != 1) {
+      s.line("int r = rs / ", w.kernel_w, ";");
+      s.line("int s = rs - r * ", w.kernel_w, ";");
+    }
+    emit_tap_coordinates(s, p, "r", "s");
+    const std::string wcol = p.k.order == "crs" || taps == 1 ? lx : cat("c * ", taps, " + rs");
+    emit_conv_step(s, p, "c", wcol);
+  });
+}
+
+void emit_conv_main(ShaderWriter& s, const FragPlan& p) {
+  const Workload& w = p.w;
+  emit_block_image(s, p, "kfirst");
+  const bool row_overflow = w.out_channels % p.k.out_rows != 0;  // only with batch 1
+  for (int j = 0; j < p.k.out_rows; ++j)
+    s.line("int k", j, " = ", clamped(offset("kfirst", j), w.out_channels - 1, row_overflow), ";");
+  s.line("int xbase = n * ", channel_steps(w, p.k) * w.height, ";");
+  emit_window_origins(s, p);
+  emit_accumulators(s, p);
+  if (p.k.algo == "igemm")
+    emit_conv_igemm(s, p);
+  else
+    emit_conv_direct(s, p);
+}
+
+// ---------------------------------------------------------------------------------------------
+// depthwise_conv2d: Y[N,C,OH,OW] = X[N,C,H,W] ⊛ W[C,1,R,S]
+// ---------------------------------------------------------------------------------------------
+
+/// Multiply-adds of tap (r, s) at the current coordinates. Unpacked: row j is channel ch_j with
+/// data rows from drow_j. Packed: quad q holds channels 4q..4q+3 of the block, and a_q_i is a vec4
+/// over those channels for block column i.
+void emit_depthwise_tap(ShaderWriter& s, const FragPlan& p, const std::string& wcol) {
+  const int cols = p.k.out_cols;
+  if (packs_data(p.k)) {
+    for (int q = 0; q < p.k.out_rows / 4; ++q) {
+      s.line("vec4 w", q, " = ld1(cq", q, ", ", wcol, ");");
+      for (int i = 0; i < cols; ++i)
+        s.line("a", q, "_", i, " += ld0(drow", q, " + dy", i, ", dx", i, ")", mask(p, i), " * w", q,
+               ";");
+    }
+    return;
+  }
+  const std::string masks = p.w.pad > 0 ? " * vec4(m0, m1, m2, m3)" : "";
+  for (int j = 0; j < p.k.out_rows; ++j) {
+    const auto data_at = [&](int i) { return cat("ld0(drow", j, " + dy", i, ", dx", i, ")"); };
+    if (cols == 4)
+      s.line("acc", j, " += ld1(ch", j, ", ", wcol, ") * vec4(", join(4, data_at), ")", masks, ";");
+    else
+      s.line("acc", j, " += ld1(ch", j, ", ", wcol, ") * ", data_at(0), mask(p, 0), ";");
+  }
+}
+
+void emit_depthwise_main(ShaderWriter& s, const FragPlan& p) {
+  const Workload& w = p.w;
+  const int64_t channels = w.in_channels;
+  emit_block_image(s, p, "chfirst");
+  if (packs_data(p.k)) {
+    const int quads = p.k.out_rows / 4;
+    const int64_t cq = ceil_div(channels, 4);
+    const bool overflow = cq % quads != 0;  // only with batch 1
+    for (int q = 0; q < quads; ++q) {
+      s.line("int cq", q, " = ", clamped(offset("chfirst / 4", q), cq - 1, overflow), ";");
+      s.line("int drow", q, " = (n * ", cq, " + cq", q, ") * ", w.height, ";");
+    }
+  } else {
+    const bool overflow = channels % p.k.out_rows != 0;
+    for (int j = 0; j < p.k.out_rows; ++j) {
+      s.line("int ch", j, " = ", clamped(offset("chfirst", j), channels - 1, overflow), ";");
+      s.line("int drow", j, " = (n * ", channels, " + ch", j, ") * ", w.height, ";");
+    }
+  }
+  emit_window_origins(s, p);
+  if (packs_data(p.k)) {
+    for (int q = 0; q < p.k.out_rows / 4; ++q)
+      for (int i = 0; i < p.k.out_cols; ++i) s.line("vec4 a", q, "_", i, " = vec4(0.0);");
+  } else {
+    emit_accumulators(s, p);
+  }
+
+  const int64_t taps = w.kernel_h * w.kernel_w;
+  if (p.k.algo == "igemm") {
+    emit_unrolled_loop(s, "l", taps, p.k.unroll, [&](const std::string& lx) {
+      s.line("int r = ", lx, " / ", w.kernel_w, ";");
+      s.line("int s = ", lx, " - r * ", w.kernel_w, ";");
+      emit_tap_coordinates(s, p, "r", "s");
+      emit_depthwise_tap(s, p, lx);
+    });
+  } else {
+    open_loop(s, "r", w.kernel_h);
+    emit_unrolled_loop(s, "s", w.kernel_w, p.k.unroll, [&](const std::string& sx) {
+      emit_tap_coordinates(s, p, "r", sx);
+      emit_depthwise_tap(s, p, cat("r * ", w.kernel_w, " + ", sx));
+    });
+    s.close();
+  }
+
+  if (packs_data(p.k)) {  // transpose: quad component jj is output row 4q + jj
+    for (int q = 0; q < p.k.out_rows / 4; ++q)
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = 4 * q + jj;
+        if (p.k.out_cols == 4)
+          s.line("vec4 acc", j, " = vec4(",
+                 join(4, [&](int i) { return cat("a", q, "_", i, ".", component(jj)); }), ");");
+        else
+          s.line("float acc", j, " = a", q, "_0.", component(jj), ";");
+      }
+  }
+}
+
+std::string emit_source(const FragPlan& p, const ConfigEntity& entity) {
+  ShaderWriter s;
+  emit_prelude(s, p, entity);
+  emit_loader(s, 0, p.data, p.data_view);
+  emit_loader(s, 1, p.weight, p.weight_view);
+  s.open("void main() ");
+  emit_item_decode(s, p);
+  switch (p.w.op) {
+    case OpKind::kDense:
+      emit_dense_main(s, p);
+      break;
+    case OpKind::kConv2d:
+      emit_conv_main(s, p);
+      break;
+    case OpKind::kDepthwiseConv2d:
+      emit_depthwise_main(s, p);
+      break;
+  }
+  emit_stores(s, p);
+  s.close();
+  return s.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Space
+// ---------------------------------------------------------------------------------------------
+
+bool fits(const TensorLayout& layout, const DeviceLimits& limits) {
+  return layout.width <= limits.max_texture_size && layout.height <= limits.max_texture_size;
+}
+
+void add_constraints(ConfigSpace& space, const Workload& w) {
+  if (w.op == OpKind::kDense)
+    space.add_constraint("packing kn needs out_cols = 4", [](const ConfigEntity& e) {
+      return e.get_string("packing") != "kn" || e.get_int("out_cols") == 4;
+    });
+  if (is_depthwise(w))
+    space.add_constraint("packing c needs out_rows a multiple of 4", [](const ConfigEntity& e) {
+      return e.get_string("packing") != "c" || e.get_int("out_rows") % 4 == 0;
+    });
+  if (w.op != OpKind::kDense && w.batch != 1) {
+    const int64_t image_rows = rows_per_image(w);
+    space.add_constraint(
+        "out_rows divides the output rows of one image",
+        [image_rows](const ConfigEntity& e) { return image_rows % e.get_int("out_rows") == 0; });
+  }
+  const int64_t rows = output_rows(w), cols = output_cols(w);
+  space.add_constraint("out_rows < 2 * output rows",
+                       [rows](const ConfigEntity& e) { return e.get_int("out_rows") < 2 * rows; });
+  space.add_constraint("out_cols < 2 * output cols",
+                       [cols](const ConfigEntity& e) { return e.get_int("out_cols") < 2 * cols; });
+  space.add_constraint("unroll <= trip count of the unrolled loop", [w](const ConfigEntity& e) {
+    return e.get_int("unroll") <= unrolled_trip_count(w, read_knobs(e));
+  });
+}
+
+void add_device_limits(ConfigSpace& space, const Workload& w) {
+  space.add_device_limit("data texture within max_texture_size",
+                         [w](const ConfigEntity& e, const DeviceLimits& limits) {
+                           return fits(make_plan(w, read_knobs(e)).data, limits);
+                         });
+  space.add_device_limit("weight texture within max_texture_size",
+                         [w](const ConfigEntity& e, const DeviceLimits& limits) {
+                           return fits(make_plan(w, read_knobs(e)).weight, limits);
+                         });
+  space.add_device_limit("output textures within max_texture_size",
+                         [w](const ConfigEntity& e, const DeviceLimits& limits) {
+                           const OutputLayout out = make_plan(w, read_knobs(e)).out;
+                           return out.width <= limits.max_texture_size &&
+                                  out.height <= limits.max_texture_size;
+                         });
+  space.add_device_limit("out_rows <= max_draw_buffers",
+                         [](const ConfigEntity& e, const DeviceLimits& limits) {
+                           return e.get_int("out_rows") <= limits.max_draw_buffers;
+                         });
+}
+
+/// Default value of every knob of the template, by name (candidate 0 of each knob too).
+const std::vector<std::pair<std::string, KnobValue>>& default_values() {
+  static const std::vector<std::pair<std::string, KnobValue>> kDefaults = {
+      {"out_rows", int64_t{1}},           {"out_cols", int64_t{1}},
+      {"packing", std::string("none")},   {"algo", std::string("direct")},
+      {"order", std::string("crs")},      {"unroll", int64_t{1}},
+      {"layout_data", std::string("2d")}, {"layout_weight", std::string("2d")},
+      {"layout_out", std::string("2d")},
+  };
+  return kDefaults;
+}
+
+int candidate_index(const Knob& knob, const KnobValue& value) {
+  for (size_t i = 0; i < knob.candidates.size(); ++i)
+    if (knob.candidates[i] == value) return static_cast<int>(i);
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload) {
+  workload.validate();
+  auto space = std::make_shared<ConfigSpace>();
+  space->define_knob("out_rows", std::vector<int64_t>{1, 2, 4, 8});
+  space->define_knob("out_cols", std::vector<int64_t>{1, 4});
+  switch (workload.op) {
+    case OpKind::kDense:
+      space->define_knob("packing", std::vector<std::string>{"none", "k", "kn"});
+      break;
+    case OpKind::kConv2d:
+      space->define_knob("packing", std::vector<std::string>{"none", "c"});
+      space->define_knob("algo", std::vector<std::string>{"direct", "igemm"});
+      space->define_knob("order", std::vector<std::string>{"crs", "rsc"});
+      break;
+    case OpKind::kDepthwiseConv2d:
+      space->define_knob("packing", std::vector<std::string>{"none", "c"});
+      space->define_knob("algo", std::vector<std::string>{"direct", "igemm"});
+      break;
+    default:
+      throw std::invalid_argument("gles-frag has no template for this operator");
+  }
+  space->define_knob("unroll", std::vector<int64_t>{1, 2, 4, 8});
+  for (const char* name : {"layout_data", "layout_weight", "layout_out"})
+    space->define_knob(name, std::vector<std::string>{"2d", "flat"});
+  add_constraints(*space, workload);
+  add_device_limits(*space, workload);
+  return space;
+}
+
+KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& entity) {
+  FragKnobs knobs;
+  try {
+    knobs = read_knobs(entity);
+  } catch (const std::exception& e) {
+    throw MeasureError(MeasureErrorNo::kInstantiation,
+                       std::string("gles-frag: entity does not fit the template: ") + e.what());
+  }
+  if (const std::string problem = structural_problem(workload, knobs); !problem.empty())
+    throw MeasureError(MeasureErrorNo::kInstantiation, "gles-frag: " + problem);
+  const FragPlan plan = make_plan(workload, knobs);
+  KernelArtifact artifact;
+  artifact.target = Target::kGlesFrag;
+  artifact.source = emit_source(plan, entity);
+  artifact.inputs = {plan.data, plan.weight};
+  artifact.output = plan.out;
+  return artifact;
+}
+
+ConfigEntity glsl_frag_default(const ConfigSpace& space) {
+  const KnobList& knobs = space.knobs();
+  std::vector<int> choices(knobs.size(), 0);
+  for (const auto& [name, value] : default_values()) {
+    for (size_t i = 0; i < knobs.size(); ++i)
+      if (knobs[i].name == name) choices[i] = candidate_index(knobs[i], value);
+  }
+  // Prefer the natural 2d layout; give it up for as few textures as the limits demand.
+  const std::array<const char*, 3> layout_knobs = {"layout_data", "layout_weight", "layout_out"};
+  std::vector<unsigned> flat_masks;  // bit t set: texture t flat; fewest flat textures first
+  for (int flats = 0; flats <= 3; ++flats)
+    for (unsigned mask = 0; mask < 8; ++mask)
+      if (std::popcount(mask) == flats) flat_masks.push_back(mask);
+  ConfigEntity plain = space.from_choices(choices);
+  for (unsigned flat_mask : flat_masks) {
+    std::vector<int> trial = choices;
+    for (int t = 0; t < 3; ++t) {
+      const int index = space.knob_index(layout_knobs[t]);
+      const std::string layout = (flat_mask >> t) & 1 ? "flat" : "2d";
+      trial[index] = candidate_index(knobs[index], layout);
+    }
+    ConfigEntity entity = space.from_choices(trial);
+    if (space.is_valid(entity)) return entity;
+  }
+  // The plain kernel fits this device in no layout (e.g. an R32F texture taller than the limit):
+  // take the valid entity of lowest index; every knob's first candidate is its plain one.
+  if (!space.valid_indices().empty()) return space.get(space.valid_indices().front());
+  return plain;
+}
+
+}  // namespace webtune

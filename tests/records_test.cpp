@@ -1,0 +1,667 @@
+/// \file records_test.cpp
+/// The SQLite record store on real database files: round trips, resume, no duplicate configs,
+/// best/filters, crash safety, schema versioning, and the AutoTVM log export/import.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "tuner/records.hpp"
+
+namespace webtune {
+namespace {
+
+namespace bj = boost::json;
+namespace fs = std::filesystem;
+
+const std::string kDevice = "gles:llvmpipe";
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// An entity as ConfigEntity::to_json writes it; the split factors depend on the index so that
+/// every config differs.
+std::string entity_json(int64_t index) {
+  bj::array entity{bj::array{"tile_y", "sp", bj::array{16, index + 1, 2}},
+                   bj::array{"unroll", "ot", 4}, bj::array{"layout", "ot", "2d"}};
+  return bj::serialize(bj::object{{"index", index}, {"entity", std::move(entity)}});
+}
+
+TrialRecord ok_trial(int64_t index, std::vector<double> costs, std::string agent = "agent-1") {
+  TrialRecord t;
+  t.config_index = index;
+  t.config_json = entity_json(index);
+  t.result.costs = std::move(costs);
+  t.result.all_cost = 0.25 + 0.001 * static_cast<double>(index);
+  t.result.timestamp = 1700000000.125 + static_cast<double>(index);
+  t.agent = std::move(agent);
+  return t;
+}
+
+TrialRecord error_trial(int64_t index, MeasureErrorNo error, std::string message) {
+  TrialRecord t;
+  t.config_index = index;
+  t.config_json = entity_json(index);
+  t.result = MeasureResult::failure(error, std::move(message));
+  t.result.all_cost = 0.5;
+  t.result.timestamp = 1700000100.5 + static_cast<double>(index);
+  t.agent = "agent-2";
+  return t;
+}
+
+/// Every field but the ids (which the store assigns).
+void expect_same_trial(const TrialRecord& a, const TrialRecord& b) {
+  SCOPED_TRACE("config " + std::to_string(a.config_index));
+  EXPECT_EQ(a.config_index, b.config_index);
+  EXPECT_EQ(a.config_json, b.config_json);
+  EXPECT_EQ(a.result.error, b.result.error);
+  EXPECT_EQ(a.result.message, b.result.message);
+  EXPECT_EQ(a.result.costs, b.result.costs);
+  EXPECT_EQ(a.result.all_cost, b.result.all_cost);
+  EXPECT_EQ(a.result.timestamp, b.result.timestamp);
+  EXPECT_EQ(a.gflops, b.gflops);
+  EXPECT_EQ(a.agent, b.agent);
+}
+
+Workload conv_c2() {
+  return Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2");
+}
+Workload depthwise_d1() {
+  return Workload::depthwise_conv2d(1, 32, 28, 28, 3, 2, 1, "D1");
+}
+Workload dense_m() {
+  return Workload::dense(64, 128, 256, "M1");
+}
+
+/// Runs one SQL statement on its own connection and returns the first column of the first row.
+std::string query_text(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  std::string out;
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    out = text ? text : "";
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+class RecordsTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    path_ = testing::TempDir() + "webtune_records_" + info->name() + "_" +
+            std::to_string(getpid()) + ".db";
+    remove_files();
+  }
+  void TearDown() override { remove_files(); }
+  void remove_files() {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_ + suffix);
+  }
+
+  std::string path_;
+};
+
+TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
+  { RecordStore store(path_); }
+  EXPECT_EQ(query_text(path_, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "1");
+  for (const char* table : {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials"}) {
+    EXPECT_EQ(query_text(path_, std::string("SELECT count(*) FROM sqlite_master WHERE type = "
+                                            "'table' AND name = '") +
+                                    table + "'"),
+              "1")
+        << table;
+  }
+  // Reopening an up-to-date file leaves it alone.
+  { RecordStore store(path_); }
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "1");
+}
+
+TEST_F(RecordsTest, RefusesNewerSchemaVersion) {
+  { RecordStore store(path_); }
+  query_text(path_, "PRAGMA user_version = 99");
+  try {
+    RecordStore store(path_);
+    FAIL() << "opened a file of schema version 99";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RecordsTest, OpeningAnUnwritablePathNamesIt) {
+  const std::string bad = testing::TempDir() + "no_such_dir_webtune/x.db";
+  try {
+    RecordStore store(bad);
+    FAIL() << "opened " << bad;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RecordsTest, InMemoryWorks) {
+  RecordStore store(":memory:");
+  const int64_t job = store.open_job(dense_m(), Target::kGlesCompute, kDevice);
+  EXPECT_EQ(store.add_trials(job, {ok_trial(0, {1e-3})}), 1);
+  EXPECT_EQ(store.trials(job).size(), 1u);
+}
+
+TEST_F(RecordsTest, RoundTripsEveryField) {
+  const double before = now_s();
+  RecordStore store(path_);
+  const Workload w = conv_c2();
+  const int64_t job =
+      store.open_job(w, Target::kGlesFrag, kDevice, "C2", "xgb", R"({"n_trial":100})");
+  const std::vector<TrialRecord> in{
+      ok_trial(7, {1.5e-3, 1.25e-3, 1.75e-3}),
+      error_trial(3, MeasureErrorNo::kCompileDevice, "0:12: 'foo' : undeclared identifier"),
+  };
+  EXPECT_EQ(store.add_trials(job, in), 2);
+
+  const std::vector<TrialRecord> out = store.trials(job);
+  ASSERT_EQ(out.size(), 2u);
+  const double mean = (1.5e-3 + 1.25e-3 + 1.75e-3) / 3;
+  TrialRecord expected_ok = in[0];
+  expected_ok.gflops = w.flops() / mean / 1e9;
+  TrialRecord expected_err = in[1];
+  expected_err.gflops = 0;
+  expect_same_trial(out[0], expected_ok);
+  expect_same_trial(out[1], expected_err);
+  EXPECT_DOUBLE_EQ(out[0].gflops, in[0].result.gflops(w.flops()));
+  EXPECT_TRUE(out[1].result.costs.empty());
+  EXPECT_EQ(out[0].job_id, job);
+  EXPECT_EQ(out[1].job_id, job);
+  EXPECT_LT(out[0].id, out[1].id);  // insertion order, not config order
+
+  const std::optional<TuningJobInfo> info = store.job(job);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->id, job);
+  EXPECT_EQ(info->workload.key(), w.key());
+  EXPECT_EQ(info->workload.name, "C2");
+  EXPECT_EQ(info->workload.op, OpKind::kConv2d);
+  EXPECT_EQ(info->workload.out_channels, 64);
+  EXPECT_EQ(info->target, Target::kGlesFrag);
+  EXPECT_EQ(info->device_key, kDevice);
+  EXPECT_EQ(info->task_name, "C2");
+  EXPECT_EQ(info->tuner, "xgb");
+  EXPECT_EQ(info->status, "running");
+  EXPECT_EQ(info->trials, 2);
+  EXPECT_EQ(info->errors, 1);
+  EXPECT_DOUBLE_EQ(info->best_gflops, expected_ok.gflops);
+  EXPECT_GE(info->created, before - 1);
+  EXPECT_LE(info->created, info->updated);
+  EXPECT_LE(info->updated, now_s() + 1);
+  EXPECT_EQ(query_text(path_, "SELECT options_json FROM tuning_jobs"), R"({"n_trial":100})");
+
+  EXPECT_FALSE(store.job(job + 100));
+  ASSERT_EQ(store.jobs().size(), 1u);
+  EXPECT_EQ(store.jobs()[0].id, job);
+}
+
+TEST_F(RecordsTest, TrialsLimitAndOffset) {
+  RecordStore store(path_);
+  const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  std::vector<TrialRecord> batch;
+  for (int64_t i = 0; i < 10; ++i) batch.push_back(ok_trial(100 - i, {1e-3}));
+  ASSERT_EQ(store.add_trials(job, batch), 10);
+  const std::vector<TrialRecord> page = store.trials(job, 3, 4);
+  ASSERT_EQ(page.size(), 3u);
+  EXPECT_EQ(page[0].config_index, 96);
+  EXPECT_EQ(page[2].config_index, 94);
+  EXPECT_EQ(store.trials(job, -1, 8).size(), 2u);
+}
+
+TEST_F(RecordsTest, OpenJobTwiceResumes) {
+  int64_t job = 0;
+  {
+    RecordStore store(path_);
+    job = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2", "xgb", R"({"a":1})");
+    ASSERT_EQ(store.add_trials(job, {ok_trial(0, {1e-3}), ok_trial(1, {2e-3}),
+                                     error_trial(2, MeasureErrorNo::kRunTimeout, "hang")}),
+              3);
+    store.set_status(job, "stopped");
+  }
+  RecordStore store(path_);
+  // Same key, no name: the job of the first session, its values kept.
+  Workload unnamed = conv_c2();
+  unnamed.name.clear();
+  EXPECT_EQ(store.open_job(unnamed, Target::kGlesFrag, kDevice), job);
+  const std::optional<TuningJobInfo> info = store.job(job);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->status, "running");
+  EXPECT_EQ(info->task_name, "C2");
+  EXPECT_EQ(info->tuner, "xgb");
+  EXPECT_EQ(query_text(path_, "SELECT options_json FROM tuning_jobs"), R"({"a":1})");
+  EXPECT_EQ(info->trials, 3);
+  EXPECT_EQ(info->errors, 1);
+
+  const std::vector<TrialRecord> old = store.trials(job);
+  ASSERT_EQ(old.size(), 3u);
+  EXPECT_EQ(old[0].config_index, 0);
+  EXPECT_EQ(old[2].result.error, MeasureErrorNo::kRunTimeout);
+
+  // Resuming goes on: config 2 was measured already, 3 and 4 are new.
+  EXPECT_EQ(store.add_trials(job, {ok_trial(2, {1e-4}), ok_trial(3, {1e-3}), ok_trial(4, {1e-3})}),
+            2);
+  EXPECT_EQ(store.trials(job).size(), 5u);
+  // Reopening with new values updates them.
+  EXPECT_EQ(store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2b", "random", R"({"b":2})"),
+            job);
+  EXPECT_EQ(store.job(job)->tuner, "random");
+  EXPECT_EQ(store.job(job)->task_name, "C2b");
+  EXPECT_EQ(query_text(path_, "SELECT options_json FROM tuning_jobs"), R"({"b":2})");
+
+  // Another device or target is another job.
+  const int64_t other = store.open_job(conv_c2(), Target::kGlesFrag, "gles:other");
+  const int64_t compute = store.open_job(conv_c2(), Target::kGlesCompute, kDevice);
+  EXPECT_NE(other, job);
+  EXPECT_NE(compute, job);
+  EXPECT_NE(compute, other);
+  EXPECT_EQ(store.jobs().size(), 3u);
+  EXPECT_TRUE(store.trials(other).empty());
+}
+
+TEST_F(RecordsTest, ConfigIndexStoredOnce) {
+  RecordStore store(path_);
+  const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  // A duplicate inside one batch: the first wins.
+  EXPECT_EQ(store.add_trials(job, {ok_trial(5, {1e-3}), ok_trial(5, {9e-3}), ok_trial(6, {2e-3})}),
+            2);
+  EXPECT_EQ(store.add_trials(job, {ok_trial(5, {1e-6})}), 0);
+  EXPECT_EQ(store.add_trials(job, {}), 0);
+  const std::vector<TrialRecord> trials = store.trials(job);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].config_index, 5);
+  EXPECT_EQ(trials[0].result.costs, std::vector<double>{1e-3});
+  EXPECT_EQ(trials[1].config_index, 6);
+  EXPECT_EQ(query_text(path_, "SELECT count(*) FROM trials WHERE config_index = 5"), "1");
+}
+
+TEST_F(RecordsTest, BadBatchStoresNothing) {
+  RecordStore store(path_);
+  const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  EXPECT_THROW(store.add_trials(job + 1, {ok_trial(0, {1e-3})}), std::runtime_error);
+  TrialRecord bad = ok_trial(1, {1e-3});
+  bad.config_json = "{not json";
+  EXPECT_THROW(store.add_trials(job, {ok_trial(0, {1e-3}), bad}), std::invalid_argument);
+  TrialRecord wrong_index = ok_trial(2, {1e-3});
+  wrong_index.config_index = 3;
+  EXPECT_THROW(store.add_trials(job, {wrong_index}), std::invalid_argument);
+  // The good trial before the bad one was rolled back with it.
+  EXPECT_TRUE(store.trials(job).empty());
+  EXPECT_EQ(store.add_trials(job, {ok_trial(0, {1e-3})}), 1);
+  EXPECT_THROW(store.set_status(job + 1, "done"), std::runtime_error);
+  EXPECT_THROW(store.open_job(dense_m(), Target::kGlesFrag, kDevice, "", "", "{bad"),
+               std::invalid_argument);
+  EXPECT_THROW(store.upsert_device(kDevice, "nope"), std::invalid_argument);
+}
+
+TEST_F(RecordsTest, UpsertDeviceLatestWins) {
+  RecordStore store(path_);
+  store.upsert_device(kDevice, R"({"renderer":"llvmpipe","v":1})");
+  store.upsert_device(kDevice, R"({"renderer":"llvmpipe","v":2})");
+  EXPECT_EQ(query_text(path_, "SELECT count(*) FROM devices"), "1");
+  EXPECT_EQ(query_text(path_, "SELECT info_json FROM devices"), R"({"renderer":"llvmpipe","v":2})");
+  // A job on a known device reuses its row and keeps its info.
+  store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  EXPECT_EQ(query_text(path_, "SELECT count(*) FROM devices"), "1");
+  EXPECT_EQ(query_text(path_, "SELECT info_json FROM devices"), R"({"renderer":"llvmpipe","v":2})");
+}
+
+TEST_F(RecordsTest, BestPicksHighestSuccessfulGflops) {
+  RecordStore store(path_);
+  const Workload w = conv_c2();
+  const int64_t job = store.open_job(w, Target::kGlesFrag, kDevice, "C2");
+  // The failed trial claims the smallest cost; it must not win.
+  TrialRecord fast_but_wrong = error_trial(1, MeasureErrorNo::kWrongAnswer, "mismatch");
+  fast_but_wrong.result.costs = {1e-9};
+  store.add_trials(job, {ok_trial(0, {2e-3}), fast_but_wrong, ok_trial(2, {1e-3}),
+                         ok_trial(3, {1e-3}), ok_trial(4, {3e-3})});
+  const int64_t failing = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  store.add_trials(failing, {error_trial(0, MeasureErrorNo::kCompileDevice, "x")});
+
+  const std::vector<BestRecord> best = store.best();
+  ASSERT_EQ(best.size(), 1u);  // the job without a success is left out
+  EXPECT_EQ(best[0].job.id, job);
+  EXPECT_EQ(best[0].trial.config_index, 2);  // ties with 3: the earlier one
+  EXPECT_DOUBLE_EQ(best[0].trial.gflops, w.flops() / 1e-3 / 1e9);
+  EXPECT_DOUBLE_EQ(best[0].job.best_gflops, best[0].trial.gflops);
+  EXPECT_EQ(best[0].trial.config_json, entity_json(2));
+  EXPECT_EQ(store.job(job)->errors, 1);
+  EXPECT_EQ(store.job(failing)->best_gflops, 0);
+}
+
+TEST_F(RecordsTest, FiltersAndRelatedTrials) {
+  RecordStore store(path_);
+  const int64_t c2 = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2");
+  const int64_t c2_other = store.open_job(conv_c2(), Target::kGlesFrag, "gles:other", "C2");
+  const int64_t c2_compute = store.open_job(conv_c2(), Target::kGlesCompute, kDevice, "C2");
+  const int64_t d1 = store.open_job(depthwise_d1(), Target::kGlesFrag, kDevice, "D1");
+  const int64_t m1 = store.open_job(dense_m(), Target::kGlesCompute, kDevice, "M1");
+  for (int64_t job : {c2, c2_other, c2_compute, d1, m1})
+    store.add_trials(job, {ok_trial(0, {1e-3}), error_trial(1, MeasureErrorNo::kUnknown, "?")});
+
+  auto ids = [](const std::vector<BestRecord>& best) {
+    std::vector<int64_t> out;
+    for (const BestRecord& b : best) out.push_back(b.job.id);
+    return out;
+  };
+  EXPECT_EQ(ids(store.best()), (std::vector<int64_t>{c2, c2_other, c2_compute, d1, m1}));
+  EXPECT_EQ(ids(store.best("dense")), (std::vector<int64_t>{m1}));
+  EXPECT_EQ(ids(store.best("depthwise")), (std::vector<int64_t>{d1}));
+  // Substring of the key: depthwise_conv2d_... contains conv2d too.
+  EXPECT_EQ(ids(store.best("conv2d")), (std::vector<int64_t>{c2, c2_other, c2_compute, d1}));
+  EXPECT_EQ(ids(store.best("C2")), (std::vector<int64_t>{c2, c2_other, c2_compute}));  // task name
+  EXPECT_EQ(ids(store.best("", "gles-compute")), (std::vector<int64_t>{c2_compute, m1}));
+  EXPECT_EQ(ids(store.best("C2", "gles-frag")), (std::vector<int64_t>{c2, c2_other}));
+  EXPECT_TRUE(store.best("nothing").empty());
+  EXPECT_TRUE(store.best("", "webgpu").empty());
+  EXPECT_TRUE(store.best("%").empty());  // no LIKE wildcards
+
+  const auto related = store.related_trials(OpKind::kConv2d, Target::kGlesFrag, c2);
+  ASSERT_EQ(related.size(), 1u);
+  EXPECT_EQ(related[0].first.id, c2_other);
+  ASSERT_EQ(related[0].second.size(), 2u);  // failed trials come along
+  EXPECT_EQ(related[0].second[1].result.error, MeasureErrorNo::kUnknown);
+  EXPECT_EQ(store.related_trials(OpKind::kDense, Target::kGlesCompute, -1).size(), 1u);
+  EXPECT_TRUE(store.related_trials(OpKind::kDense, Target::kGlesCompute, m1).empty());
+
+  // Exports follow the same filters.
+  std::ostringstream out;
+  EXPECT_EQ(store.export_autotvm(out, "C2", "gles-frag"), 4);
+}
+
+TEST_F(RecordsTest, ClosingWithoutStatusChangeKeepsBatches) {
+  int64_t job = 0;
+  {
+    RecordStore store(path_);
+    job = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2", "xgb");
+    store.add_trials(job, {ok_trial(0, {1e-3}), ok_trial(1, {1e-3})});
+  }
+  RecordStore store(path_);
+  EXPECT_EQ(store.job(job)->status, "running");
+  EXPECT_EQ(store.trials(job).size(), 2u);
+}
+
+TEST_F(RecordsTest, CrashKeepsCommittedBatches) {
+  // The child commits one batch, leaves a second write uncommitted and dies without closing
+  // anything, as a killed tuner would.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    try {
+      auto* store = new RecordStore(path_);  // never destroyed
+      const int64_t job = store->open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2", "xgb");
+      if (store->add_trials(job, {ok_trial(0, {1e-3}), ok_trial(1, {2e-3})}) != 2) std::_Exit(2);
+      sqlite3* raw = nullptr;
+      if (sqlite3_open(path_.c_str(), &raw) != SQLITE_OK) std::_Exit(3);
+      const char* sql =
+          "BEGIN IMMEDIATE; INSERT INTO trials(job_id, config_index, entity_json, error_no, "
+          "costs_json, gflops, all_cost, timestamp) VALUES(1, 99, '{}', 0, '[]', 0, 0, 0);";
+      if (sqlite3_exec(raw, sql, nullptr, nullptr, nullptr) != SQLITE_OK) std::_Exit(4);
+      std::_Exit(0);
+    } catch (...) {
+      std::_Exit(1);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  // Nobody checkpointed: the committed batch lives in the log only.
+  EXPECT_TRUE(fs::exists(path_ + "-wal"));
+
+  RecordStore store(path_);
+  const std::vector<TuningJobInfo> jobs = store.jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].status, "running");
+  const std::vector<TrialRecord> trials = store.trials(jobs[0].id);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].config_index, 0);
+  EXPECT_EQ(trials[1].config_index, 1);
+  EXPECT_EQ(trials[1].result.costs, std::vector<double>{2e-3});
+  // Resuming after the crash: config 1 is known, config 2 is not.
+  EXPECT_EQ(store.open_job(conv_c2(), Target::kGlesFrag, kDevice), jobs[0].id);
+  EXPECT_EQ(store.add_trials(jobs[0].id, {ok_trial(1, {1e-3}), ok_trial(2, {1e-3})}), 1);
+}
+
+TEST_F(RecordsTest, ExportWritesAutoTvmFields) {
+  RecordStore store(path_);
+  const int64_t conv = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2", "xgb");
+  store.add_trials(conv, {ok_trial(12, {1.5e-3, 2.5e-3}),
+                          error_trial(13, MeasureErrorNo::kRuntimeDevice, "lost context")});
+  const int64_t dw = store.open_job(depthwise_d1(), Target::kGlesCompute, kDevice, "D1");
+  store.add_trials(dw, {ok_trial(0, {1e-3})});
+  const int64_t dense = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+  store.add_trials(dense, {ok_trial(1, {1e-3})});
+
+  std::ostringstream out;
+  ASSERT_EQ(store.export_autotvm(out), 4);
+  std::vector<bj::object> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(bj::parse(line).as_object());
+  ASSERT_EQ(lines.size(), 4u);
+
+  for (const bj::object& o : lines) {
+    std::set<std::string> keys;
+    for (const auto& kv : o) keys.insert(std::string(kv.key()));
+    EXPECT_EQ(keys, (std::set<std::string>{"input", "config", "result", "version", "tvm_version",
+                                           "webtune"}));
+    EXPECT_EQ(o.at("version").to_number<double>(), 0.2);
+    EXPECT_EQ(o.at("tvm_version").as_string(), "0.9.dev0");
+    EXPECT_EQ(o.at("input").as_array().size(), 4u);
+    EXPECT_EQ(o.at("input").as_array()[3], bj::object{});
+    EXPECT_TRUE(o.at("config").as_object().at("code_hash").is_null());
+  }
+
+  // Written as TVM's json.dumps writes them: ", " and ": ", Python's float repr.
+  const std::string text = out.str();
+  EXPECT_EQ(text.rfind(R"({"input": ["opengl -keys=gles-frag -model=gles:llvmpipe", )"
+                       R"("conv2d_nchw.gles-frag", [["TENSOR", [1, 64, 56, 56], "float32"], )",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find(R"("config": {"index": 12, "code_hash": null, "entity": )"
+                      R"([["tile_y", "sp", [-1, 13, 2]], ["unroll", "ot", 4], )"
+                      R"(["layout", "ot", "2d"]]}, "result": [[0.0015, 0.0025], 0, )"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"("result": [[1000000000.0], 4, 0.5, 1700000113.5], "version": 0.2, )"
+                      R"("tvm_version": "0.9.dev0", "webtune": {"task": "C2", )"),
+            std::string::npos)
+      << text;
+
+  const bj::object& ok = lines[0];
+  const bj::array& input = ok.at("input").as_array();
+  EXPECT_EQ(input[0].as_string(), "opengl -keys=gles-frag -model=gles:llvmpipe");
+  EXPECT_EQ(input[1].as_string(), "conv2d_nchw.gles-frag");
+  EXPECT_EQ(input[2], bj::parse(R"([["TENSOR",[1,64,56,56],"float32"],)"
+                                R"(["TENSOR",[64,64,3,3],"float32"],[1,1],[1,1,1,1],[1,1],)"
+                                R"("float32"])"));
+  EXPECT_EQ(ok.at("config"), bj::parse(R"({"index":12,"code_hash":null,"entity":)"
+                                       R"([["tile_y","sp",[-1,13,2]],["unroll","ot",4],)"
+                                       R"(["layout","ot","2d"]]})"));
+  const bj::array& result = ok.at("result").as_array();
+  ASSERT_EQ(result.size(), 4u);
+  EXPECT_EQ(result[0], (bj::array{1.5e-3, 2.5e-3}));
+  EXPECT_EQ(result[1].to_number<int>(), 0);
+  EXPECT_EQ(result[2].to_number<double>(), 0.25 + 0.012);
+  EXPECT_EQ(result[3].to_number<double>(), 1700000000.125 + 12);
+  const bj::object& extra = ok.at("webtune").as_object();
+  EXPECT_EQ(extra.at("task").as_string(), "C2");
+  EXPECT_EQ(extra.at("agent").as_string(), "agent-1");
+  EXPECT_DOUBLE_EQ(extra.at("gflops").to_number<double>(), conv_c2().flops() / 2e-3 / 1e9);
+  EXPECT_EQ(extra.at("entity"), bj::parse(entity_json(12)).as_object().at("entity"));
+
+  const bj::array& failed = lines[1].at("result").as_array();
+  EXPECT_EQ(failed[0], bj::array{1e9});  // AutoTVM's placeholder cost
+  EXPECT_EQ(failed[1].to_number<int>(), 4);
+  EXPECT_EQ(lines[1].at("webtune").as_object().at("message").as_string(), "lost context");
+
+  const bj::array& dw_input = lines[2].at("input").as_array();
+  EXPECT_EQ(dw_input[0].as_string(), "opengl -keys=gles-compute -model=gles:llvmpipe");
+  EXPECT_EQ(dw_input[1].as_string(), "depthwise_conv2d_nchw.gles-compute");
+  EXPECT_EQ(dw_input[2], bj::parse(R"([["TENSOR",[1,32,28,28],"float32"],)"
+                                   R"(["TENSOR",[32,1,3,3],"float32"],[2,2],[1,1,1,1],[1,1],)"
+                                   R"("float32"])"));
+
+  const bj::array& dense_input = lines[3].at("input").as_array();
+  EXPECT_EQ(dense_input[1].as_string(), "dense.gles-frag");
+  EXPECT_EQ(dense_input[2], bj::parse(R"([["TENSOR",[64,256],"float32"],)"
+                                      R"(["TENSOR",[256,128],"float32"],null,"float32"])"));
+}
+
+TEST_F(RecordsTest, ExportImportRoundTrip) {
+  const std::string other_path = path_ + ".b.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(other_path + suffix);
+  std::string log;
+  std::vector<TuningJobInfo> source_jobs;
+  std::vector<std::vector<TrialRecord>> source_trials;
+  {
+    RecordStore store(path_);
+    const int64_t a = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2", "xgb");
+    store.add_trials(a, {ok_trial(3, {1.0 / 3, 2.0 / 7}),
+                         error_trial(4, MeasureErrorNo::kWrongAnswer, "out[3] = 1 != 2"),
+                         ok_trial(1, {1e-5}, "")});
+    const int64_t b = store.open_job(depthwise_d1(), Target::kGlesCompute, "gles:other", "D1");
+    store.add_trials(b, {error_trial(0, MeasureErrorNo::kInstantiation, "bad knob")});
+    const int64_t c = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "");
+    store.add_trials(c, {ok_trial(9, {4e-4, 5e-4})});
+    std::ostringstream out;
+    ASSERT_EQ(store.export_autotvm(out), 5);
+    log = out.str();
+    source_jobs = store.jobs();
+    for (const TuningJobInfo& job : source_jobs) source_trials.push_back(store.trials(job.id));
+  }
+
+  RecordStore copy(other_path);
+  std::istringstream in(log);
+  EXPECT_EQ(copy.import_autotvm(in, ""), 5);
+  const std::vector<TuningJobInfo> jobs = copy.jobs();
+  ASSERT_EQ(jobs.size(), source_jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    SCOPED_TRACE(source_jobs[i].workload.key());
+    EXPECT_EQ(jobs[i].workload.key(), source_jobs[i].workload.key());
+    EXPECT_EQ(jobs[i].target, source_jobs[i].target);
+    EXPECT_EQ(jobs[i].device_key, source_jobs[i].device_key);
+    EXPECT_EQ(jobs[i].task_name, source_jobs[i].task_name);
+    EXPECT_EQ(jobs[i].status, "done");
+    EXPECT_EQ(jobs[i].trials, source_jobs[i].trials);
+    EXPECT_EQ(jobs[i].errors, source_jobs[i].errors);
+    EXPECT_EQ(jobs[i].best_gflops, source_jobs[i].best_gflops);
+    const std::vector<TrialRecord> trials = copy.trials(jobs[i].id);
+    ASSERT_EQ(trials.size(), source_trials[i].size());
+    for (size_t t = 0; t < trials.size(); ++t) expect_same_trial(trials[t], source_trials[i][t]);
+  }
+
+  // Importing again adds nothing; into another device key it makes new jobs.
+  std::istringstream again(log);
+  EXPECT_EQ(copy.import_autotvm(again, ""), 0);
+  std::istringstream elsewhere(log);
+  EXPECT_EQ(copy.import_autotvm(elsewhere, "gles:third"), 5);
+  EXPECT_EQ(copy.jobs().size(), 6u);
+  EXPECT_EQ(copy.best("", "").size(), 4u);  // the depthwise jobs have no success
+
+  // Exporting the copy gives the same lines for the same jobs.
+  std::ostringstream out;
+  copy.export_autotvm(out);
+  EXPECT_EQ(out.str().substr(0, log.size()), log);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(other_path + suffix);
+}
+
+TEST_F(RecordsTest, ImportsForeignAutoTvmLines) {
+  RecordStore store(path_);
+  // TVM's dense weight is [N,K]; no "webtune" object; -1 in the split; stride as an int.
+  std::istringstream in(
+      R"({"input": ["opengl -keys=gles-frag,gpu", "dense.gles-frag", )"
+      R"([["TENSOR", [8, 32], "float32"], ["TENSOR", [16, 32], "float32"], null, "float32"], {}],)"
+      R"( "config": {"index": 5, "code_hash": null, "entity": [["tile_x", "sp", [-1, 4]]]},)"
+      R"( "result": [[0.001, 0.003], 0, 1.5, 1600000000.0], "version": 0.2,)"
+      R"( "tvm_version": "0.8.0"})"
+      "\n"
+      R"({"input": ["opengl -keys=gles-compute", "conv2d_nchw.gles-compute", )"
+      R"([["TENSOR", [1, 3, 32, 32], "float32"], ["TENSOR", [8, 3, 5, 5], "float32"], 2, )"
+      R"([2, 2], 1, "float32"], {}], "config": {"index": 0, "entity": []},)"
+      R"( "result": [[1000000000.0], 7, 10, 1600000001]})"
+      "\n");
+  EXPECT_EQ(store.import_autotvm(in), 2);
+  const std::vector<TuningJobInfo> jobs = store.jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].workload.key(), Workload::dense(8, 16, 32).key());
+  EXPECT_EQ(jobs[0].device_key, "imported");
+  EXPECT_EQ(jobs[0].target, Target::kGlesFrag);
+  const std::vector<TrialRecord> dense = store.trials(jobs[0].id);
+  ASSERT_EQ(dense.size(), 1u);
+  EXPECT_EQ(dense[0].config_index, 5);
+  EXPECT_EQ(bj::parse(dense[0].config_json),
+            bj::parse(R"({"index":5,"entity":[["tile_x","sp",[-1,4]]]})"));
+  EXPECT_EQ(dense[0].result.costs, (std::vector<double>{0.001, 0.003}));
+  EXPECT_DOUBLE_EQ(dense[0].gflops, 2.0 * 8 * 16 * 32 / 0.002 / 1e9);
+
+  EXPECT_EQ(jobs[1].workload.key(), Workload::conv2d(1, 3, 32, 32, 8, 5, 2, 2).key());
+  EXPECT_EQ(jobs[1].target, Target::kGlesCompute);
+  const std::vector<TrialRecord> conv = store.trials(jobs[1].id);
+  ASSERT_EQ(conv.size(), 1u);
+  EXPECT_EQ(conv[0].result.error, MeasureErrorNo::kRunTimeout);
+  EXPECT_TRUE(conv[0].result.costs.empty());
+  EXPECT_EQ(conv[0].result.timestamp, 1600000001);
+}
+
+TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
+  std::string good;
+  {
+    RecordStore source(":memory:");
+    const int64_t job = source.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+    source.add_trials(job, {ok_trial(0, {1e-3})});
+    std::ostringstream out;
+    source.export_autotvm(out);
+    good = out.str();
+  }
+  RecordStore store(path_);
+  auto expect_line = [&](const std::string& text, const std::string& line,
+                         const std::string& reason) {
+    std::istringstream in(text);
+    try {
+      store.import_autotvm(in);
+      ADD_FAILURE() << "imported " << text;
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("line " + line + ":"), std::string::npos) << what;
+      EXPECT_NE(what.find(reason), std::string::npos) << what;
+    }
+  };
+  expect_line(good + "\n{not json\n", "3", "not JSON");  // the blank line 2 still counts
+  expect_line(good + R"({"input": [], "config": {}, "result": []})", "2", "input");
+  std::string no_result = good;
+  no_result.replace(no_result.find("\"result\""), 8, "\"resolt\"");
+  expect_line(good + no_result, "2", "result");
+  std::string bad_error = good;
+  bad_error.replace(bad_error.find("], 0, "), 6, "], 42, ");
+  expect_line(bad_error, "1", "42");
+  std::string bad_target = good;
+  bad_target.replace(bad_target.find("dense.gles-frag"), 15, "dense.cuda");
+  bad_target.replace(bad_target.find("-keys=gles-frag"), 15, "-keys=cuda");
+  expect_line(bad_target, "1", "cuda");
+  std::string bad_op = good;
+  bad_op.replace(bad_op.find("dense.gles-frag"), 15, "softmax.gles-frag");
+  expect_line(bad_op, "1", "softmax");
+  EXPECT_TRUE(store.jobs().empty());
+
+  std::istringstream in(good);
+  EXPECT_EQ(store.import_autotvm(in), 1);
+}
+
+}  // namespace
+}  // namespace webtune

@@ -1,0 +1,147 @@
+/// \file records.hpp
+/// Tuning records in SQLite: workloads, targets, devices, agents, tuning jobs and every trial.
+///
+/// The database runs in WAL mode; each batch of trials is committed in one transaction, so a
+/// crash loses at most the batch in flight. A tuning job is identified by (workload key, target,
+/// device key): opening it again resumes it, and a config index is stored at most once per job,
+/// so nothing is measured twice. The schema carries its version in `PRAGMA user_version`, so a
+/// later webtune can migrate an older file (and an older webtune refuses a newer one).
+///
+/// Exports AutoTVM's JSON-lines log format (version 0.2 fields, as TVM's autotvm/record.py
+/// encode() writes them) and imports it back. One line per trial:
+///
+///   {"input": ["opengl -keys=gles-frag -model=gles:llvmpipe", "conv2d_nchw.gles-frag",
+///              ARGS, {}],
+///    "config": {"index": 12, "code_hash": null, "entity": [["tile_y","sp",[-1,4]], ...]},
+///    "result": [[cost_s, ...], error_no, all_cost_s, timestamp],
+///    "version": 0.2, "tvm_version": "0.9.dev0",
+///    "webtune": {"task": "C2", "agent": "...", "gflops": ..., "message": "...",
+///                "entity": [["tile_y","sp",[16,4]], ...]}}
+///
+///  - The target string is "opengl -keys=<target name> -model=<device key>"; the task name is
+///    "<TVM op>.<target name>" with TVM op conv2d_nchw, depthwise_conv2d_nchw or dense.
+///  - ARGS follow TVM's topi signatures: conv2d and depthwise: [["TENSOR",[N,C,H,W],"float32"],
+///    ["TENSOR",weight,"float32"], [stride,stride], [pad,pad,pad,pad], [1,1], "float32"] with
+///    weight [K,C,R,S] (conv2d) or [C,1,R,S] (depthwise); dense: [["TENSOR",[M,K],"float32"],
+///    ["TENSOR",[K,N],"float32"], null, "float32"]. Note that webtune's dense weight is [K,N]
+///    while TVM's is [N,K]; the export writes webtune's layout, and the import accepts both (the
+///    dimension equal to the data's K tells them apart).
+///  - As AutoTVM, a failed trial's costs are written as [1e9]; the import reads them back empty.
+///  - AutoTVM writes −1 for the outermost factor of a split; so does the export. The exact
+///    entity, the task name, the agent and the error message, which AutoTVM has no place for,
+///    go into the extra top-level "webtune" object that AutoTVM ignores, so that an import
+///    restores the trial exactly. Lines from other tools (no "webtune" object) import too.
+///
+/// A RecordStore is one SQLite connection: use it from one thread at a time, and open one store
+/// per thread or process; concurrent writers wait on each other through the busy timeout.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/measure.hpp"
+#include "codegen/target.hpp"
+#include "codegen/workload.hpp"
+
+struct sqlite3;
+
+namespace webtune {
+
+/// One tuning job: a workload tuned on a target and device.
+struct TuningJobInfo {
+  int64_t id = 0;
+  Workload workload;  ///< its name is the job's task name
+  Target target = Target::kGlesFrag;
+  std::string device_key;  ///< e.g. "gles:llvmpipe"
+  std::string task_name;   ///< e.g. "C2"; may be empty
+  std::string tuner;       ///< "xgb", "random", ...
+  std::string status;      ///< "running", "done", "stopped"
+  int64_t trials = 0, errors = 0;
+  double best_gflops = 0;           ///< 0 when nothing succeeded
+  double created = 0, updated = 0;  ///< Unix time (s)
+};
+
+/// One measured config.
+struct TrialRecord {
+  int64_t id = 0, job_id = 0;  ///< set by the store; ignored by add_trials
+  int64_t config_index = 0;
+  std::string config_json;  ///< ConfigEntity::to_json(), serialized
+  MeasureResult result;
+  /// 0 on error. add_trials computes it from the job's workload FLOPs and the mean cost, so
+  /// that every stored trial agrees with best(); the value passed in is ignored.
+  double gflops = 0;
+  std::string agent;  ///< name of the agent that measured it; may be empty
+};
+
+/// The best trial of a job.
+struct BestRecord {
+  TuningJobInfo job;
+  TrialRecord trial;
+};
+
+class RecordStore {
+ public:
+  /// Opens or creates the database at `path` (":memory:" works) and its schema. Throws
+  /// std::runtime_error with SQLite's message, e.g. when the file was written by a newer
+  /// webtune (higher schema version).
+  explicit RecordStore(const std::string& path);
+  ~RecordStore();
+  RecordStore(const RecordStore&) = delete;
+  RecordStore& operator=(const RecordStore&) = delete;
+
+  /// The job of (workload, target, device_key), created when new, and marked "running".
+  /// `task_name` (defaults to workload.name), `tuner` and `options_json` are stored on creation
+  /// and updated on reopening; on reopening, a value left at its default (empty, "{}") keeps the
+  /// stored one. Returns its id.
+  int64_t open_job(const Workload& workload, Target target, const std::string& device_key,
+                   const std::string& task_name = {}, const std::string& tuner = {},
+                   const std::string& options_json = "{}");
+  /// Records a device's info JSON under its key (latest wins). Throws std::invalid_argument
+  /// when `info_json` is not JSON.
+  void upsert_device(const std::string& device_key, const std::string& info_json);
+  /// Appends trials to a job in one transaction; a config index already stored for the job (or
+  /// earlier in the same batch) is skipped. Returns how many were inserted. Throws
+  /// std::runtime_error for an unknown job; nothing of the batch is stored then.
+  int add_trials(int64_t job_id, const std::vector<TrialRecord>& trials);
+  /// Throws std::runtime_error for an unknown job.
+  void set_status(int64_t job_id, const std::string& status);
+
+  /// Every job, by id.
+  std::vector<TuningJobInfo> jobs() const;
+  std::optional<TuningJobInfo> job(int64_t job_id) const;
+  /// Trials of a job in insertion order; `limit` < 0 means all.
+  std::vector<TrialRecord> trials(int64_t job_id, int64_t limit = -1, int64_t offset = 0) const;
+  /// The best successful trial (highest GFLOP/s, the earliest on a tie) of each job whose
+  /// workload key or task name contains `workload_filter` (case-sensitive) and whose target name
+  /// equals `target_filter` (empty: any), by job id. Jobs without a successful trial are left out.
+  std::vector<BestRecord> best(const std::string& workload_filter = {},
+                               const std::string& target_filter = {}) const;
+  /// Successful and failed trials of other jobs with the same op and target (transfer learning),
+  /// excluding job `exclude_job_id`; by job id, trials in insertion order.
+  std::vector<std::pair<TuningJobInfo, std::vector<TrialRecord>>> related_trials(
+      OpKind op, Target target, int64_t exclude_job_id) const;
+
+  /// Writes every trial matching the filters (as best()'s) as one AutoTVM JSON line, by job
+  /// then insertion order; returns lines written.
+  int64_t export_autotvm(std::ostream& out, const std::string& workload_filter = {},
+                         const std::string& target_filter = {}) const;
+  /// Reads AutoTVM JSON lines (see the file comment) into jobs of `device_key`; an empty
+  /// `device_key` takes each line's "-model=" (or "imported" when it has none). Blank lines are
+  /// skipped, config indices already stored are skipped, and new jobs get status "done".
+  /// Returns trials imported. Every line is checked before anything is written, and the writes
+  /// are one transaction: a malformed line throws std::runtime_error naming its line number and
+  /// imports nothing.
+  int64_t import_autotvm(std::istream& in, const std::string& device_key = "imported");
+
+  const std::string& path() const { return path_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace webtune

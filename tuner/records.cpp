@@ -1,0 +1,985 @@
+/// \file records.cpp
+/// The SQLite record store and its AutoTVM log export/import; see records.hpp.
+///
+/// Every SQL text here is a constant: values only ever travel as bound parameters. Statements
+/// and transactions are RAII wrappers, so an exception anywhere finalizes the statement and
+/// rolls the transaction back.
+#include "tuner/records.hpp"
+
+#include <sqlite3.h>
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <istream>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+#include <string_view>
+#include <tuple>
+
+#include "codegen/json_util.hpp"
+
+namespace webtune {
+
+namespace bj = boost::json;
+
+namespace {
+
+/// Bump when the schema changes, and add the step from the previous version to migrate().
+constexpr int kSchemaVersion = 1;
+/// How long a writer waits for another connection's transaction before SQLITE_BUSY.
+constexpr int kBusyTimeoutMs = 10000;
+constexpr std::string_view kTvmVersion = "0.9.dev0";
+constexpr double kAutoTvmVersion = 0.2;
+/// AutoTVM's cost of a failed trial (record.py writes (1e9,) in place of the costs).
+constexpr double kAutoTvmErrorCost = 1e9;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void fail(sqlite3* db, std::string_view what) {
+  throw std::runtime_error("records: " + std::string(what) + ": " + sqlite3_errmsg(db));
+}
+
+/// A prepared statement. `what` says what it is for, for error messages.
+class Statement {
+ public:
+  Statement(sqlite3* db, std::string_view sql, std::string_view what) : db_(db), what_(what) {
+    if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr) !=
+        SQLITE_OK)
+      fail(db, what_);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+  Statement& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
+  Statement& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
+  Statement& bind(int i, std::string_view v) {
+    // SQLITE_TRANSIENT: SQLite copies the text, so temporaries are safe to pass.
+    return check(
+        sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Statement& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
+  Statement& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
+  Statement& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+
+  /// True while there is a row to read; false when done. Throws on errors.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(db_, what_);
+  }
+  /// Runs a statement that returns no rows.
+  void run() {
+    while (step()) {
+    }
+  }
+  /// Makes the statement ready to run again with new bindings.
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int64_t get_int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double get_double(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string get_text(int col) const {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+                : std::string();
+  }
+
+ private:
+  Statement& check(int rc) {
+    if (rc != SQLITE_OK) fail(db_, what_);
+    return *this;
+  }
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string what_;
+};
+
+/// Runs SQL without parameters (pragmas, schema, transaction control).
+void exec(sqlite3* db, const char* sql, std::string_view what) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string text = message ? message : sqlite3_errmsg(db);
+    sqlite3_free(message);
+    throw std::runtime_error("records: " + std::string(what) + ": " + text);
+  }
+}
+
+/// BEGIN IMMEDIATE … COMMIT; rolls back unless committed. IMMEDIATE takes the write lock up
+/// front, so a concurrent writer waits in the busy handler at BEGIN instead of failing midway.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, std::string_view what) : db_(db), what_(what) {
+    exec(db_, "BEGIN IMMEDIATE", what_ + " (begin)");
+  }
+  ~Transaction() {
+    if (!committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() {
+    exec(db_, "COMMIT", what_ + " (commit)");
+    committed_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  std::string what_;
+  bool committed_ = false;
+};
+
+// ---- schema -------------------------------------------------------------------------------
+
+// Version 1. Counters (trials, errors, best) are not stored on the job but aggregated from
+// trials through the (job_id, error_no, gflops) index, so they can never disagree with them.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE workloads (
+  id    INTEGER PRIMARY KEY,
+  key   TEXT NOT NULL UNIQUE,   -- Workload::key(), shapes only
+  op    TEXT NOT NULL,          -- op_name(): "dense", "conv2d", "depthwise_conv2d"
+  json  TEXT NOT NULL,          -- Workload::to_json() without the name
+  flops REAL NOT NULL
+);
+CREATE INDEX workloads_op ON workloads(op);
+
+CREATE TABLE targets (
+  id   INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE     -- target_name()
+);
+
+CREATE TABLE devices (
+  id        INTEGER PRIMARY KEY,
+  key       TEXT NOT NULL UNIQUE,  -- e.g. "gles:llvmpipe"
+  info_json TEXT NOT NULL DEFAULT '{}',
+  updated   REAL NOT NULL
+);
+
+CREATE TABLE agents (
+  id        INTEGER PRIMARY KEY,
+  name      TEXT NOT NULL UNIQUE,
+  device_id INTEGER REFERENCES devices(id),  -- the device it last measured on
+  last_seen REAL NOT NULL
+);
+
+CREATE TABLE tuning_jobs (
+  id           INTEGER PRIMARY KEY,
+  workload_id  INTEGER NOT NULL REFERENCES workloads(id),
+  target_id    INTEGER NOT NULL REFERENCES targets(id),
+  device_id    INTEGER NOT NULL REFERENCES devices(id),
+  task_name    TEXT NOT NULL DEFAULT '',
+  tuner        TEXT NOT NULL DEFAULT '',
+  options_json TEXT NOT NULL DEFAULT '{}',
+  status       TEXT NOT NULL,
+  created      REAL NOT NULL,
+  updated      REAL NOT NULL,
+  UNIQUE (workload_id, target_id, device_id)
+);
+CREATE INDEX tuning_jobs_target ON tuning_jobs(target_id);
+
+CREATE TABLE trials (
+  id           INTEGER PRIMARY KEY,  -- insertion order
+  job_id       INTEGER NOT NULL REFERENCES tuning_jobs(id) ON DELETE CASCADE,
+  config_index INTEGER NOT NULL,
+  entity_json  TEXT NOT NULL,        -- ConfigEntity::to_json()
+  error_no     INTEGER NOT NULL,     -- MeasureErrorNo (AutoTVM's numbering)
+  message      TEXT NOT NULL DEFAULT '',
+  costs_json   TEXT NOT NULL,        -- [seconds, ...]; [] on error
+  mean_cost    REAL,                 -- seconds; NULL on error
+  gflops       REAL NOT NULL,        -- 0 on error
+  all_cost     REAL NOT NULL,        -- seconds
+  timestamp    REAL NOT NULL,        -- Unix time (s)
+  agent_id     INTEGER REFERENCES agents(id),
+  UNIQUE (job_id, config_index)
+);
+-- trials(job) in insertion order: the implicit rowid makes this (job_id, id).
+CREATE INDEX trials_job ON trials(job_id);
+-- best(), and the per-job counters.
+CREATE INDEX trials_job_best ON trials(job_id, error_no, gflops DESC);
+CREATE INDEX trials_agent ON trials(agent_id);
+)sql";
+
+/// Brings the schema from `version` to kSchemaVersion, inside the caller's transaction.
+void migrate(sqlite3* db, int version) {
+  if (version < 1) exec(db, kSchemaV1, "creating the schema");
+  // Later versions: if (version < 2) exec(db, "ALTER TABLE ...", "migrating to version 2");
+}
+
+int user_version(sqlite3* db) {
+  Statement s(db, "PRAGMA user_version", "reading the schema version");
+  return s.step() ? static_cast<int>(s.get_int(0)) : 0;
+}
+
+// ---- ids ----------------------------------------------------------------------------------
+
+// The ids of workloads, targets, devices and agents, each row inserted when missing.
+
+int64_t workload_id(sqlite3* db, const Workload& workload) {
+  bj::object json = workload.to_json();
+  json.erase("name");  // the name belongs to the job: two tasks can share shapes
+  const std::string key = workload.key();
+  Statement insert(db,
+                   "INSERT INTO workloads(key, op, json, flops) VALUES(?1, ?2, ?3, ?4) "
+                   "ON CONFLICT(key) DO NOTHING",
+                   "storing workload " + key);
+  insert.bind(1, key)
+      .bind(2, op_name(workload.op))
+      .bind(3, bj::serialize(json))
+      .bind(4, workload.flops())
+      .run();
+  Statement select(db, "SELECT id FROM workloads WHERE key = ?1", "looking up workload " + key);
+  select.bind(1, key);
+  if (!select.step()) throw std::runtime_error("records: workload " + key + " vanished");
+  return select.get_int(0);
+}
+
+int64_t target_id(sqlite3* db, Target target) {
+  const std::string name(target_name(target));
+  Statement insert(db, "INSERT INTO targets(name) VALUES(?1) ON CONFLICT(name) DO NOTHING",
+                   "storing target " + name);
+  insert.bind(1, name).run();
+  Statement select(db, "SELECT id FROM targets WHERE name = ?1", "looking up target " + name);
+  select.bind(1, name);
+  if (!select.step()) throw std::runtime_error("records: target " + name + " vanished");
+  return select.get_int(0);
+}
+
+int64_t device_id(sqlite3* db, const std::string& key) {
+  Statement insert(db,
+                   "INSERT INTO devices(key, updated) VALUES(?1, ?2) ON CONFLICT(key) DO NOTHING",
+                   "storing device " + key);
+  insert.bind(1, key).bind(2, now_s()).run();
+  Statement select(db, "SELECT id FROM devices WHERE key = ?1", "looking up device " + key);
+  select.bind(1, key);
+  if (!select.step()) throw std::runtime_error("records: device " + key + " vanished");
+  return select.get_int(0);
+}
+
+int64_t agent_id(sqlite3* db, const std::string& name, int64_t device) {
+  Statement upsert(db,
+                   "INSERT INTO agents(name, device_id, last_seen) VALUES(?1, ?2, ?3) "
+                   "ON CONFLICT(name) DO UPDATE SET device_id = excluded.device_id, "
+                   "last_seen = excluded.last_seen RETURNING id",
+                   "storing agent " + name);
+  upsert.bind(1, name).bind(2, device).bind(3, now_s());
+  if (!upsert.step()) throw std::runtime_error("records: agent " + name + " vanished");
+  const int64_t id = upsert.get_int(0);
+  upsert.run();  // RETURNING: the statement completes on the step after the row
+  return id;
+}
+
+/// Creates or reopens a job, inside the caller's transaction. `resume` marks it "running"
+/// (open_job); otherwise a new job is "done" and an existing one keeps its status (import).
+int64_t ensure_job(sqlite3* db, const Workload& workload, Target target,
+                   const std::string& device_key, const std::string& task_name,
+                   const std::string& tuner, const std::string& options_json, bool resume) {
+  const int64_t w = workload_id(db, workload);
+  const int64_t t = target_id(db, target);
+  const int64_t d = device_id(db, device_key);
+  const std::string task = task_name.empty() ? workload.name : task_name;
+  const std::string options = options_json.empty() ? "{}" : options_json;
+  const double now = now_s();
+  // On conflict, values left at their defaults keep what is stored (see open_job).
+  Statement upsert(db,
+                   "INSERT INTO tuning_jobs(workload_id, target_id, device_id, task_name, tuner, "
+                   "options_json, status, created, updated) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) "
+                   "ON CONFLICT(workload_id, target_id, device_id) DO UPDATE SET "
+                   "task_name = CASE WHEN excluded.task_name <> '' THEN excluded.task_name "
+                   "ELSE task_name END, "
+                   "tuner = CASE WHEN excluded.tuner <> '' THEN excluded.tuner ELSE tuner END, "
+                   "options_json = CASE WHEN excluded.options_json <> '{}' "
+                   "THEN excluded.options_json ELSE options_json END, "
+                   "status = CASE WHEN ?9 THEN 'running' ELSE status END, "
+                   "updated = excluded.updated "
+                   "RETURNING id",
+                   "opening the job of " + workload.key() + " on " +
+                       std::string(target_name(target)) + " / " + device_key);
+  upsert.bind(1, w)
+      .bind(2, t)
+      .bind(3, d)
+      .bind(4, task)
+      .bind(5, tuner)
+      .bind(6, options)
+      .bind(7, resume ? "running" : "done")
+      .bind(8, now)
+      .bind(9, resume ? 1 : 0);
+  if (!upsert.step()) throw std::runtime_error("records: the job upsert returned no id");
+  const int64_t id = upsert.get_int(0);
+  upsert.run();
+  return id;
+}
+
+void check_json(const std::string& text, std::string_view what) {
+  boost::system::error_code ec;
+  bj::parse(text, ec);
+  if (ec) throw std::invalid_argument(std::string(what) + " is not JSON: " + ec.message());
+}
+
+/// Checks that a trial's config JSON is an entity (as ConfigEntity::to_json writes it) of its
+/// index: the export and the tuner's resume read it back.
+void check_config_json(const TrialRecord& trial) {
+  const std::string what = "trial of config " + std::to_string(trial.config_index);
+  boost::system::error_code ec;
+  const bj::value config = bj::parse(trial.config_json, ec);
+  if (ec) throw std::invalid_argument(what + ": config_json is not JSON: " + ec.message());
+  const bj::object& o = json::as_object(config, what + ": config_json");
+  if (!json::field(o, "entity").is_array())
+    throw std::invalid_argument(what + ": config_json 'entity' must be an array");
+  if (o.contains("index") && json::get_int(o, "index") != trial.config_index)
+    throw std::invalid_argument(what + ": config_json has index " +
+                                std::to_string(json::get_int(o, "index")));
+}
+
+/// Inserts trials of job `job_id`, inside the caller's transaction; returns how many were new.
+int insert_trials(sqlite3* db, int64_t job_id, const std::vector<TrialRecord>& trials) {
+  const std::string job_text = "job " + std::to_string(job_id);
+  Statement job(db,
+                "SELECT w.flops, j.device_id FROM tuning_jobs j "
+                "JOIN workloads w ON w.id = j.workload_id WHERE j.id = ?1",
+                "looking up " + job_text);
+  job.bind(1, job_id);
+  if (!job.step()) throw std::runtime_error("records: add_trials: no " + job_text);
+  const double flops = job.get_double(0);
+  const int64_t device = job.get_int(1);
+
+  Statement insert(db,
+                   "INSERT INTO trials(job_id, config_index, entity_json, error_no, message, "
+                   "costs_json, mean_cost, gflops, all_cost, timestamp, agent_id) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+                   "ON CONFLICT(job_id, config_index) DO NOTHING",
+                   "storing a trial of " + job_text);
+  std::map<std::string, int64_t> agents;
+  int inserted = 0;
+  for (const TrialRecord& trial : trials) {
+    check_config_json(trial);
+    const MeasureResult& r = trial.result;
+    bj::array costs;
+    for (double c : r.costs) costs.emplace_back(c);
+    insert.reset();
+    insert.bind(1, job_id)
+        .bind(2, trial.config_index)
+        .bind(3, trial.config_json)
+        .bind(4, static_cast<int>(r.error))
+        .bind(5, r.message)
+        .bind(6, bj::serialize(costs))
+        .bind(8, r.gflops(flops))
+        .bind(9, r.all_cost)
+        .bind(10, r.timestamp);
+    if (r.ok() && !r.costs.empty())
+      insert.bind(7, r.mean_cost());
+    else
+      insert.bind_null(7);
+    if (trial.agent.empty()) {
+      insert.bind_null(11);
+    } else {
+      auto it = agents.find(trial.agent);
+      if (it == agents.end())
+        it = agents.emplace(trial.agent, agent_id(db, trial.agent, device)).first;
+      insert.bind(11, it->second);
+    }
+    insert.run();
+    inserted += sqlite3_changes(db);
+  }
+  Statement touch(db, "UPDATE tuning_jobs SET updated = ?2 WHERE id = ?1", "updating " + job_text);
+  touch.bind(1, job_id).bind(2, now_s()).run();
+  return inserted;
+}
+
+// ---- reading rows -------------------------------------------------------------------------
+
+// Columns of kJobSelect, in order; the WHERE clauses below are appended to it.
+constexpr std::string_view kJobSelect =
+    "SELECT j.id, w.json, t.name, d.key, j.task_name, j.tuner, j.status, j.created, j.updated, "
+    "(SELECT count(*) FROM trials x WHERE x.job_id = j.id), "
+    "(SELECT count(*) FROM trials x WHERE x.job_id = j.id AND x.error_no <> 0), "
+    "(SELECT coalesce(max(x.gflops), 0) FROM trials x WHERE x.job_id = j.id AND x.error_no = 0) "
+    "FROM tuning_jobs j JOIN workloads w ON w.id = j.workload_id "
+    "JOIN targets t ON t.id = j.target_id JOIN devices d ON d.id = j.device_id ";
+// ?1: substring of the workload key or task name ('' = any); ?2: target name ('' = any).
+constexpr std::string_view kJobFilter =
+    "WHERE (?1 = '' OR instr(w.key, ?1) > 0 OR instr(j.task_name, ?1) > 0) "
+    "AND (?2 = '' OR t.name = ?2) ORDER BY j.id";
+
+TuningJobInfo read_job(const Statement& s) {
+  TuningJobInfo job;
+  job.id = s.get_int(0);
+  job.workload = Workload::from_json(bj::parse(s.get_text(1)));
+  job.target = target_from_name(s.get_text(2));
+  job.device_key = s.get_text(3);
+  job.task_name = s.get_text(4);
+  job.workload.name = job.task_name;
+  job.tuner = s.get_text(5);
+  job.status = s.get_text(6);
+  job.created = s.get_double(7);
+  job.updated = s.get_double(8);
+  job.trials = s.get_int(9);
+  job.errors = s.get_int(10);
+  job.best_gflops = s.get_double(11);
+  return job;
+}
+
+std::vector<TuningJobInfo> select_jobs(sqlite3* db, const std::string& workload_filter,
+                                       const std::string& target_filter) {
+  Statement s(db, std::string(kJobSelect) + std::string(kJobFilter), "listing jobs");
+  s.bind(1, workload_filter).bind(2, target_filter);
+  std::vector<TuningJobInfo> jobs;
+  while (s.step()) jobs.push_back(read_job(s));
+  return jobs;
+}
+
+constexpr std::string_view kTrialSelect =
+    "SELECT tr.id, tr.job_id, tr.config_index, tr.entity_json, tr.error_no, tr.message, "
+    "tr.costs_json, tr.all_cost, tr.timestamp, tr.gflops, coalesce(a.name, '') "
+    "FROM trials tr LEFT JOIN agents a ON a.id = tr.agent_id ";
+
+TrialRecord read_trial(const Statement& s) {
+  TrialRecord t;
+  t.id = s.get_int(0);
+  t.job_id = s.get_int(1);
+  t.config_index = s.get_int(2);
+  t.config_json = s.get_text(3);
+  t.result.error = error_from_int(static_cast<int>(s.get_int(4)));
+  t.result.message = s.get_text(5);
+  const bj::value costs = bj::parse(s.get_text(6));
+  for (const bj::value& c : costs.as_array()) t.result.costs.push_back(json::to_double(c, "cost"));
+  t.result.all_cost = s.get_double(7);
+  t.result.timestamp = s.get_double(8);
+  t.gflops = s.get_double(9);
+  t.agent = s.get_text(10);
+  return t;
+}
+
+// ---- AutoTVM ------------------------------------------------------------------------------
+
+std::string_view tvm_op_name(OpKind op) {
+  switch (op) {
+    case OpKind::kDense:
+      return "dense";
+    case OpKind::kConv2d:
+      return "conv2d_nchw";
+    case OpKind::kDepthwiseConv2d:
+      return "depthwise_conv2d_nchw";
+  }
+  return "unknown";
+}
+
+bj::array tvm_tensor(const std::vector<int64_t>& shape) {
+  return bj::array{"TENSOR", json::to_array(shape), "float32"};
+}
+
+/// TVM's topi arguments of a workload; see the file comment of records.hpp.
+bj::array tvm_args(const Workload& w) {
+  if (w.op == OpKind::kDense)
+    return bj::array{tvm_tensor({w.m, w.k}), tvm_tensor({w.k, w.n}), nullptr, "float32"};
+  return bj::array{tvm_tensor(w.data_shape()),
+                   tvm_tensor(w.weight_shape()),
+                   bj::array{w.stride, w.stride},
+                   bj::array{w.pad, w.pad, w.pad, w.pad},
+                   bj::array{1, 1},
+                   "float32"};
+}
+
+/// AutoTVM's form of an entity: the outermost factor of every split written as −1.
+bj::array autotvm_entity(const bj::array& entity) {
+  bj::array out = entity;
+  for (bj::value& knob : out) {
+    if (!knob.is_array()) continue;
+    bj::array& k = knob.get_array();
+    if (k.size() == 3 && k[1].is_string() && k[1].get_string() == "sp" && k[2].is_array() &&
+        !k[2].get_array().empty())
+      k[2].get_array()[0] = -1;
+  }
+  return out;
+}
+
+/// Appends a double as Python's repr() writes it (shortest round-trip digits; fixed notation for
+/// 1e-4 <= |v| < 1e16, else scientific; a ".0" on integral values), so exported lines read like
+/// the ones TVM writes: 0.2, 1000000000.0, 1e-05.
+void append_double(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "null";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? "1e99999" : "-1e99999";  // parses back to ±inf (Boost.JSON does the same)
+    return;
+  }
+  const double a = std::fabs(v);
+  const bool fixed = a == 0 || (a >= 1e-4 && a < 1e16);
+  char buffer[64];
+  const auto [end, ec] =
+      std::to_chars(buffer, buffer + sizeof buffer, v,
+                    fixed ? std::chars_format::fixed : std::chars_format::scientific);
+  std::string_view text(buffer, static_cast<size_t>(end - buffer));
+  out += text;
+  if (fixed && text.find('.') == std::string_view::npos) out += ".0";
+}
+
+/// Serializes as Python's json.dumps() with its default separators (", " and ": "), which is
+/// what TVM's record.py writes.
+void append_json(std::string& out, const bj::value& value) {
+  switch (value.kind()) {
+    case bj::kind::null:
+      out += "null";
+      break;
+    case bj::kind::bool_:
+      out += value.get_bool() ? "true" : "false";
+      break;
+    case bj::kind::int64:
+      out += std::to_string(value.get_int64());
+      break;
+    case bj::kind::uint64:
+      out += std::to_string(value.get_uint64());
+      break;
+    case bj::kind::double_:
+      append_double(out, value.get_double());
+      break;
+    case bj::kind::string:
+      out += bj::serialize(value);  // quoted and escaped
+      break;
+    case bj::kind::array: {
+      out += '[';
+      bool first = true;
+      for (const bj::value& item : value.get_array()) {
+        if (!first) out += ", ";
+        first = false;
+        append_json(out, item);
+      }
+      out += ']';
+      break;
+    }
+    case bj::kind::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& kv : value.get_object()) {
+        if (!first) out += ", ";
+        first = false;
+        out += bj::serialize(bj::value(kv.key()));
+        out += ": ";
+        append_json(out, kv.value());
+      }
+      out += '}';
+      break;
+    }
+  }
+}
+
+const bj::array& as_array(const bj::value& value, std::string_view what) {
+  if (!value.is_array()) throw std::invalid_argument(std::string(what) + " must be a JSON array");
+  return value.get_array();
+}
+
+/// ["TENSOR", shape, "float32"] → shape with `rank` dimensions.
+std::vector<int64_t> parse_tensor(const bj::value& value, size_t rank, std::string_view what) {
+  const bj::array& a = as_array(value, what);
+  if (a.size() != 3 || !a[0].is_string() || a[0].get_string() != "TENSOR")
+    throw std::invalid_argument(std::string(what) + " must be [\"TENSOR\", shape, dtype]");
+  if (!a[2].is_string() || a[2].get_string() != "float32")
+    throw std::invalid_argument(std::string(what) + ": only float32 is supported");
+  std::vector<int64_t> shape;
+  for (const bj::value& d : as_array(a[1], what)) shape.push_back(json::to_int(d, what));
+  if (shape.size() != rank)
+    throw std::invalid_argument(std::string(what) + " must have " + std::to_string(rank) +
+                                " dimensions");
+  return shape;
+}
+
+/// An int or a list of equal ints (TVM takes strides, padding and dilation either way).
+int64_t parse_uniform(const bj::value& value, std::string_view what) {
+  if (!value.is_array()) return json::to_int(value, what);
+  const bj::array& a = value.get_array();
+  if (a.empty()) throw std::invalid_argument(std::string(what) + " is empty");
+  const int64_t first = json::to_int(a[0], what);
+  for (const bj::value& v : a)
+    if (json::to_int(v, what) != first)
+      throw std::invalid_argument(std::string(what) +
+                                  ": webtune supports equal values on every side only");
+  return first;
+}
+
+Workload workload_from_tvm(std::string_view op, const bj::value& args_value) {
+  const bj::array& args = as_array(args_value, "input args");
+  if (op == "dense") {
+    if (args.size() < 2) throw std::invalid_argument("dense args: expected [data, weight, ...]");
+    const std::vector<int64_t> data = parse_tensor(args[0], 2, "dense data");
+    const std::vector<int64_t> weight = parse_tensor(args[1], 2, "dense weight");
+    const int64_t m = data[0], k = data[1];
+    // webtune writes [K,N], TVM [N,K]: the dimension equal to K tells which (and when both
+    // are, the weight is square and either reading gives the same N).
+    int64_t n;
+    if (weight[0] == k)
+      n = weight[1];
+    else if (weight[1] == k)
+      n = weight[0];
+    else
+      throw std::invalid_argument("dense weight shape does not match the data's K");
+    return Workload::dense(m, n, k);
+  }
+  const bool depthwise = op == "depthwise_conv2d_nchw";
+  if (!depthwise && op != "conv2d_nchw")
+    throw std::invalid_argument("unsupported task op '" + std::string(op) +
+                                "' (known: conv2d_nchw, depthwise_conv2d_nchw, dense)");
+  if (args.size() < 5)
+    throw std::invalid_argument(std::string(op) +
+                                " args: expected [data, weight, strides, padding, dilation, ...]");
+  const std::vector<int64_t> data = parse_tensor(args[0], 4, "conv data");
+  const std::vector<int64_t> weight = parse_tensor(args[1], 4, "conv weight");
+  if (parse_uniform(args[4], "dilation") != 1)
+    throw std::invalid_argument("dilation: webtune supports 1 only");
+  Workload w;
+  w.op = depthwise ? OpKind::kDepthwiseConv2d : OpKind::kConv2d;
+  w.batch = data[0];
+  w.in_channels = data[1];
+  w.height = data[2];
+  w.width = data[3];
+  if (depthwise) {
+    if (weight[0] != data[1] || weight[1] != 1)
+      throw std::invalid_argument("depthwise weight must be [C,1,R,S] with the data's C");
+    w.out_channels = data[1];
+  } else {
+    if (weight[1] != data[1])
+      throw std::invalid_argument("conv2d weight must be [K,C,R,S] with the data's C");
+    w.out_channels = weight[0];
+  }
+  w.kernel_h = weight[2];
+  w.kernel_w = weight[3];
+  w.stride = parse_uniform(args[2], "strides");
+  w.pad = parse_uniform(args[3], "padding");
+  w.validate();
+  return w;
+}
+
+/// One parsed log line.
+struct ImportedTrial {
+  Workload workload;
+  Target target = Target::kGlesFrag;
+  std::string device_key;
+  std::string task_name;
+  TrialRecord trial;
+};
+
+/// The value of option `-name=` in a TVM target string, or "".
+std::string target_option(std::string_view target, std::string_view name) {
+  const std::string flag = "-" + std::string(name) + "=";
+  size_t pos = 0;
+  while ((pos = target.find(flag, pos)) != std::string_view::npos) {
+    if (pos == 0 || target[pos - 1] == ' ') {
+      const size_t begin = pos + flag.size();
+      const size_t end = target.find(' ', begin);
+      return std::string(target.substr(begin, end == std::string_view::npos ? end : end - begin));
+    }
+    pos += flag.size();
+  }
+  return {};
+}
+
+Target parse_target(std::string_view target_string, std::string_view task_name) {
+  // The first webtune target among -keys=..., else the suffix of the task name.
+  std::string keys = target_option(target_string, "keys");
+  size_t begin = 0;
+  while (begin <= keys.size() && !keys.empty()) {
+    const size_t end = std::min(keys.find(',', begin), keys.size());
+    const std::string_view key = std::string_view(keys).substr(begin, end - begin);
+    if (key == target_name(Target::kGlesFrag)) return Target::kGlesFrag;
+    if (key == target_name(Target::kGlesCompute)) return Target::kGlesCompute;
+    begin = end + 1;
+  }
+  const size_t dot = task_name.rfind('.');
+  if (dot != std::string_view::npos) return target_from_name(task_name.substr(dot + 1));
+  throw std::invalid_argument("no webtune target in '" + std::string(target_string) +
+                              "' (expected -keys=gles-frag or -keys=gles-compute)");
+}
+
+ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& device_key) {
+  const bj::object& o = json::as_object(root, "record");
+  if (o.contains("version") && json::get_double(o, "version") != kAutoTvmVersion)
+    throw std::invalid_argument("unsupported AutoTVM log version (expected 0.2)");
+
+  const bj::array& input = as_array(json::field(o, "input"), "'input'");
+  if (input.size() != 4 || !input[0].is_string() || !input[1].is_string())
+    throw std::invalid_argument("'input' must be [target, task name, args, kwargs]");
+  const std::string_view target_string = input[0].get_string();
+  const std::string_view tvm_task = input[1].get_string();
+  ImportedTrial t;
+  t.target = parse_target(target_string, tvm_task);
+  t.workload = workload_from_tvm(tvm_task.substr(0, tvm_task.find('.')), input[2]);
+  t.device_key = device_key;
+  if (t.device_key.empty()) t.device_key = target_option(target_string, "model");
+  if (t.device_key.empty()) t.device_key = "imported";
+
+  const bj::object& config = json::as_object(json::field(o, "config"), "'config'");
+  const int64_t index = json::get_int(config, "index");
+  const bj::array& entity = as_array(json::field(config, "entity"), "'config.entity'");
+
+  const bj::array& result = as_array(json::field(o, "result"), "'result'");
+  if (result.size() != 4)
+    throw std::invalid_argument("'result' must be [costs, error_no, all_cost, timestamp]");
+  MeasureResult& r = t.trial.result;
+  r.error = error_from_int(static_cast<int>(json::to_int(result[1], "error_no")));
+  if (r.ok())
+    for (const bj::value& c : as_array(result[0], "'result' costs"))
+      r.costs.push_back(json::to_double(c, "cost"));
+  r.all_cost = json::to_double(result[2], "all_cost");
+  r.timestamp = json::to_double(result[3], "timestamp");
+
+  // The exact entity and what AutoTVM has no field for, when webtune wrote the line.
+  bj::array exact = entity;
+  if (auto it = o.find("webtune"); it != o.end()) {
+    const bj::object& w = json::as_object(it->value(), "'webtune'");
+    t.task_name = json::get_string_or(w, "task", "");
+    t.trial.agent = json::get_string_or(w, "agent", "");
+    r.message = json::get_string_or(w, "message", "");
+    if (auto e = w.find("entity"); e != w.end()) exact = as_array(e->value(), "'webtune.entity'");
+  }
+  t.workload.name = t.task_name;
+  t.trial.config_index = index;
+  t.trial.config_json = bj::serialize(bj::object{{"index", index}, {"entity", std::move(exact)}});
+  return t;
+}
+
+}  // namespace
+
+// ---- RecordStore --------------------------------------------------------------------------
+
+RecordStore::RecordStore(const std::string& path) : path_(path) {
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    // The handle exists (and holds the message) even when opening failed.
+    std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw std::runtime_error("records: opening '" + path + "': " + message);
+  }
+  try {
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    // WAL: readers never block the writer, and a commit is one append to the log.
+    exec(db_, "PRAGMA journal_mode=WAL", "enabling WAL on '" + path + "'");
+    // FULL syncs the log on every commit: a committed batch survives power loss too; batches
+    // are rare next to the measurements they hold.
+    exec(db_, "PRAGMA synchronous=FULL", "setting synchronous on '" + path + "'");
+    exec(db_, "PRAGMA foreign_keys=ON", "enabling foreign keys on '" + path + "'");
+
+    Transaction tx(db_, "creating the schema of '" + path + "'");
+    const int version = user_version(db_);
+    if (version > kSchemaVersion)
+      throw std::runtime_error("records: '" + path + "' has schema version " +
+                               std::to_string(version) + ", newer than this webtune's (" +
+                               std::to_string(kSchemaVersion) + "); update webtune");
+    if (version < kSchemaVersion) {
+      migrate(db_, version);
+      // PRAGMA takes no bound parameters; the value is our own constant.
+      exec(db_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str(),
+           "setting the schema version of '" + path + "'");
+    }
+    tx.commit();
+  } catch (...) {
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+RecordStore::~RecordStore() {
+  // Every statement is finalized by its RAII wrapper, so the close is immediate; closing the
+  // last connection also checkpoints the WAL into the database file.
+  sqlite3_close_v2(db_);
+}
+
+int64_t RecordStore::open_job(const Workload& workload, Target target,
+                              const std::string& device_key, const std::string& task_name,
+                              const std::string& tuner, const std::string& options_json) {
+  check_json(options_json.empty() ? "{}" : options_json, "open_job: options_json");
+  Transaction tx(db_, "opening a job");
+  const int64_t id =
+      ensure_job(db_, workload, target, device_key, task_name, tuner, options_json, true);
+  tx.commit();
+  return id;
+}
+
+void RecordStore::upsert_device(const std::string& device_key, const std::string& info_json) {
+  check_json(info_json, "upsert_device: info_json of '" + device_key + "'");
+  Statement s(db_,
+              "INSERT INTO devices(key, info_json, updated) VALUES(?1, ?2, ?3) "
+              "ON CONFLICT(key) DO UPDATE SET info_json = excluded.info_json, "
+              "updated = excluded.updated",
+              "storing device " + device_key);
+  s.bind(1, device_key).bind(2, info_json).bind(3, now_s()).run();
+}
+
+int RecordStore::add_trials(int64_t job_id, const std::vector<TrialRecord>& trials) {
+  Transaction tx(db_, "adding trials to job " + std::to_string(job_id));
+  const int inserted = insert_trials(db_, job_id, trials);
+  tx.commit();
+  return inserted;
+}
+
+void RecordStore::set_status(int64_t job_id, const std::string& status) {
+  Statement s(db_, "UPDATE tuning_jobs SET status = ?2, updated = ?3 WHERE id = ?1",
+              "setting the status of job " + std::to_string(job_id));
+  s.bind(1, job_id).bind(2, status).bind(3, now_s()).run();
+  if (sqlite3_changes(db_) == 0)
+    throw std::runtime_error("records: set_status: no job " + std::to_string(job_id));
+}
+
+std::vector<TuningJobInfo> RecordStore::jobs() const {
+  return select_jobs(db_, {}, {});
+}
+
+std::optional<TuningJobInfo> RecordStore::job(int64_t job_id) const {
+  Statement s(db_, std::string(kJobSelect) + "WHERE j.id = ?1",
+              "reading job " + std::to_string(job_id));
+  s.bind(1, job_id);
+  if (!s.step()) return std::nullopt;
+  return read_job(s);
+}
+
+std::vector<TrialRecord> RecordStore::trials(int64_t job_id, int64_t limit, int64_t offset) const {
+  // LIMIT -1 is SQLite's "no limit".
+  Statement s(db_,
+              std::string(kTrialSelect) +
+                  "WHERE tr.job_id = ?1 ORDER BY tr.id LIMIT ?2 "
+                  "OFFSET ?3",
+              "reading the trials of job " + std::to_string(job_id));
+  s.bind(1, job_id).bind(2, limit < 0 ? int64_t{-1} : limit).bind(3, std::max<int64_t>(0, offset));
+  std::vector<TrialRecord> out;
+  while (s.step()) out.push_back(read_trial(s));
+  return out;
+}
+
+std::vector<BestRecord> RecordStore::best(const std::string& workload_filter,
+                                          const std::string& target_filter) const {
+  Statement s(db_,
+              std::string(kTrialSelect) +
+                  "WHERE tr.job_id = ?1 AND tr.error_no = 0 ORDER BY tr.gflops DESC, tr.id "
+                  "LIMIT 1",
+              "finding the best trial");
+  std::vector<BestRecord> out;
+  for (TuningJobInfo& job : select_jobs(db_, workload_filter, target_filter)) {
+    s.reset();
+    s.bind(1, job.id);
+    if (!s.step()) continue;
+    out.push_back({std::move(job), read_trial(s)});
+  }
+  return out;
+}
+
+std::vector<std::pair<TuningJobInfo, std::vector<TrialRecord>>> RecordStore::related_trials(
+    OpKind op, Target target, int64_t exclude_job_id) const {
+  std::vector<TuningJobInfo> jobs;
+  {
+    Statement s(db_,
+                std::string(kJobSelect) +
+                    "WHERE w.op = ?1 AND t.name = ?2 AND j.id <> ?3 "
+                    "ORDER BY j.id",
+                "finding related jobs");
+    s.bind(1, op_name(op)).bind(2, target_name(target)).bind(3, exclude_job_id);
+    while (s.step()) jobs.push_back(read_job(s));
+  }
+  std::vector<std::pair<TuningJobInfo, std::vector<TrialRecord>>> out;
+  for (TuningJobInfo& job : jobs) {
+    std::vector<TrialRecord> t = trials(job.id);
+    out.emplace_back(std::move(job), std::move(t));
+  }
+  return out;
+}
+
+int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& workload_filter,
+                                    const std::string& target_filter) const {
+  int64_t lines = 0;
+  for (const TuningJobInfo& job : select_jobs(db_, workload_filter, target_filter)) {
+    const std::string target(target_name(job.target));
+    const std::string target_string = "opengl -keys=" + target + " -model=" + job.device_key;
+    const std::string task = std::string(tvm_op_name(job.workload.op)) + "." + target;
+    const bj::array args = tvm_args(job.workload);
+    for (const TrialRecord& trial : trials(job.id)) {
+      const bj::value config = bj::parse(trial.config_json);
+      const bj::array& entity = config.as_object().at("entity").as_array();
+      bj::array costs;
+      if (trial.result.ok())
+        for (double c : trial.result.costs) costs.emplace_back(c);
+      else
+        costs.emplace_back(kAutoTvmErrorCost);
+      bj::object line;
+      line["input"] = bj::array{target_string, task, args, bj::object{}};
+      line["config"] = bj::object{{"index", trial.config_index},
+                                  {"code_hash", nullptr},
+                                  {"entity", autotvm_entity(entity)}};
+      line["result"] = bj::array{std::move(costs), static_cast<int>(trial.result.error),
+                                 trial.result.all_cost, trial.result.timestamp};
+      line["version"] = kAutoTvmVersion;
+      line["tvm_version"] = kTvmVersion;
+      line["webtune"] = bj::object{{"task", job.task_name},
+                                   {"agent", trial.agent},
+                                   {"gflops", trial.gflops},
+                                   {"message", trial.result.message},
+                                   {"entity", entity}};
+      std::string text;
+      append_json(text, line);
+      text += '\n';
+      out << text;
+      ++lines;
+    }
+  }
+  out.flush();
+  if (!out) throw std::runtime_error("records: export_autotvm: writing the log failed");
+  return lines;
+}
+
+int64_t RecordStore::import_autotvm(std::istream& in, const std::string& device_key) {
+  // Parse everything first: a malformed line anywhere imports nothing.
+  std::vector<ImportedTrial> parsed;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      boost::system::error_code ec;
+      bj::value root = bj::parse(line, ec);
+      if (ec) throw std::invalid_argument("not JSON: " + ec.message());
+      parsed.push_back(parse_autotvm_line(root, device_key));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("records: AutoTVM log line " + std::to_string(number) + ": " +
+                               e.what());
+    }
+  }
+  if (in.bad()) throw std::runtime_error("records: import_autotvm: reading the log failed");
+
+  // Group by job, keeping line order within a job.
+  using JobKey = std::tuple<std::string, std::string, std::string>;
+  std::map<JobKey, size_t> job_index;
+  std::vector<std::vector<const ImportedTrial*>> groups;
+  for (const ImportedTrial& t : parsed) {
+    JobKey key{t.workload.key(), std::string(target_name(t.target)), t.device_key};
+    auto [it, fresh] = job_index.emplace(std::move(key), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(&t);
+  }
+
+  Transaction tx(db_, "importing an AutoTVM log");
+  int64_t imported = 0;
+  for (const auto& group : groups) {
+    const ImportedTrial& first = *group.front();
+    const int64_t job_id = ensure_job(db_, first.workload, first.target, first.device_key,
+                                      first.task_name, {}, "{}", false);
+    std::vector<TrialRecord> trials;
+    trials.reserve(group.size());
+    for (const ImportedTrial* t : group) trials.push_back(t->trial);
+    imported += insert_trials(db_, job_id, trials);
+  }
+  tx.commit();
+  return imported;
+}
+
+}  // namespace webtune
