@@ -20,6 +20,7 @@
 
 #include "codegen/task.hpp"
 #include "tuner/features.hpp"
+#include "tuner/replayed_space.hpp"
 #include "tuner/tuner.hpp"
 #include "tuner/xgb_tuner.hpp"
 
@@ -115,15 +116,9 @@ int64_t best_index(const Task& task, Cost cost) {
 
 /// Trials until a measured config reaches `target` GFLOP/s; budget + 1 when it never does.
 int64_t trials_to_reach(Tuner& tuner, Cost cost, double target, int64_t budget) {
-  while (tuner.trials() < budget) {
-    const std::vector<ConfigEntity> batch = tuner.next_batch(16);
-    if (batch.empty()) break;
-    const int64_t before = tuner.trials();
-    tuner.update(batch, measure(tuner.task(), batch, cost));
-    for (size_t i = 0; i < batch.size(); ++i)
-      if (cost(batch[i]) >= target) return before + static_cast<int64_t>(i) + 1;
-  }
-  return budget + 1;
+  return webtune::trials_to_reach(
+      tuner, [&](const ConfigEntity& e) { return measure(tuner.task(), {e}, cost).front(); },
+      target, budget);
 }
 
 int64_t median(std::vector<int64_t> v) {

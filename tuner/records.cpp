@@ -819,6 +819,13 @@ void RecordStore::upsert_device(const std::string& device_key, const std::string
   s.bind(1, device_key).bind(2, info_json).bind(3, now_s()).run();
 }
 
+std::optional<std::string> RecordStore::device_info(const std::string& device_key) const {
+  Statement s(db_, "SELECT info_json FROM devices WHERE key = ?1", "reading device " + device_key);
+  s.bind(1, device_key);
+  if (!s.step() || s.is_null(0)) return std::nullopt;
+  return s.get_text(0);
+}
+
 int RecordStore::add_trials(int64_t job_id, const std::vector<TrialRecord>& trials) {
   Transaction tx(db_, "adding trials to job " + std::to_string(job_id));
   const int inserted = insert_trials(db_, job_id, trials);

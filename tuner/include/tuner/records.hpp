@@ -103,6 +103,9 @@ class RecordStore {
   /// Records a device's info JSON under its key (latest wins). Throws std::invalid_argument
   /// when `info_json` is not JSON.
   void upsert_device(const std::string& device_key, const std::string& info_json);
+  /// The info JSON last stored for a device key (as upsert_device got it), or nullopt when the
+  /// key is unknown ("{}" for a device whose info was never stored).
+  std::optional<std::string> device_info(const std::string& device_key) const;
   /// Appends trials to a job in one transaction; a config index already stored for the job (or
   /// earlier in the same batch) is skipped. Returns how many were inserted. Throws
   /// std::runtime_error for an unknown job; nothing of the batch is stored then.

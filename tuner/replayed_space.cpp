@@ -1,0 +1,81 @@
+/// \file replayed_space.cpp
+/// Loading a fully measured space from the records, and the trials-to-target loop.
+#include "tuner/replayed_space.hpp"
+
+#include <boost/json.hpp>
+#include <stdexcept>
+#include <string>
+
+namespace webtune {
+
+ReplayedSpace ReplayedSpace::load(const RecordStore& store, int64_t job_id) {
+  const std::optional<TuningJobInfo> job = store.job(job_id);
+  if (!job) throw std::runtime_error("replay: no tuning job " + std::to_string(job_id));
+  DeviceLimits limits;
+  if (const std::optional<std::string> info = store.device_info(job->device_key)) {
+    const boost::json::value device = boost::json::parse(*info);
+    if (device.is_object() && device.as_object().contains("limits"))
+      limits = DeviceLimits::from_json(device.as_object().at("limits"));
+  }
+  ReplayedSpace space(*job, Task::create(job->workload, job->target, limits));
+  const ConfigSpace& cs = *space.task_.space;
+  const std::string what = "replay of job " + std::to_string(job_id) + " (" + job->workload.key() +
+                           " on " + std::string(target_name(job->target)) + ")";
+  for (const TrialRecord& trial : store.trials(job_id)) {
+    const ConfigEntity stored = cs.from_json(boost::json::parse(trial.config_json));
+    if (stored.index() != trial.config_index)
+      throw std::runtime_error(what + ": stored config " + std::to_string(trial.config_index) +
+                               " is entity " + std::to_string(stored.index()) +
+                               " of the rebuilt space; were the device limits different?");
+    space.results_.emplace(trial.config_index, trial.result);
+    space.best_gflops_ = std::max(space.best_gflops_, trial.result.gflops(job->workload.flops()));
+  }
+  for (int64_t index : cs.valid_indices())
+    if (!space.results_.count(index))
+      throw std::runtime_error(what + ": valid config " + std::to_string(index) +
+                               " was never measured; measure the whole space first (webtune "
+                               "tune --tuner grid --trials " +
+                               std::to_string(cs.valid_indices().size()) + ")");
+  return space;
+}
+
+const MeasureResult& ReplayedSpace::result(const ConfigEntity& entity) const {
+  const auto it = results_.find(entity.index());
+  if (it == results_.end())
+    throw std::out_of_range("replay: config " + std::to_string(entity.index()) +
+                            " was never measured");
+  return it->second;
+}
+
+double ReplayedSpace::gflops(const ConfigEntity& entity) const {
+  return result(entity).gflops(task_.workload.flops());
+}
+
+int64_t ReplayedSpace::count_at_least(double fraction) const {
+  int64_t n = 0;
+  for (const auto& [index, r] : results_)
+    n += r.gflops(task_.workload.flops()) >= fraction * best_gflops_;
+  return n;
+}
+
+int64_t trials_to_reach(Tuner& tuner,
+                        const std::function<MeasureResult(const ConfigEntity&)>& measure,
+                        double target_gflops, int64_t budget, int batch) {
+  const double flops = tuner.task().workload.flops();
+  int64_t trials = 0;
+  while (trials < budget) {
+    const std::vector<ConfigEntity> configs = tuner.next_batch(batch);
+    if (configs.empty()) break;
+    std::vector<MeasureResult> results;
+    results.reserve(configs.size());
+    for (const ConfigEntity& e : configs) results.push_back(measure(e));
+    tuner.update(configs, results);
+    for (const MeasureResult& r : results) {
+      ++trials;
+      if (r.gflops(flops) >= target_gflops) return trials;
+    }
+  }
+  return budget + 1;
+}
+
+}  // namespace webtune
