@@ -47,6 +47,19 @@ void Tuner::load_history(const std::vector<ConfigEntity>& configs,
   update(configs, results);
 }
 
+void Tuner::fill_randomly(std::vector<ConfigEntity>& out, int n) {
+  if (static_cast<int>(out.size()) >= n) return;
+  std::vector<int64_t> rest;
+  for (int64_t index : task_.space->valid_indices())
+    if (!visited(index)) rest.push_back(index);
+  std::shuffle(rest.begin(), rest.end(), rng_);
+  for (int64_t index : rest) {
+    if (static_cast<int>(out.size()) >= n) break;
+    mark_visited(index);
+    out.push_back(task_.space->get(index));
+  }
+}
+
 std::vector<ConfigEntity> RandomTuner::next_batch(int n) {
   std::vector<ConfigEntity> out;
   const std::vector<int64_t>& valid = task_.space->valid_indices();
@@ -63,17 +76,7 @@ std::vector<ConfigEntity> RandomTuner::next_batch(int n) {
     mark_visited(index);
     out.push_back(task_.space->get(index));
   }
-  if (static_cast<int>(out.size()) < n) {
-    std::vector<int64_t> rest;
-    for (int64_t index : valid)
-      if (!visited(index)) rest.push_back(index);
-    std::shuffle(rest.begin(), rest.end(), rng_);
-    for (int64_t index : rest) {
-      if (static_cast<int>(out.size()) >= n) break;
-      mark_visited(index);
-      out.push_back(task_.space->get(index));
-    }
-  }
+  fill_randomly(out, n);
   return out;
 }
 
@@ -138,18 +141,7 @@ std::vector<ConfigEntity> GaTuner::next_batch(int n) {
   std::vector<ConfigEntity> out;
   // Until a first population is measured (or when breeding stalls), fill with random configs.
   if (static_cast<int>(scored_.size()) >= std::min(pop_size_, 8)) out = breed(n);
-  if (static_cast<int>(out.size()) < n) {
-    const std::vector<int64_t>& valid = task_.space->valid_indices();
-    std::vector<int64_t> rest;
-    for (int64_t index : valid)
-      if (!visited(index)) rest.push_back(index);
-    std::shuffle(rest.begin(), rest.end(), rng_);
-    for (int64_t index : rest) {
-      if (static_cast<int>(out.size()) >= n) break;
-      mark_visited(index);
-      out.push_back(task_.space->get(index));
-    }
-  }
+  fill_randomly(out, n);
   return out;
 }
 

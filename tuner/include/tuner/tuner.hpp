@@ -53,6 +53,9 @@ class Tuner {
   virtual void on_results(const std::vector<ConfigEntity>& configs,
                           const std::vector<double>& gflops) {}
   void mark_visited(int64_t index) { visited_.insert(index); }
+  /// Appends unvisited valid configs in random order (marking them visited) until `out` holds
+  /// `n` or the space is exhausted.
+  void fill_randomly(std::vector<ConfigEntity>& out, int n);
   int64_t valid_count() const;
 
   const Task& task_;
