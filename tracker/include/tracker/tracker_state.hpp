@@ -6,6 +6,7 @@
 /// Not thread-safe: the daemon calls it from its single io_context thread only.
 #pragma once
 
+#include <array>
 #include <boost/json/fwd.hpp>
 #include <chrono>
 #include <map>
@@ -43,10 +44,12 @@ struct PeerInfo {
   std::chrono::system_clock::time_point connected_at, last_seen;
 };
 
-/// Counters exposed by `summary` (and later /metrics).
+/// Counters exposed by `summary` and /metrics.
 struct TrackerCounters {
   uint64_t connections = 0, protocol_errors = 0, refused_handshakes = 0, frames_in = 0,
            frames_out = 0;
+  /// Results that agents sent, by error number (index = MeasureErrorNo, 0 = NO_ERROR).
+  std::array<uint64_t, 9> results_by_error{};
 };
 
 class TrackerState {
@@ -69,8 +72,17 @@ class TrackerState {
   const Scheduler& scheduler() const { return scheduler_; }
   const TrackerCounters& counters() const { return counters_; }
   const std::map<uint64_t, PeerInfo>& peers() const { return peers_; }
-  /// The `summary` message body: keys, counters.
+  /// Open WebSocket connections (greeted or not).
+  size_t open_connections() const { return connections_.size(); }
+  /// The `summary` message body: {"keys": {KEY: {"agents_idle", "agents_busy",
+  /// "agents_quarantined", "jobs_pending", "jobs_leased"}}, "devices": {KEY: device},
+  /// "counters": {...}, "results_by_error_no": {"NO_ERROR": n, ...}, "open_connections",
+  /// "agents", "clients", "viewers"}.
   boost::json::object summary(TimePoint now) const;
+  /// The greeted agents, by session id: [{"session", "name", "keys": [...], "device": {...},
+  /// "state": "busy"|"idle", "jobs_done", "jobs_failed", "connected_at", "last_seen"}], times in
+  /// Unix seconds.
+  boost::json::array agents_json() const;
 
  private:
   void handle_hello(uint64_t id, const boost::json::object& message, TimePoint now);
