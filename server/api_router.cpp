@@ -29,7 +29,7 @@ int64_t parse_count(std::string_view text, std::string_view what) {
   return value;
 }
 
-int64_t query_count(const Target& target, const std::string& name, int64_t fallback) {
+int64_t query_count(const RequestTarget& target, const std::string& name, int64_t fallback) {
   auto it = target.query.find(name);
   return it == target.query.end() ? fallback : parse_count(it->second, name);
 }
@@ -126,7 +126,7 @@ bj::object agents(const RecordStore* store, const tracker::TrackerState* live) {
 
 /// /api/jobs/{id}[/trials]: `rest` is what follows "/api/jobs/".
 tracker::HttpResponse job_route(const RecordStore* store, std::string_view rest,
-                                const Target& target) {
+                                const RequestTarget& target) {
   const size_t slash = rest.find('/');
   const std::string_view id_text = rest.substr(0, slash);
   const std::string_view tail =
@@ -164,7 +164,7 @@ tracker::HttpResponse job_route(const RecordStore* store, std::string_view rest,
                             {"trials", std::move(trials)}});
 }
 
-tracker::HttpResponse best_route(const RecordStore* store, const Target& target) {
+tracker::HttpResponse best_route(const RecordStore* store, const RequestTarget& target) {
   auto get = [&](const std::string& name) {
     auto it = target.query.find(name);
     return it == target.query.end() ? std::string() : it->second;
@@ -202,7 +202,7 @@ tracker::HttpResponse json_ok(const bj::value& body) {
   return r;
 }
 
-tracker::HttpResponse ApiRouter::route(std::string_view method, const Target& target,
+tracker::HttpResponse ApiRouter::route(std::string_view method, const RequestTarget& target,
                                        const tracker::TrackerState* live) const {
   if (method != "GET") {
     tracker::HttpResponse r = json_error(405, "the API is read-only: use GET");

@@ -30,7 +30,7 @@ struct Dashboard {
 
   std::optional<tracker::HttpResponse> handle(const tracker::HttpRequest& request,
                                               const tracker::TrackerState* live) {
-    const std::optional<Target> target = parse_target(request.target);
+    const std::optional<RequestTarget> target = parse_target(request.target);
     if (!target) return json_error(400, "malformed request target");
     if (!viewer_allowed(request, *target, token)) {
       tracker::HttpResponse r = json_error(401,

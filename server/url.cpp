@@ -35,9 +35,9 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
   return out;
 }
 
-std::optional<Target> parse_target(std::string_view target) {
+std::optional<RequestTarget> parse_target(std::string_view target) {
   if (target.empty() || target.front() != '/') return std::nullopt;
-  Target out;
+  RequestTarget out;
   const size_t question = target.find('?');
   std::string_view path = target.substr(0, question);
   // A fragment never reaches a server, but a hand-written client could send one: drop it.

@@ -23,7 +23,7 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
-bool viewer_allowed(const tracker::HttpRequest& request, const Target& target,
+bool viewer_allowed(const tracker::HttpRequest& request, const RequestTarget& target,
                     const std::string& expected) {
   if (expected.empty()) return true;
   if (auto auth = request.header("authorization"); auth && auth->starts_with("Bearer "))

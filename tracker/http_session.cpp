@@ -79,17 +79,19 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
     return;
   }
   HttpResponse r = answer(request);
+  // A refused upgrade ends the connection: its client waits for a 101, not for another request.
+  const bool keep_alive = request.keep_alive() && !websocket::is_upgrade(request);
   response_ = std::make_shared<http::response<http::string_body>>(
       static_cast<http::status>(r.status), request.version());
   response_->set(http::field::server, "webtune");
   response_->set(http::field::content_type, r.content_type);
   for (const auto& [name, value] : r.headers) response_->insert(name, value);
   response_->body() = std::move(r.body);
-  response_->keep_alive(request.keep_alive());
+  response_->keep_alive(keep_alive);
   response_->prepare_payload();
   http::async_write(
       stream_, *response_,
-      beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), request.keep_alive()));
+      beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), keep_alive));
 }
 
 void HttpSession::on_write(bool keep_alive, beast::error_code ec, size_t) {

@@ -45,7 +45,7 @@ class ApiRouter {
 
   /// Answers `method` on `target` (a path under /api/); `live` is the running tracker's state,
   /// or nullptr when records are served alone.
-  tracker::HttpResponse route(std::string_view method, const Target& target,
+  tracker::HttpResponse route(std::string_view method, const RequestTarget& target,
                               const tracker::TrackerState* live) const;
 
  private:

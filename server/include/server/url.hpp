@@ -11,7 +11,7 @@
 namespace webtune::server {
 
 /// A request target split and decoded.
-struct Target {
+struct RequestTarget {
   std::string path;                          ///< decoded, starts with '/'
   std::map<std::string, std::string> query;  ///< decoded; a repeated name keeps its first value
 };
@@ -22,6 +22,6 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
 
 /// Splits and decodes a request target. nullopt when it does not start with '/' (absolute-form
 /// and authority-form targets are not served) or holds a malformed escape.
-std::optional<Target> parse_target(std::string_view target);
+std::optional<RequestTarget> parse_target(std::string_view target);
 
 }  // namespace webtune::server

@@ -21,7 +21,7 @@ inline constexpr std::string_view kViewerCookie = "webtune_viewer";
 
 /// True when `expected` is empty or the request carries it (see the file comment). The
 /// comparison takes the same time wherever the strings differ.
-bool viewer_allowed(const tracker::HttpRequest& request, const Target& target,
+bool viewer_allowed(const tracker::HttpRequest& request, const RequestTarget& target,
                     const std::string& expected);
 
 /// The Set-Cookie value that stores `token` for the dashboard's later requests (HttpOnly,
