@@ -154,19 +154,23 @@ test('the dashboard follows a live tuning and shows every trial', { timeout: 240
   await page.screenshot({ path: join(artifacts, 'dashboard.png'), fullPage: true });
   assert.deepEqual(pageErrors, []);
 
-  // The same records through `webtune serve`: no tracker, the same job and points.
+  // The same records through `webtune serve`, behind a viewer token: no tracker, the same job
+  // and points once the page is opened with the token (its scripts then use the cookie).
   await stop(tune);
-  const serve = start(['--log-level', 'warn', 'serve', '--db', db, '--listen', '127.0.0.1:0'],
-                      'webtune serve');
+  const serve = start(['--log-level', 'warn', 'serve', '--db', db, '--listen', '127.0.0.1:0',
+                       '--viewer-token', 'let-me-see'], 'webtune serve');
   children.push(serve);
   const [, serveUrl] = await waitForOutput(serve, /dashboard: (http:\/\/\S+)/, 'webtune serve');
-  await page.goto(serveUrl);
+  assert.equal((await page.goto(serveUrl)).status(), 401);
+  assert.equal((await fetch(new URL('/api/jobs', serveUrl))).status, 401);
+  assert.equal((await page.goto(`${serveUrl}?token=let-me-see`)).status(), 200);
   await page.waitForFunction(
       (n) => Number(document.getElementById('plot').dataset.points) === n,
       { timeout: 20_000 }, TRIALS);
   assert.equal(await page.$eval('#agents-empty', (el) => el.hidden), false);
   assert.match(await page.$eval('#agents-empty', (el) => el.textContent), /records only/);
-  const summary = await getJson(new URL('/api/summary', serveUrl));
+  const summary = await (await fetch(new URL('/api/summary', serveUrl),
+                                     { headers: { Authorization: 'Bearer let-me-see' } })).json();
   assert.equal(summary.live, false);
   assert.equal(summary.records.trials, TRIALS);
   assert.deepEqual(pageErrors, []);

@@ -39,6 +39,11 @@ void TrackerState::protocol_error(uint64_t id, const std::string& code,
   send(id, make_error(code, message));
 }
 
+void TrackerState::on_heartbeat(uint64_t id) {
+  if (auto peer = peers_.find(id); peer != peers_.end())
+    peer->second.last_seen = std::chrono::system_clock::now();
+}
+
 void TrackerState::on_binary(uint64_t id, size_t bytes) {
   protocol_error(id, "bad_message",
                  "binary frames carry job payloads, which protocol 1 does not "

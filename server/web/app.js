@@ -182,8 +182,16 @@ function renderJob(job) {
       `Job ${job.id}: ${job.task} (${job.workload.key}) on ${job.target} / ${job.device_key} — ` +
       `${job.trials} trials, best ${gflops(job.best_gflops)} GFLOP/s`;
   drawPlot(job);
-  document.querySelector('#errors tbody').replaceChildren(...job.errors_by_error_no.map(
-      (e) => row([num(e.error_no), e.error, num(e.count)])));
+  // Why trials failed: the latest message of each error number, from the cached trials.
+  const lastMessage = new Map();
+  for (const t of state.trials) if (t.error_no !== 0) lastMessage.set(t.error_no, t);
+  document.querySelector('#errors tbody').replaceChildren(...job.errors_by_error_no.map((e) => {
+    const last = lastMessage.get(e.error_no);
+    const why = el('td', last ? `trial ${last.number}: ${last.message || '(no message)'}` : '',
+                   'message');
+    if (last) why.title = last.message;
+    return row([num(e.error_no), e.error, num(e.count), why]);
+  }));
   const best = job.best;
   document.getElementById('best-summary').textContent =
       best ? `(trial ${best.number}, config ${best.config_index}, ${gflops(best.gflops)} GFLOP/s` +

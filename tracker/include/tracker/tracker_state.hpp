@@ -60,6 +60,8 @@ class TrackerState {
   uint64_t on_open(std::shared_ptr<PeerConnection> peer);
   /// One text frame from session `id`. Never throws: protocol errors are answered and counted.
   void on_message(uint64_t id, std::string_view text, TimePoint now);
+  /// A ping or pong from session `id`: the peer is alive (PeerInfo::last_seen).
+  void on_heartbeat(uint64_t id);
   /// A binary frame: not used by protocol version 1 for anything but reserved payloads.
   void on_binary(uint64_t id, size_t bytes);
   /// The connection is gone (closed, reset, timed out).
