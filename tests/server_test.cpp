@@ -273,6 +273,62 @@ TEST_F(Api, LiveAgentsAndQueuesComeFromTheTracker) {
   EXPECT_EQ(s.at("tracker").at("open_connections").as_int64(), 2);
 }
 
+/// A connection that keeps what the state sends it.
+struct RecordingPeer : tracker::PeerConnection {
+  void send(std::shared_ptr<const std::string> frame) override { frames.push_back(*frame); }
+  void close(int, const std::string&) override {}
+  std::vector<std::string> frames;
+};
+
+TEST(Metrics, ResultsCountByErrorNumberAndAgentsCountTheirFailures) {
+  auto state = live_state();  // agent session 1, "phone-1"
+  auto agent = std::make_shared<RecordingPeer>();
+  const uint64_t agent_id = state->on_open(agent);
+  tracker::Hello hello;
+  hello.role = tracker::Role::kAgent;
+  hello.name = "phone-2";
+  hello.keys = {"gles:other"};
+  state->on_message(agent_id, bj::serialize(hello.to_json()), tracker::Clock::now());
+  const uint64_t client = state->on_open(std::make_shared<NullPeer>());
+  hello = tracker::Hello{};
+  hello.role = tracker::Role::kClient;
+  state->on_message(client, bj::serialize(hello.to_json()), tracker::Clock::now());
+  state->on_message(client,
+                    R"({"type":"submit","batch":[{"tag":1,"key":"gles:other","input":{}},)"
+                    R"({"tag":2,"key":"gles:other","input":{}}]})",
+                    tracker::Clock::now());
+  // The agent answers each job it gets: the first WRONG_ANSWER, the second fine.
+  for (int error_no : {5, 0}) {
+    uint64_t job = 0;
+    for (const std::string& f : agent->frames)
+      if (auto o = bj::parse(f).as_object(); o.at("type") == "job")
+        job = o.at("job").to_number<uint64_t>();
+    ASSERT_NE(job, 0u);
+    agent->frames.clear();
+    state->on_message(agent_id,
+                      R"({"type":"result","job":)" + std::to_string(job) +
+                          R"(,"result":{"error_no":)" + std::to_string(error_no) +
+                          R"(,"costs":[],"all_cost":0,"timestamp":0}})",
+                      tracker::Clock::now());
+  }
+  const bj::object summary = state->summary(tracker::Clock::now());
+  const std::string text = prometheus_text(&summary, nullptr);
+  EXPECT_NE(text.find("webtune_measure_results_total{error_no=\"5\",error=\"WRONG_ANSWER\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("webtune_measure_results_total{error_no=\"0\",error=\"NO_ERROR\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("webtune_jobs_delivered_total 2\n"), std::string::npos);
+  int found = 0;
+  for (const bj::value& a : state->agents_json())
+    if (a.at("name") == "phone-2") {
+      ++found;
+      EXPECT_EQ(a.at("jobs_done").to_number<int64_t>(), 1);
+      EXPECT_EQ(a.at("jobs_failed").to_number<int64_t>(), 1);
+    }
+  EXPECT_EQ(found, 1);
+}
+
 TEST(Metrics, PrometheusTextHasAgentsQueuesErrorsLeasesAndConnections) {
   auto state = live_state();
   const bj::object summary = state->summary(tracker::Clock::now());
