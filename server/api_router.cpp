@@ -78,15 +78,9 @@ bj::object trial_json(const TrialRecord& t, int64_t number) {
   return o;
 }
 
-/// The trial number of a trial: its 1-based position among its job's trials. Trials are kept in
-/// insertion order and never deleted one by one, so the number is stable.
-int64_t trial_number(const RecordStore& store, const TrialRecord& best) {
-  int64_t n = 0;
-  for (const TrialRecord& t : store.trials(best.job_id)) {
-    ++n;
-    if (t.id == best.id) return n;
-  }
-  return 0;
+/// The trial number of a trial: its 1-based position among its job's trials.
+int64_t trial_number(const RecordStore& store, const TrialRecord& trial) {
+  return store.trial_number(trial.job_id, trial.id);
 }
 
 bj::object summary(const RecordStore* store, const tracker::TrackerState* live) {

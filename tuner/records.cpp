@@ -876,6 +876,15 @@ std::vector<BestRecord> RecordStore::best(const std::string& workload_filter,
   return out;
 }
 
+int64_t RecordStore::trial_number(int64_t job_id, int64_t trial_id) const {
+  Statement s(db_,
+              "SELECT CASE WHEN EXISTS(SELECT 1 FROM trials WHERE id = ?2 AND job_id = ?1) "
+              "THEN (SELECT count(*) FROM trials WHERE job_id = ?1 AND id <= ?2) ELSE 0 END",
+              "numbering trial " + std::to_string(trial_id));
+  s.bind(1, job_id).bind(2, trial_id);
+  return s.step() ? s.get_int(0) : 0;
+}
+
 std::vector<std::pair<MeasureErrorNo, int64_t>> RecordStore::error_counts(int64_t job_id) const {
   Statement s(db_,
               "SELECT error_no, count(*) FROM trials WHERE ?1 = 0 OR job_id = ?1 "

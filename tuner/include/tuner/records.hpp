@@ -129,6 +129,9 @@ class RecordStore {
   /// equals `target_filter` (empty: any), by job id. Jobs without a successful trial are left out.
   std::vector<BestRecord> best(const std::string& workload_filter = {},
                                const std::string& target_filter = {}) const;
+  /// The 1-based position of trial `trial_id` among its job's trials in insertion order (the
+  /// trial number a convergence plot shows); 0 when the job has no such trial.
+  int64_t trial_number(int64_t job_id, int64_t trial_id) const;
   /// Trial counts by error number (AutoTVM's numbering) of job `job_id`, or of every job when
   /// `job_id` is 0; numbers without trials are left out.
   std::vector<std::pair<MeasureErrorNo, int64_t>> error_counts(int64_t job_id = 0) const;
