@@ -3,6 +3,7 @@
 #include "server/metrics.hpp"
 
 #include <boost/json.hpp>
+#include <cstdio>
 #include <map>
 
 namespace webtune::server {

@@ -2,6 +2,7 @@
 /// Safe path resolution under the static root, and reading the files.
 #include "server/static_files.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>

@@ -2,6 +2,9 @@
 /// Viewer token from header, query or cookie.
 #include "server/viewer_access.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace webtune::server {
 
 namespace {

@@ -128,9 +128,11 @@ test('the dashboard follows a live tuning and shows every trial', { timeout: 240
   const recorded = await getJson(new URL(`/api/jobs/${job.id}/trials?limit=5000`, url));
   assert.equal(recorded.trials.length, recorded.total);
   assert.equal(recorded.total, TRIALS);
+  // One poll fetches the jobs list before the trials: wait for a poll that saw the job done.
   await page.waitForFunction(
-      (n) => Number(document.getElementById('plot').dataset.points) === n,
-      { timeout: 10_000 }, recorded.total).catch(() => {});
+      (n) => Number(document.getElementById('plot').dataset.points) === n &&
+             /done/.test(document.querySelector('#jobs tbody tr')?.textContent ?? ''),
+      { timeout: 15_000 }, recorded.total);
   const plot = await page.$eval('#plot', (el) => ({
     points: Number(el.dataset.points),
     job: Number(el.dataset.job),

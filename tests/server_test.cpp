@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "server/api_router.hpp"
 #include "server/dashboard_handler.hpp"

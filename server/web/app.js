@@ -93,7 +93,7 @@ function renderJobs(jobs) {
     tr.addEventListener('click', () => {
       state.selected = j.id;
       state.userSelected = true;
-      refresh();
+      requestRefresh();
     });
     return tr;
   }));
@@ -200,9 +200,22 @@ function renderJob(job) {
       best ? JSON.stringify(best.config, null, 1).replace(/\n\s*(?=[\]\d"-])/g, ' ') : '—';
 }
 
+// One refresh at a time: two overlapping ones would append the same trials twice.
 let timer = null;
+let inFlight = false;
+let again = false;
+
+function requestRefresh() {
+  if (inFlight) {
+    again = true;
+    return;
+  }
+  refresh();
+}
+
 async function refresh() {
   clearTimeout(timer);
+  inFlight = true;
   const status = document.getElementById('status');
   try {
     const [summary, agents, jobs] = await Promise.all(
@@ -221,7 +234,13 @@ async function refresh() {
     status.textContent = e.message;
     status.classList.add('error');
   }
-  timer = setTimeout(refresh, REFRESH_MS);
+  inFlight = false;
+  if (again) {
+    again = false;
+    refresh();
+  } else {
+    timer = setTimeout(refresh, REFRESH_MS);
+  }
 }
 
 window.addEventListener('resize', () => {
