@@ -1,7 +1,8 @@
 /// \file tune_command.cpp
 /// `webtune tune --workload FILE [--tasks C2,C4] --target gles-frag --trials 200 --db webtune.db
 /// [--tracker ws://...]`: tunes a model's tasks on the farm and records every trial. Without
-/// --tracker it starts an embedded tracker and --local-agents native agents.
+/// --tracker it starts an embedded tracker and --local-agents native agents, and prints the URL of
+/// the tracker's dashboard over the records (kept up --linger seconds after the tuning).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
