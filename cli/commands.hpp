@@ -22,5 +22,7 @@ void add_agent_command(CLI::App& app);
 void add_log_command(CLI::App& app);
 /// `webtune tune`: tunes a model's tasks on the farm (embedded by default), recording to SQLite.
 void add_tune_command(CLI::App& app);
+/// `webtune serve`: the dashboard, HTTP API and /metrics over a records file, without a tracker.
+void add_serve_command(CLI::App& app);
 
 }  // namespace webtune::cli

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <thread>
 
+#include "server/dashboard_handler.hpp"
+
 extern char** environ;
 
 namespace webtune::cli {
@@ -26,9 +28,13 @@ std::string self_path() {
 
 }  // namespace
 
-LocalFarm::LocalFarm(int agents, const std::string& key) {
+LocalFarm::LocalFarm(int agents, const std::string& key, const std::string& db) {
   tracker::TrackerConfig config;
   config.port = 0;
+  server::DashboardOptions dashboard;
+  dashboard.db = db;
+  dashboard.web_root = server::default_web_root();
+  config.http_handler = server::make_dashboard_handler(dashboard);
   server_ = std::make_unique<tracker::TrackerServer>(config);
   server_->start_background();
   const std::string exe = self_path();

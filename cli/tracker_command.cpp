@@ -1,15 +1,19 @@
 /// \file tracker_command.cpp
-/// `webtune tracker [--listen HOST:PORT] [--config FILE]` runs the daemon until SIGINT/SIGTERM;
+/// `webtune tracker [--listen HOST:PORT] [--config FILE] [--db FILE]` runs the daemon until
+/// SIGINT/SIGTERM, with the dashboard, HTTP API and /metrics on the same port (over the records
+/// file when --db is given);
 /// `webtune tracker status --tracker URL` prints the farm per key, like TVM's
 /// query_rpc_tracker.
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
+#include <boost/json.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "commands.hpp"
+#include "server/dashboard_handler.hpp"
+#include "server_runner.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
 
@@ -20,6 +24,7 @@ namespace {
 struct TrackerArgs {
   std::string listen = "127.0.0.1:9190", config;
   std::string agent_token, client_token, viewer_token;
+  std::string db, web_root;
 };
 
 struct StatusArgs {
@@ -29,30 +34,23 @@ struct StatusArgs {
 tracker::TrackerConfig make_config(const TrackerArgs& args) {
   tracker::TrackerConfig config;
   if (!args.config.empty()) config = tracker::TrackerConfig::from_file(args.config);
-  const auto colon = args.listen.rfind(':');
-  if (colon == std::string::npos) throw std::invalid_argument("--listen takes HOST:PORT");
-  config.host = args.listen.substr(0, colon);
-  config.port = static_cast<uint16_t>(std::stoi(args.listen.substr(colon + 1)));
+  apply_listen(args.listen, config);
   if (!args.agent_token.empty()) config.tokens.agent = args.agent_token;
   if (!args.client_token.empty()) config.tokens.client = args.client_token;
   if (!args.viewer_token.empty()) config.tokens.viewer = args.viewer_token;
+  server::DashboardOptions dashboard;
+  dashboard.db = args.db;
+  dashboard.web_root =
+      args.web_root.empty() ? server::default_web_root() : std::filesystem::path(args.web_root);
+  dashboard.viewer_token = config.tokens.viewer;
+  config.http_handler = server::make_dashboard_handler(dashboard);
   return config;
 }
 
 void run_tracker(const TrackerArgs& args) {
   tracker::TrackerServer server(make_config(args));
-  // Signals are caught on a small io_context of their own; stop() is thread-safe.
-  boost::asio::io_context signals_ioc;
-  boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
-    if (ec) return;
-    spdlog::info("signal {}: shutting down", signal);
-    server.stop();
-  });
-  std::thread signal_thread([&] { signals_ioc.run(); });
-  server.run();
-  signals_ioc.stop();
-  signal_thread.join();
+  spdlog::info("dashboard at {}", server.http_url());
+  run_until_signal(server);
   spdlog::info("tracker stopped");
 }
 
@@ -91,7 +89,10 @@ void add_tracker_command(CLI::App& app) {
   cmd->add_option("--config", args->config, "tracker config JSON (configs/tracker.json)");
   cmd->add_option("--agent-token", args->agent_token, "token agents must present");
   cmd->add_option("--client-token", args->client_token, "token clients must present");
-  cmd->add_option("--viewer-token", args->viewer_token, "token viewers must present");
+  cmd->add_option("--viewer-token", args->viewer_token,
+                  "token viewers (and the dashboard, API and /metrics) must present");
+  cmd->add_option("--db", args->db, "records file the dashboard and API show (default: none)");
+  cmd->add_option("--web-root", args->web_root, "dashboard files (default: the built ones)");
   CLI::App* st = cmd->add_subcommand("status", "Print agents and jobs per key");
   st->add_option("--tracker", status->tracker, "ws://HOST:PORT/ws")->capture_default_str();
   st->add_option("--token", status->token, "viewer token");

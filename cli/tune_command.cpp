@@ -1,13 +1,15 @@
 /// \file tune_command.cpp
 /// `webtune tune --workload FILE [--tasks C2,C4] --target gles-frag --trials 200 --db webtune.db
 /// [--tracker ws://...]`: tunes a model's tasks on the farm and records every trial. Without
-/// --tracker it starts an embedded tracker and --local-agents native agents.
+/// --tracker it starts an embedded tracker and --local-agents native agents, and prints the URL of
+/// the tracker's dashboard over the records (kept up --linger seconds after the tuning).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "commands.hpp"
 #include "local_farm.hpp"
@@ -21,6 +23,7 @@ struct TuneArgs {
   std::string workload, tasks, target = "gles-frag", db = "webtune.db", tracker, token, key;
   int local_agents = 1;
   int device_wait_s = 60;
+  int linger_s = 0;
   TuneOptions options;
 };
 
@@ -33,8 +36,10 @@ void run_tune(TuneArgs& args) {
   std::unique_ptr<LocalFarm> farm;
   std::string url = args.tracker;
   if (url.empty()) {
-    farm = std::make_unique<LocalFarm>(args.local_agents, key);
+    farm = std::make_unique<LocalFarm>(args.local_agents, key, args.db);
     url = farm->url();
+    std::printf("dashboard: %s\n", farm->dashboard_url().c_str());
+    std::fflush(stdout);
   }
   TrackerRunner runner(url, args.token, key);
   auto [device_key, device_json] = runner.wait_for_device(std::chrono::seconds(args.device_wait_s));
@@ -67,6 +72,13 @@ void run_tune(TuneArgs& args) {
     if (!p.best_config.empty())
       std::printf("best %-8s %s\n", p.name.c_str(), p.best_config.c_str());
   std::printf("records: %s (webtune log best --db %s)\n", args.db.c_str(), args.db.c_str());
+  if (farm && args.linger_s > 0) {
+    // The dashboard of the embedded farm lives as long as this process: keep it up a while so
+    // the results can be looked at (SIGINT/SIGTERM end it sooner).
+    std::printf("dashboard stays at %s for %d s\n", farm->dashboard_url().c_str(), args.linger_s);
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::seconds(args.linger_s));
+  }
 }
 
 }  // namespace
@@ -85,6 +97,9 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--token", args->token, "client token");
   cmd->add_option("--key", args->key, "agent key or prefix (default: the target's, e.g. gles)");
   cmd->add_option("--local-agents", args->local_agents, "agents of the embedded farm")
+      ->capture_default_str();
+  cmd->add_option("--linger", args->linger_s,
+                  "seconds the embedded farm's dashboard stays up after tuning")
       ->capture_default_str();
   cmd->add_option("--early-stopping", args->options.early_stopping,
                   "stop a task after N trials without improvement");

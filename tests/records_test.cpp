@@ -223,6 +223,42 @@ TEST_F(RecordsTest, TrialsLimitAndOffset) {
   EXPECT_EQ(store.trials(job, -1, 8).size(), 2u);
 }
 
+TEST_F(RecordsTest, ErrorCountsAgentsAndTrialNumbers) {
+  RecordStore store(path_);
+  store.upsert_device(kDevice, R"({"renderer":"llvmpipe"})");
+  const int64_t a = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  const int64_t b = store.open_job(conv_c2(), Target::kGlesFrag, kDevice);
+  ASSERT_EQ(
+      store.add_trials(a, {ok_trial(1, {1e-3}), error_trial(2, MeasureErrorNo::kWrongAnswer, "x"),
+                           ok_trial(3, {2e-3})}),
+      3);
+  ASSERT_EQ(store.add_trials(b, {error_trial(1, MeasureErrorNo::kCompileDevice, "y")}), 1);
+  using Counts = std::vector<std::pair<MeasureErrorNo, int64_t>>;
+  EXPECT_EQ(store.error_counts(a),
+            (Counts{{MeasureErrorNo::kNoError, 2}, {MeasureErrorNo::kWrongAnswer, 1}}));
+  EXPECT_EQ(store.error_counts(), (Counts{{MeasureErrorNo::kNoError, 2},
+                                          {MeasureErrorNo::kCompileDevice, 1},
+                                          {MeasureErrorNo::kWrongAnswer, 1}}));
+  EXPECT_TRUE(store.error_counts(99).empty());
+
+  const std::vector<AgentRecord> agents = store.agents();
+  ASSERT_EQ(agents.size(), 2u);
+  EXPECT_EQ(agents[0].name, "agent-1");
+  EXPECT_EQ(agents[0].trials, 2);
+  EXPECT_EQ(agents[0].errors, 0);
+  EXPECT_EQ(agents[1].name, "agent-2");
+  EXPECT_EQ(agents[1].trials, 2);
+  EXPECT_EQ(agents[1].errors, 2);
+  EXPECT_EQ(agents[1].device_key, kDevice);
+  EXPECT_EQ(agents[1].device_info_json, R"({"renderer":"llvmpipe"})");
+  EXPECT_GT(agents[1].last_seen, 1.7e9);
+
+  const std::vector<TrialRecord> trials = store.trials(a);
+  for (size_t i = 0; i < trials.size(); ++i)
+    EXPECT_EQ(store.trial_number(a, trials[i].id), static_cast<int64_t>(i + 1));
+  EXPECT_EQ(store.trial_number(b, trials[0].id), 0);  // a trial of another job
+}
+
 TEST_F(RecordsTest, OpenJobTwiceResumes) {
   int64_t job = 0;
   {

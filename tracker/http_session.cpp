@@ -1,17 +1,37 @@
 /// \file http_session.cpp
-/// Reads HTTP requests; hands WebSocket upgrades to WebsocketSession.
+/// Reads HTTP requests; hands WebSocket upgrades to WebsocketSession and the rest to the
+/// configured HttpHandler.
 #include "http_session.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+#include <cctype>
 
 #include "websocket_session.hpp"
 
 namespace webtune::tracker {
 
-HttpSession::HttpSession(tcp::socket&& socket, TrackerState& state, size_t max_frame_bytes,
-                         int heartbeat_ms)
-    : stream_(std::move(socket)),
-      state_(state),
-      max_frame_bytes_(max_frame_bytes),
-      heartbeat_ms_(heartbeat_ms) {}
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+HttpResponse json_error(int status, const std::string& message) {
+  HttpResponse r;
+  r.status = status;
+  r.body = R"({"error":)" + boost::json::serialize(boost::json::string(message)) + "}";
+  return r;
+}
+
+}  // namespace
+
+HttpSession::HttpSession(tcp::socket&& socket, TrackerState& state, const TrackerConfig& config)
+    : stream_(std::move(socket)), state_(state), config_(config) {}
 
 void HttpSession::run() {
   net::dispatch(stream_.get_executor(),
@@ -26,6 +46,25 @@ void HttpSession::do_read() {
                    beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
 }
 
+HttpResponse HttpSession::answer(const http::request<http::string_body>& request) {
+  if (!config_.http_handler)
+    return json_error(404, "not found: the tracker speaks WebSocket on /ws");
+  HttpRequest plain;
+  plain.method = std::string(request.method_string());
+  plain.target = std::string(request.target());
+  for (const auto& field : request)
+    plain.headers.emplace_back(lower(field.name_string()), std::string(field.value()));
+  try {
+    std::optional<HttpResponse> r =
+        config_.http_handler(plain, config_.websocket ? &state_ : nullptr);
+    if (r) return std::move(*r);
+  } catch (const std::exception& e) {
+    spdlog::warn("HTTP {} {}: {}", plain.method, plain.target, e.what());
+    return json_error(500, std::string("internal error: ") + e.what());
+  }
+  return json_error(404, "not found: " + plain.target);
+}
+
 void HttpSession::on_read(beast::error_code ec, size_t) {
   if (ec) {
     beast::error_code ignored;
@@ -33,21 +72,26 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
     return;
   }
   http::request<http::string_body> request = parser_->release();
-  if (websocket::is_upgrade(request) && request.target() == "/ws") {
-    std::make_shared<WebsocketSession>(stream_.release_socket(), state_, max_frame_bytes_,
-                                       heartbeat_ms_)
+  if (config_.websocket && websocket::is_upgrade(request) && request.target() == "/ws") {
+    std::make_shared<WebsocketSession>(stream_.release_socket(), state_, config_.max_frame_bytes,
+                                       config_.heartbeat_ms)
         ->run(std::move(request));
     return;
   }
-  response_ = std::make_shared<http::response<http::string_body>>(http::status::not_found,
-                                                                  request.version());
-  response_->set(http::field::content_type, "application/json");
-  response_->body() = R"({"error":"not found: the tracker speaks WebSocket on /ws"})";
-  response_->keep_alive(request.keep_alive());
+  HttpResponse r = answer(request);
+  // A refused upgrade ends the connection: its client waits for a 101, not for another request.
+  const bool keep_alive = request.keep_alive() && !websocket::is_upgrade(request);
+  response_ = std::make_shared<http::response<http::string_body>>(
+      static_cast<http::status>(r.status), request.version());
+  response_->set(http::field::server, "webtune");
+  response_->set(http::field::content_type, r.content_type);
+  for (const auto& [name, value] : r.headers) response_->insert(name, value);
+  response_->body() = std::move(r.body);
+  response_->keep_alive(keep_alive);
   response_->prepare_payload();
   http::async_write(
       stream_, *response_,
-      beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), request.keep_alive()));
+      beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), keep_alive));
 }
 
 void HttpSession::on_write(bool keep_alive, beast::error_code ec, size_t) {

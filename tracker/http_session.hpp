@@ -1,33 +1,36 @@
 /// \file http_session.hpp
-/// The first request on a tracker connection: a WebSocket upgrade on /ws becomes a
-/// WebsocketSession; any other request gets a plain HTTP answer (the HTTP API and pages of later
-/// issues hang off here).
+/// The requests on a tracker connection: a WebSocket upgrade on /ws becomes a WebsocketSession;
+/// any other request goes to the configured HttpHandler (the HTTP API, /metrics, the dashboard),
+/// and gets a 404 JSON error when there is none or it declines.
 #pragma once
 
 #include <memory>
 
 #include "beast.hpp"
+#include "tracker/tracker_server.hpp"
 #include "tracker/tracker_state.hpp"
 
 namespace webtune::tracker {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket&& socket, TrackerState& state, size_t max_frame_bytes, int heartbeat_ms);
+  /// `config` must outlive the session (it is the server's own).
+  HttpSession(tcp::socket&& socket, TrackerState& state, const TrackerConfig& config);
   void run();
 
  private:
   void do_read();
   void on_read(beast::error_code ec, size_t bytes);
   void on_write(bool keep_alive, beast::error_code ec, size_t bytes);
+  /// The handler's answer to `request`, or the tracker's 404.
+  HttpResponse answer(const http::request<http::string_body>& request);
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::unique_ptr<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http::response<http::string_body>> response_;
   TrackerState& state_;
-  size_t max_frame_bytes_;
-  int heartbeat_ms_;
+  const TrackerConfig& config_;
 };
 
 }  // namespace webtune::tracker

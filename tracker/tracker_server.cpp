@@ -70,9 +70,7 @@ struct TrackerServer::Impl {
       } else {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<HttpSession>(std::move(socket), state, config.max_frame_bytes,
-                                      config.heartbeat_ms)
-            ->run();
+        std::make_shared<HttpSession>(std::move(socket), state, config)->run();
       }
       do_accept();
     });
@@ -112,8 +110,15 @@ std::string TrackerServer::url() const {
   return "ws://" + impl_->config.host + ":" + std::to_string(port_) + "/ws";
 }
 
+std::string TrackerServer::http_url() const {
+  return "http://" + impl_->config.host + ":" + std::to_string(port_) + "/";
+}
+
 void TrackerServer::run() {
-  spdlog::info("tracker listening on {}", url());
+  if (impl_->config.websocket)
+    spdlog::info("tracker listening on {}", url());
+  else
+    spdlog::info("serving HTTP on {}", http_url());
   impl_->ioc.run();
 }
 

@@ -39,6 +39,11 @@ void TrackerState::protocol_error(uint64_t id, const std::string& code,
   send(id, make_error(code, message));
 }
 
+void TrackerState::on_heartbeat(uint64_t id) {
+  if (auto peer = peers_.find(id); peer != peers_.end())
+    peer->second.last_seen = std::chrono::system_clock::now();
+}
+
 void TrackerState::on_binary(uint64_t id, size_t bytes) {
   protocol_error(id, "bad_message",
                  "binary frames carry job payloads, which protocol 1 does not "
@@ -130,6 +135,7 @@ void TrackerState::handle_result(uint64_t id, const bj::object& message, TimePoi
   std::string why;
   if (!scheduler_.complete(id, job, error, bj::serialize(result), now, &actions, &why))
     throw ProtocolError("unknown_job", why);
+  ++counters_.results_by_error[static_cast<size_t>(error)];
   PeerInfo& info = peers_.at(id);
   if (error == MeasureErrorNo::kNoError)
     ++info.jobs_done;
@@ -267,12 +273,44 @@ bj::object TrackerState::summary(TimePoint now) const {
     clients += p.role == Role::kClient;
     viewers += p.role == Role::kViewer;
   }
+  bj::object by_error;
+  for (size_t e = 0; e < counters_.results_by_error.size(); ++e)
+    by_error[error_name(static_cast<MeasureErrorNo>(e))] = counters_.results_by_error[e];
   return bj::object{{"keys", std::move(keys)},
                     {"devices", std::move(devices)},
                     {"counters", std::move(counters)},
+                    {"results_by_error_no", std::move(by_error)},
+                    {"open_connections", connections_.size()},
                     {"agents", agents},
                     {"clients", clients},
                     {"viewers", viewers}};
+}
+
+namespace {
+
+double unix_seconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+bj::array TrackerState::agents_json() const {
+  bj::array out;
+  for (const auto& [id, p] : peers_) {
+    if (!p.greeted || p.role != Role::kAgent) continue;
+    bj::array keys;
+    for (const std::string& key : p.keys) keys.emplace_back(key);
+    out.push_back(bj::object{{"session", id},
+                             {"name", p.name},
+                             {"keys", std::move(keys)},
+                             {"device", bj::parse(p.device_json)},
+                             {"state", scheduler_.job_of(id) ? "busy" : "idle"},
+                             {"jobs_done", p.jobs_done},
+                             {"jobs_failed", p.jobs_failed},
+                             {"connected_at", unix_seconds(p.connected_at)},
+                             {"last_seen", unix_seconds(p.last_seen)}});
+  }
+  return out;
 }
 
 }  // namespace webtune::tracker

@@ -30,6 +30,10 @@ void WebsocketSession::on_accept(beast::error_code ec) {
     return;
   }
   id_ = state_.on_open(shared_from_this());
+  // Pings and pongs show an idle peer alive between messages (the dashboard's "last seen").
+  ws_.control_callback([this](websocket::frame_type kind, beast::string_view) {
+    if (kind != websocket::frame_type::close) state_.on_heartbeat(id_);
+  });
   do_read();
 }
 

@@ -883,6 +883,47 @@ std::vector<BestRecord> RecordStore::best(const std::string& workload_filter,
   return out;
 }
 
+int64_t RecordStore::trial_number(int64_t job_id, int64_t trial_id) const {
+  Statement s(db_,
+              "SELECT CASE WHEN EXISTS(SELECT 1 FROM trials WHERE id = ?2 AND job_id = ?1) "
+              "THEN (SELECT count(*) FROM trials WHERE job_id = ?1 AND id <= ?2) ELSE 0 END",
+              "numbering trial " + std::to_string(trial_id));
+  s.bind(1, job_id).bind(2, trial_id);
+  return s.step() ? s.get_int(0) : 0;
+}
+
+std::vector<std::pair<MeasureErrorNo, int64_t>> RecordStore::error_counts(int64_t job_id) const {
+  Statement s(db_,
+              "SELECT error_no, count(*) FROM trials WHERE ?1 = 0 OR job_id = ?1 "
+              "GROUP BY error_no ORDER BY error_no",
+              "counting the errors of job " + std::to_string(job_id));
+  s.bind(1, job_id);
+  std::vector<std::pair<MeasureErrorNo, int64_t>> out;
+  while (s.step()) out.emplace_back(error_from_int(static_cast<int>(s.get_int(0))), s.get_int(1));
+  return out;
+}
+
+std::vector<AgentRecord> RecordStore::agents() const {
+  Statement s(db_,
+              "SELECT a.name, coalesce(d.key, ''), coalesce(d.info_json, '{}'), a.last_seen, "
+              "(SELECT count(*) FROM trials x WHERE x.agent_id = a.id), "
+              "(SELECT count(*) FROM trials x WHERE x.agent_id = a.id AND x.error_no <> 0) "
+              "FROM agents a LEFT JOIN devices d ON d.id = a.device_id ORDER BY a.name",
+              "listing agents");
+  std::vector<AgentRecord> out;
+  while (s.step()) {
+    AgentRecord a;
+    a.name = s.get_text(0);
+    a.device_key = s.get_text(1);
+    a.device_info_json = s.get_text(2);
+    a.last_seen = s.get_double(3);
+    a.trials = s.get_int(4);
+    a.errors = s.get_int(5);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 std::vector<std::pair<TuningJobInfo, std::vector<TrialRecord>>> RecordStore::related_trials(
     OpKind op, Target target, int64_t exclude_job_id) const {
   std::vector<TuningJobInfo> jobs;

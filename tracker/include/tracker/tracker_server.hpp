@@ -1,5 +1,6 @@
 /// \file tracker_server.hpp
-/// The tracker daemon: a Boost.Beast WebSocket server on `/ws` around TrackerState.
+/// The tracker daemon: a Boost.Beast WebSocket server on `/ws` around TrackerState; other HTTP
+/// requests on the same port go to an optional HttpHandler (the API, /metrics, the dashboard).
 ///
 /// One io_context thread runs everything (accepts, reads, writes, the 100 ms lease tick), so the
 /// state needs no locks; stop() may be called from any thread or a signal handler's thread.
@@ -13,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "tracker/http_types.hpp"
 #include "tracker/scheduler.hpp"
 #include "tracker/tracker_state.hpp"
 
@@ -25,6 +27,11 @@ struct TrackerConfig {
   size_t max_frame_bytes = 16u << 20;  ///< larger frames close the connection with code 1009
   int heartbeat_ms = 10000;            ///< idle peers are pinged at half of it, dropped after it
   SchedulerOptions scheduler;
+  /// Answers plain HTTP requests (everything but the /ws upgrade); empty: 404 for all of them.
+  HttpHandler http_handler;
+  /// False serves HTTP alone (`webtune serve`): /ws upgrades get 404 and the handler gets no
+  /// state.
+  bool websocket = true;
 
   /// Reads configs/tracker.json-style files: {"host","port","tokens":{"agent","client","viewer"},
   /// "max_frame_bytes","heartbeat_ms","max_attempts","quarantine_after","quarantine_ms"}; every
@@ -43,6 +50,8 @@ class TrackerServer {
   uint16_t port() const { return port_; }
   /// "ws://host:port/ws".
   std::string url() const;
+  /// "http://host:port/", where the dashboard is when an http_handler serves it.
+  std::string http_url() const;
   /// Serves until stop(); returns afterwards. Installs no signal handlers (the CLI does).
   void run();
   /// Starts run() on a background thread (for embedding in `webtune tune` and tests).

@@ -6,6 +6,7 @@
 /// Not thread-safe: the daemon calls it from its single io_context thread only.
 #pragma once
 
+#include <array>
 #include <boost/json/fwd.hpp>
 #include <chrono>
 #include <map>
@@ -43,10 +44,12 @@ struct PeerInfo {
   std::chrono::system_clock::time_point connected_at, last_seen;
 };
 
-/// Counters exposed by `summary` (and later /metrics).
+/// Counters exposed by `summary` and /metrics.
 struct TrackerCounters {
   uint64_t connections = 0, protocol_errors = 0, refused_handshakes = 0, frames_in = 0,
            frames_out = 0;
+  /// Results that agents sent, by error number (index = MeasureErrorNo, 0 = NO_ERROR).
+  std::array<uint64_t, 9> results_by_error{};
 };
 
 class TrackerState {
@@ -57,6 +60,8 @@ class TrackerState {
   uint64_t on_open(std::shared_ptr<PeerConnection> peer);
   /// One text frame from session `id`. Never throws: protocol errors are answered and counted.
   void on_message(uint64_t id, std::string_view text, TimePoint now);
+  /// A ping or pong from session `id`: the peer is alive (PeerInfo::last_seen).
+  void on_heartbeat(uint64_t id);
   /// A binary frame: not used by protocol version 1 for anything but reserved payloads.
   void on_binary(uint64_t id, size_t bytes);
   /// The connection is gone (closed, reset, timed out).
@@ -69,8 +74,17 @@ class TrackerState {
   const Scheduler& scheduler() const { return scheduler_; }
   const TrackerCounters& counters() const { return counters_; }
   const std::map<uint64_t, PeerInfo>& peers() const { return peers_; }
-  /// The `summary` message body: keys, counters.
+  /// Open WebSocket connections (greeted or not).
+  size_t open_connections() const { return connections_.size(); }
+  /// The `summary` message body: {"keys": {KEY: {"agents_idle", "agents_busy",
+  /// "agents_quarantined", "jobs_pending", "jobs_leased"}}, "devices": {KEY: device},
+  /// "counters": {...}, "results_by_error_no": {"NO_ERROR": n, ...}, "open_connections",
+  /// "agents", "clients", "viewers"}.
   boost::json::object summary(TimePoint now) const;
+  /// The greeted agents, by session id: [{"session", "name", "keys": [...], "device": {...},
+  /// "state": "busy"|"idle", "jobs_done", "jobs_failed", "connected_at", "last_seen"}], times in
+  /// Unix seconds.
+  boost::json::array agents_json() const;
 
  private:
   void handle_hello(uint64_t id, const boost::json::object& message, TimePoint now);

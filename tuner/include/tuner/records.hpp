@@ -77,6 +77,15 @@ struct TrialRecord {
   std::string agent;  ///< name of the agent that measured it; may be empty
 };
 
+/// An agent that measured trials, as the records know it.
+struct AgentRecord {
+  std::string name;
+  std::string device_key;        ///< the device it last measured on; may be empty
+  std::string device_info_json;  ///< that device's info ("{}" when unknown)
+  double last_seen = 0;          ///< Unix time (s) of its last stored trial batch
+  int64_t trials = 0, errors = 0;
+};
+
 /// The best trial of a job.
 struct BestRecord {
   TuningJobInfo job;
@@ -123,6 +132,14 @@ class RecordStore {
   /// equals `target_filter` (empty: any), by job id. Jobs without a successful trial are left out.
   std::vector<BestRecord> best(const std::string& workload_filter = {},
                                const std::string& target_filter = {}) const;
+  /// The 1-based position of trial `trial_id` among its job's trials in insertion order (the
+  /// trial number a convergence plot shows); 0 when the job has no such trial.
+  int64_t trial_number(int64_t job_id, int64_t trial_id) const;
+  /// Trial counts by error number (AutoTVM's numbering) of job `job_id`, or of every job when
+  /// `job_id` is 0; numbers without trials are left out.
+  std::vector<std::pair<MeasureErrorNo, int64_t>> error_counts(int64_t job_id = 0) const;
+  /// Every agent that measured a trial, by name.
+  std::vector<AgentRecord> agents() const;
   /// Successful and failed trials of other jobs with the same op and target (transfer learning),
   /// excluding job `exclude_job_id`; by job id, trials in insertion order.
   std::vector<std::pair<TuningJobInfo, std::vector<TrialRecord>>> related_trials(

@@ -1,0 +1,227 @@
+/// \file api_router.cpp
+/// The /api/ endpoints; see api_router.hpp for what each returns.
+#include "server/api_router.hpp"
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <chrono>
+
+#include "tracker/tracker_state.hpp"
+
+namespace webtune::server {
+
+namespace bj = boost::json;
+
+namespace {
+
+/// A 400 with the request's own words in it.
+struct BadRequest : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses a whole decimal non-negative integer; throws BadRequest naming `what`.
+int64_t parse_count(std::string_view text, std::string_view what) {
+  int64_t value = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0)
+    throw BadRequest(std::string(what) + " must be a non-negative integer, not '" +
+                     std::string(text) + "'");
+  return value;
+}
+
+int64_t query_count(const RequestTarget& target, const std::string& name, int64_t fallback) {
+  auto it = target.query.find(name);
+  return it == target.query.end() ? fallback : parse_count(it->second, name);
+}
+
+bj::value parse_or_null(const std::string& text) {
+  boost::system::error_code ec;
+  bj::value v = bj::parse(text, ec);
+  return ec ? bj::value(nullptr) : v;
+}
+
+bj::object job_json(const TuningJobInfo& job) {
+  bj::object workload = job.workload.to_json();
+  workload["key"] = job.workload.key();
+  workload["flops"] = job.workload.flops();
+  return bj::object{{"id", job.id},
+                    {"task", job.task_name},
+                    {"workload", std::move(workload)},
+                    {"target", target_name(job.target)},
+                    {"device_key", job.device_key},
+                    {"tuner", job.tuner},
+                    {"status", job.status},
+                    {"trials", job.trials},
+                    {"errors", job.errors},
+                    {"best_gflops", job.best_gflops},
+                    {"created", job.created},
+                    {"updated", job.updated}};
+}
+
+bj::object trial_json(const TrialRecord& t, int64_t number) {
+  bj::array costs;
+  for (double c : t.result.costs) costs.emplace_back(c);
+  bj::object o{{"id", t.id},
+               {"number", number},
+               {"config_index", t.config_index},
+               {"error_no", static_cast<int>(t.result.error)},
+               {"error", error_name(t.result.error)},
+               {"message", t.result.message},
+               {"gflops", t.gflops},
+               {"mean_cost", nullptr},
+               {"costs", std::move(costs)},
+               {"all_cost", t.result.all_cost},
+               {"timestamp", t.result.timestamp},
+               {"agent", t.agent},
+               {"config", parse_or_null(t.config_json)}};
+  if (t.result.ok() && !t.result.costs.empty()) o["mean_cost"] = t.result.mean_cost();
+  return o;
+}
+
+/// The trial number of a trial: its 1-based position among its job's trials.
+int64_t trial_number(const RecordStore& store, const TrialRecord& trial) {
+  return store.trial_number(trial.job_id, trial.id);
+}
+
+bj::object summary(const RecordStore* store, const tracker::TrackerState* live) {
+  bj::object out{{"live", live != nullptr}, {"tracker", nullptr}, {"records", nullptr}};
+  if (live) out["tracker"] = live->summary(tracker::Clock::now());
+  if (store) {
+    int64_t running = 0, trials = 0, errors = 0;
+    const std::vector<TuningJobInfo> jobs = store->jobs();
+    for (const TuningJobInfo& j : jobs) {
+      running += j.status == "running";
+      trials += j.trials;
+      errors += j.errors;
+    }
+    out["records"] = bj::object{{"db", store->path()},
+                                {"jobs", jobs.size()},
+                                {"jobs_running", running},
+                                {"trials", trials},
+                                {"errors", errors}};
+  }
+  return out;
+}
+
+bj::object agents(const RecordStore* store, const tracker::TrackerState* live) {
+  bj::array recorded;
+  if (store)
+    for (const AgentRecord& a : store->agents())
+      recorded.push_back(bj::object{{"name", a.name},
+                                    {"device_key", a.device_key},
+                                    {"device", parse_or_null(a.device_info_json)},
+                                    {"last_seen", a.last_seen},
+                                    {"trials", a.trials},
+                                    {"errors", a.errors}});
+  return bj::object{{"live", live != nullptr},
+                    {"online", live ? live->agents_json() : bj::array()},
+                    {"recorded", std::move(recorded)}};
+}
+
+/// /api/jobs/{id}[/trials]: `rest` is what follows "/api/jobs/".
+tracker::HttpResponse job_route(const RecordStore* store, std::string_view rest,
+                                const RequestTarget& target) {
+  const size_t slash = rest.find('/');
+  const std::string_view id_text = rest.substr(0, slash);
+  const std::string_view tail =
+      slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  if (!tail.empty() && tail != "/trials") return json_error(404, "not found: " + target.path);
+  const int64_t id = parse_count(id_text, "the job id");
+  std::optional<TuningJobInfo> job = store ? store->job(id) : std::nullopt;
+  if (!job) return json_error(404, "no tuning job " + std::to_string(id));
+  if (tail.empty()) {
+    bj::object o = job_json(*job);
+    bj::array errors;
+    for (const auto& [error, count] : store->error_counts(id))
+      errors.push_back(bj::object{
+          {"error_no", static_cast<int>(error)}, {"error", error_name(error)}, {"count", count}});
+    o["errors_by_error_no"] = std::move(errors);
+    o["best"] = nullptr;
+    for (const BestRecord& b :
+         store->best(job->workload.key(), std::string(target_name(job->target))))
+      if (b.job.id == id) o["best"] = trial_json(b.trial, trial_number(*store, b.trial));
+    return json_ok(o);
+  }
+  const int64_t limit = query_count(target, "limit", 100);
+  const int64_t offset = query_count(target, "offset", 0);
+  if (limit > kMaxTrialPage)
+    throw BadRequest("limit must be at most " + std::to_string(kMaxTrialPage) + ", not " +
+                     std::to_string(limit));
+  bj::array trials;
+  int64_t number = offset;
+  for (const TrialRecord& t : store->trials(id, limit, offset))
+    trials.push_back(trial_json(t, ++number));
+  return json_ok(bj::object{{"job", id},
+                            {"total", job->trials},
+                            {"offset", offset},
+                            {"limit", limit},
+                            {"trials", std::move(trials)}});
+}
+
+tracker::HttpResponse best_route(const RecordStore* store, const RequestTarget& target) {
+  auto get = [&](const std::string& name) {
+    auto it = target.query.find(name);
+    return it == target.query.end() ? std::string() : it->second;
+  };
+  const std::string workload = get("workload"), target_filter = get("target");
+  if (!target_filter.empty()) {
+    try {
+      target_from_name(target_filter);
+    } catch (const std::invalid_argument& e) {
+      throw BadRequest(e.what());
+    }
+  }
+  bj::array best;
+  if (store)
+    for (const BestRecord& b : store->best(workload, target_filter))
+      best.push_back(bj::object{{"job", job_json(b.job)},
+                                {"trial", trial_json(b.trial, trial_number(*store, b.trial))}});
+  return json_ok(bj::object{{"best", std::move(best)}});
+}
+
+}  // namespace
+
+tracker::HttpResponse json_error(int status, const std::string& message) {
+  tracker::HttpResponse r;
+  r.status = status;
+  r.body = bj::serialize(bj::object{{"error", message}});
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+tracker::HttpResponse json_ok(const bj::value& body) {
+  tracker::HttpResponse r;
+  r.body = bj::serialize(body);
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+tracker::HttpResponse ApiRouter::route(std::string_view method, const RequestTarget& target,
+                                       const tracker::TrackerState* live) const {
+  if (method != "GET") {
+    tracker::HttpResponse r = json_error(405, "the API is read-only: use GET");
+    r.headers.emplace_back("Allow", "GET");
+    return r;
+  }
+  std::string_view path = target.path;
+  // "/api/jobs/" and "/api/jobs" are the same list.
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  try {
+    if (path == "/api/summary") return json_ok(summary(store_, live));
+    if (path == "/api/agents") return json_ok(agents(store_, live));
+    if (path == "/api/jobs") {
+      bj::array jobs;
+      if (store_)
+        for (const TuningJobInfo& j : store_->jobs()) jobs.push_back(job_json(j));
+      return json_ok(bj::object{{"jobs", std::move(jobs)}});
+    }
+    constexpr std::string_view kJobs = "/api/jobs/";
+    if (path.starts_with(kJobs)) return job_route(store_, path.substr(kJobs.size()), target);
+    if (path == "/api/best") return best_route(store_, target);
+  } catch (const BadRequest& e) {
+    return json_error(400, e.what());
+  }
+  return json_error(404, "not found: " + target.path);
+}
+
+}  // namespace webtune::server

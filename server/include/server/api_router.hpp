@@ -1,0 +1,60 @@
+/// \file api_router.hpp
+/// The JSON HTTP API over the tuning records and the live tracker, as a pure function of the
+/// request: no sockets, so tests call it directly on a test database.
+///
+/// Endpoints (GET; times are Unix seconds, speeds GFLOP/s, costs seconds):
+///  - /api/summary: {"live": bool, "tracker": summary or null, "records": {"db", "jobs",
+///    "jobs_running", "trials", "errors"} or null}. `tracker` is TrackerState::summary(): agents
+///    and queue depth per key, counters.
+///  - /api/agents: {"live": bool, "online": [TrackerState::agents_json() entries],
+///    "recorded": [{"name", "device_key", "device", "last_seen", "trials", "errors"}]}.
+///  - /api/jobs: {"jobs": [JOB]} by id, JOB = {"id", "task", "workload": {"key", "op", "flops",
+///    ...Workload::to_json()}, "target", "device_key", "tuner", "status", "trials", "errors",
+///    "best_gflops", "created", "updated"}.
+///  - /api/jobs/{id}: JOB plus "errors_by_error_no": [{"error_no", "error", "count"}] and "best":
+///    TRIAL or null.
+///  - /api/jobs/{id}/trials?limit=L&offset=O: {"job", "total", "offset", "limit", "trials":
+///    [TRIAL]} in insertion order; L in [0, 5000] (default 100), O >= 0 (default 0). TRIAL =
+///    {"id", "number" (1-based trial number within the job), "config_index", "error_no",
+///    "error", "message", "gflops", "mean_cost", "costs", "all_cost", "timestamp", "agent",
+///    "config" (the config entity JSON)}.
+///  - /api/best?workload=W&target=T: {"best": [{"job": JOB, "trial": TRIAL}]}, W a substring of
+///    the workload key or task name, T a target name ("gles-frag"); both optional.
+/// Errors are {"error": "..."}: 400 for a malformed id or parameter (a non-number, a negative
+/// offset, a limit out of range, an unknown target), 404 for an unknown path or job, 405 for a
+/// method other than GET. Query parameters the endpoint does not know are ignored (a viewer
+/// token travels as one).
+#pragma once
+
+#include <boost/json/fwd.hpp>
+#include <string>
+
+#include "server/url.hpp"
+#include "tracker/http_types.hpp"
+#include "tuner/records.hpp"
+
+namespace webtune::server {
+
+/// The largest `limit` of /api/jobs/{id}/trials.
+inline constexpr int64_t kMaxTrialPage = 5000;
+
+class ApiRouter {
+ public:
+  /// `store` may be nullptr (a tracker without --db): record endpoints then list nothing.
+  explicit ApiRouter(const RecordStore* store) : store_(store) {}
+
+  /// Answers `method` on `target` (a path under /api/); `live` is the running tracker's state,
+  /// or nullptr when records are served alone.
+  tracker::HttpResponse route(std::string_view method, const RequestTarget& target,
+                              const tracker::TrackerState* live) const;
+
+ private:
+  const RecordStore* store_;
+};
+
+/// A JSON error response: {"error": message}.
+tracker::HttpResponse json_error(int status, const std::string& message);
+/// A JSON 200 response (no caching: the API answers change with every trial).
+tracker::HttpResponse json_ok(const boost::json::value& body);
+
+}  // namespace webtune::server
