@@ -13,12 +13,17 @@
 ///    and a column into (n, oh, ow) and reads X[n, c, oh·stride − pad + r, ow·stride − pad + s],
 ///    zero outside the image. Output column (n, p) of row k is Y at (n·K + k)·OH·OW + p.
 ///
-/// Workgroup = threads_x × threads_y, dispatch = blocks_x × blocks_y. Invocation (tx, ty) of
-/// workgroup (bx, by) owns rows  by·BR + ty + i·threads_y            (i < regs_y)
-///                    and columns bx·BC + tx·w + j·threads_x·w + e    (j < regs_x/w, e < w)
-/// with BR = threads_y·regs_y, BC = threads_x·regs_x and w = 4 when columns are vec4, else 1.
+/// Workgroup = threads_x × threads_y × k_split, dispatch = blocks_x × blocks_y. Invocation
+/// (tx, ty, kz) of workgroup (bx, by) owns rows  by·BR + ty·g + (i div g)·threads_y·g + i mod g
+///                                                                              (i < regs_y)
+///                              and columns bx·BC + tx·w + j·threads_x·w + e   (j < regs_x/w,
+///                                                                              e < w)
+/// with BR = threads_y·regs_y, BC = threads_x·regs_x, w = 4 when columns are vec4, else 1, and
+/// g = 4 when shared A rows are read as vec4 (vec4, use_shared and regs_y % 4 == 0), else 1.
 /// Neighbouring invocations thus touch neighbouring addresses (coalesced loads, conflict-free
-/// shared reads) while each one's w columns form one aligned vec4.
+/// shared reads) while each one's w columns (and g rows) form one aligned vec4. The k_split
+/// invocations kz = 0 .. k_split−1 of one (tx, ty) own the same outputs and split the reduction
+/// between them (see k_split below).
 ///
 /// Knobs (the split structure is AutoTVM's CUDA templates' — topi/cuda/dense.py
 /// dense_large_batch, topi/cuda/conv2d_direct.py — with their [block, vthread, thread, inner]
@@ -36,9 +41,26 @@
 ///    costly on CPU drivers such as llvmpipe).
 ///  - vec4 {0, 1}: 1 reads A four depth values at a time through a vec4[] view (both ops); for
 ///    dense also B, the accumulators and C four columns at a time.
+///    With shared memory and regs_y % 4 == 0, vec4 also reads the A tile four rows at a time
+///    (As holds vec4s of four consecutive rows at one depth; each invocation's rows then come in
+///    groups of four, see the mapping above): 2 shared loads instead of 8 for an 8-row tile.
 ///  - unroll {1, 2, 4, 8}: copies of the reduction step written out in the loop body (AutoTVM's
 ///    unroll_explicit, with an explicit factor instead of auto_unroll_max_step). A step covers
 ///    4 depth values with vec4, else 1.
+///  - double_buffer {0, 1}: 1 keeps two copies of the shared tiles; while the workgroup
+///    multiplies one, each invocation's share of the next tile is loaded from global memory
+///    into registers before the arithmetic (its latency hides behind it) and stored into the
+///    other copy after it: one barrier per tile instead of two, and no idle load phase. This is
+///    the prefetching of fast CUDA SGEMMs (e.g. CUTLASS's two-stage mainloop).
+///  - k_split {1, 2, 4}: k_split invocations per output (the workgroup's z dimension) each take
+///    a contiguous 1/k_split of every reduction loop (of a shared tile, or of the whole depth
+///    without shared memory); at the end slices 1.. hand their register tiles to slice 0
+///    through shared memory, which adds them in slice order and stores. This is K-splitting
+///    inside a workgroup (CUTLASS's "sliced-K"): it multiplies the invocations working on a
+///    task with few outputs (ResNet-18's late layers: 512 × 49 outputs, depth 4608) without a
+///    second pass. K-splitting across workgroups (more workgroups, not only more invocations)
+///    would need partial-sum buffers and a reduce dispatch, which KernelArtifact cannot
+///    express yet (one program, one dispatch, three buffers).
 ///
 /// Constraints (structural, device-independent):
 ///  - regs_y ≤ 8 and regs_x ≤ 8: the register tile (≤ 64 accumulators) must stay in registers;
@@ -47,14 +69,18 @@
 ///    N % 4 == 0 and regs_x % 4 == 0 (vec4 columns of B and C).
 ///  - without shared memory k_depth == 1: tile_k means nothing there, and fixing it keeps the
 ///    valid space free of duplicate kernels.
-///  - the unrolled step (unroll × 4 with vec4, else unroll) divides the loop it unrolls: the
-///    depth without shared memory, k_depth with it, so no remainder loop is needed.
+///  - k_split × the unrolled step (unroll × 4 with vec4, else unroll) divides the loop it
+///    unrolls: the depth without shared memory, k_depth with it, so no remainder loop is needed.
+///  - double_buffer needs shared memory, and at most 16 global loads (vec4 or float) per
+///    invocation and tile: they are held in registers across the tile's arithmetic.
 ///  - unrolled multiply-adds per loop body (step · regs_y · regs_x) ≤ 1024: bounds the source
 ///    size and the driver's compile time.
 ///  - blocks_x, blocks_y ≤ 65535: the smallest GL_MAX_COMPUTE_WORK_GROUP_COUNT ES 3.1 allows.
-/// Device limits: threads_x·threads_y ≤ max_workgroup_invocations, threads_x ≤
-/// max_workgroup_size_x, threads_y ≤ max_workgroup_size_y, and with shared memory
-/// 4·k_depth·(BR + BC) bytes ≤ max_shared_memory_bytes.
+/// Device limits: threads_x·threads_y·k_split ≤ max_workgroup_invocations (1024 on desktop
+/// GPUs: 32×32, or 16×16×4), threads_x ≤ max_workgroup_size_x, threads_y ≤
+/// max_workgroup_size_y, k_split ≤ max_workgroup_size_z, and shared memory — the tiles,
+/// 4·k_depth·(BR + BC) bytes (twice with double_buffer), plus the k_split reduction area,
+/// 4·(k_split − 1)·BR·BC bytes — ≤ max_shared_memory_bytes.
 ///
 /// ## Direct family: depthwise_conv2d
 ///
@@ -83,17 +109,16 @@
 /// the workload. Image borders are the only edges: reads there are conditional, with the
 /// address clamped to 0 so that no invocation ever reads outside a buffer.
 ///
-/// Space sizes (raw / valid under the ES 3.1 minimum limits): dense 512³ 98,000 / 10,860;
-/// ResNet-18 C2 258,336 / 26,759, C1 97,344 / 3,140; dense 1×1000×512 4,000 / 638.
+/// Space sizes (raw / valid under the ES 3.1 minimum limits): see `webtune space`; the
+/// double_buffer and k_split knobs multiply the raw space by 6 (dense 512³ 588,000 raw).
 ///
 /// Default (glsl_compute_default): per knob the candidate closest to "8 threads along x and
 /// y, one output per invocation, one plane per workgroup, no shared memory, no vec4, no
 /// unroll"; if device limits exclude that entity, the valid entity with the smallest summed
 /// distance.
 ///
-/// Later (performance on discrete GPUs): double-buffered shared tiles, vec4 reads of the
-/// shared tiles, larger workgroups. The GEMM emitter keeps loading, the inner step and storing
-/// in separate functions so that these slot in without touching the rest.
+/// On an NVIDIA H100 through EGL (docs/benchmarks.md, issue 7) 128×128 block tiles of 16×16
+/// invocations with 8×8 register tiles, vec4 and double buffering are the fast region.
 #include "codegen/glsl_compute_emitter.hpp"
 
 #include <cmath>
@@ -118,6 +143,7 @@ constexpr int64_t kMaxTileDepth = 16;
 constexpr int64_t kMaxUnrolledMultiplyAdds = 1024;
 constexpr int64_t kMaxGroupCount = 65535;
 constexpr int64_t kDefaultThreadsPerDim = 8;
+constexpr int64_t kMaxPrefetchLoads = 16;
 
 // ---- Small helpers ---------------------------------------------------------------------------
 
@@ -259,16 +285,32 @@ struct GemmTiling {
   bool use_shared = false;
   bool vec4 = false;
   int64_t unroll = 1;
+  bool double_buffer = false;
+  int64_t k_split = 1;
 
   int64_t block_rows() const { return threads_y * regs_y; }
   int64_t block_cols() const { return threads_x * regs_x; }
-  int64_t invocations() const { return threads_x * threads_y; }
+  /// Invocations of one k-slice (the output tile's owners).
+  int64_t slice_invocations() const { return threads_x * threads_y; }
+  int64_t invocations() const { return threads_x * threads_y * k_split; }
   /// Depth values per A load (vec4 along the depth, or scalar).
   int64_t a_width() const { return vec4 ? 4 : 1; }
   /// Depth values one unrolled loop body covers.
   int64_t body_depth() const { return unroll * a_width(); }
+  /// The reduction loop one slice runs: a shared tile's depth (or the whole depth) / k_split.
+  int64_t slice_depth(int64_t depth) const { return (use_shared ? k_depth : depth) / k_split; }
+  /// Shared A rows are read four at a time (vec4) when each invocation's rows come in
+  /// groups of four: vec4 with shared memory and regs_y % 4 == 0.
+  bool a_rows_vec4() const { return vec4 && use_shared && regs_y % 4 == 0; }
+  /// Floats of one A (or B) shared tile.
+  int64_t a_tile_floats() const { return k_depth * block_rows(); }
+  int64_t b_tile_floats() const { return k_depth * block_cols(); }
+  /// Floats of the k-split reduction area: slices 1.. hand their register tiles to slice 0.
+  int64_t reduction_floats() const { return (k_split - 1) * block_rows() * block_cols(); }
   int64_t shared_bytes() const {
-    return use_shared ? 4 * k_depth * (block_rows() + block_cols()) : 0;
+    const int64_t tiles =
+        use_shared ? (double_buffer ? 2 : 1) * (a_tile_floats() + b_tile_floats()) : 0;
+    return 4 * (tiles + reduction_floats());
   }
 };
 
@@ -290,7 +332,25 @@ GemmTiling read_gemm_tiling(const GemmView& view, const ConfigEntity& entity) {
   t.vec4 = read_int(entity, "vec4") != 0;
   t.unroll = read_int(entity, "unroll");
   if (t.unroll < 1) refuse("unroll must be at least 1");
+  t.double_buffer = read_int(entity, "double_buffer") != 0;
+  t.k_split = read_int(entity, "k_split");
+  if (t.k_split < 1) refuse("k_split must be at least 1");
   return t;
+}
+
+/// Global loads one invocation makes per shared tile (A then B), ceil(items / invocations).
+int64_t loads_per_invocation(const GemmView& v, const GemmTiling& t) {
+  const int64_t cw = (!v.is_conv && t.vec4) ? 4 : 1;
+  const int64_t n = t.invocations();
+  const int64_t b_items = t.b_tile_floats() / cw;
+  const int64_t b_loads = (b_items + n - 1) / n;
+  if (t.a_rows_vec4()) {
+    // Items of 4 rows × 4 depth values, 4 vec4 loads each.
+    const int64_t a_items = t.a_tile_floats() / 16;
+    return 4 * ((a_items + n - 1) / n) + b_loads;
+  }
+  const int64_t a_items = t.a_tile_floats() / t.a_width();
+  return (a_items + n - 1) / n + b_loads;
 }
 
 struct GemmRule {
@@ -311,10 +371,16 @@ const GemmRule kGemmRules[] = {
      }},
     {"tile_k is only used with shared memory (k_depth must be 1 without it)",
      [](const GemmView&, const GemmTiling& t) { return t.use_shared || t.k_depth == 1; }},
-    {"the unrolled step (unroll, times 4 with vec4) divides the reduction loop",
+    {"the unrolled step (unroll, times 4 with vec4) times k_split divides the reduction loop",
      [](const GemmView& v, const GemmTiling& t) {
        const int64_t loop = t.use_shared ? t.k_depth : v.depth;
-       return loop % t.body_depth() == 0;
+       return loop % (t.k_split * t.body_depth()) == 0;
+     }},
+    {"double_buffer needs shared memory",
+     [](const GemmView&, const GemmTiling& t) { return t.use_shared || !t.double_buffer; }},
+    {"double_buffer: at most 16 prefetched global loads per invocation and tile",
+     [](const GemmView& v, const GemmTiling& t) {
+       return !t.double_buffer || loads_per_invocation(v, t) <= kMaxPrefetchLoads;
      }},
     {"at most 1024 unrolled multiply-adds per loop body",
      [](const GemmView&, const GemmTiling& t) {
@@ -332,7 +398,7 @@ struct GemmLimit {
 };
 
 const GemmLimit kGemmLimits[] = {
-    {"workgroup invocations (threads_x * threads_y) <= max_workgroup_invocations",
+    {"workgroup invocations (threads_x * threads_y * k_split) <= max_workgroup_invocations",
      [](const GemmTiling& t, const DeviceLimits& d) {
        return t.invocations() <= d.max_workgroup_invocations;
      }},
@@ -344,7 +410,13 @@ const GemmLimit kGemmLimits[] = {
      [](const GemmTiling& t, const DeviceLimits& d) {
        return t.threads_y <= d.max_workgroup_size_y;
      }},
-    {"shared tiles (4 * k_depth * (block_rows + block_cols) bytes) <= max_shared_memory_bytes",
+    {"k_split <= max_workgroup_size_z",
+     [](const GemmTiling& t, const DeviceLimits& d) {
+       return t.k_split <= d.max_workgroup_size_z;
+     }},
+    {"shared tiles (4 * k_depth * (block_rows + block_cols) bytes, twice with double_buffer) "
+     "and the k_split reduction area (4 * (k_split - 1) * block_rows * block_cols bytes) <= "
+     "max_shared_memory_bytes",
      [](const GemmTiling& t, const DeviceLimits& d) {
        return t.shared_bytes() <= d.max_shared_memory_bytes;
      }},
@@ -359,6 +431,8 @@ std::shared_ptr<ConfigSpace> gemm_space(const Workload& wl) {
   space->define_knob("use_shared", std::vector<int64_t>{0, 1});
   space->define_knob("vec4", std::vector<int64_t>{0, 1});
   space->define_knob("unroll", std::vector<int64_t>{1, 2, 4, 8});
+  space->define_knob("double_buffer", std::vector<int64_t>{0, 1});
+  space->define_knob("k_split", std::vector<int64_t>{1, 2, 4});
   for (const GemmRule& rule : kGemmRules) {
     space->add_constraint(rule.description, [view, holds = rule.holds](const ConfigEntity& e) {
       return holds(view, read_gemm_tiling(view, e));
@@ -381,17 +455,22 @@ class GemmEmitter {
       : wl_(wl), view_(view), t_(t), cw_(col_width(view, t)) {}
 
   std::string emit() {
-    write_preamble(w_, t_.threads_x, t_.threads_y, 1);
+    write_preamble(w_, t_.threads_x, t_.threads_y, t_.k_split);
     write_buffers();
     if (view_.is_conv) write_input_at(w_, wl_);
     if (t_.use_shared) write_shared_arrays();
+    if (t_.k_split > 1)
+      w_.line("shared " + col_type() + " Red[" + num(t_.reduction_floats() / cw_) + "];");
     w_.open("void main()");
     write_indices();
     write_accumulators();
-    if (t_.use_shared)
-      write_shared_loop();
-    else
+    if (!t_.use_shared)
       write_global_loop();
+    else if (t_.double_buffer)
+      write_double_buffered_loop();
+    else
+      write_shared_loop();
+    if (t_.k_split > 1) write_slice_reduction();
     write_stores();
     w_.close();
     return w_.text();
@@ -405,7 +484,21 @@ class GemmEmitter {
   int64_t col_atoms() const { return t_.regs_x / cw_; }
   std::string acc(int64_t i, int64_t j) const { return "acc[" + num(i * col_atoms() + j) + "]"; }
   /// Offset of invocation-local row i within the workgroup's block (relative to ty).
-  int64_t row_step(int64_t i) const { return i * t_.threads_y; }
+  /// With a_rows_vec4 the rows come in groups of four consecutive ones (one vec4 of As).
+  int64_t row_step(int64_t i) const {
+    if (t_.a_rows_vec4()) return (i / 4) * t_.threads_y * 4 + i % 4;
+    return i * t_.threads_y;
+  }
+  /// Rows per invocation step in As: 4 with a_rows_vec4, else 1.
+  int64_t row_group() const { return t_.a_rows_vec4() ? 4 : 1; }
+  /// The reduction range of this invocation's k-slice inside a loop of `loop` depth values.
+  std::string slice_begin(int64_t loop) const {
+    return t_.k_split > 1 ? "kz * " + num(loop / t_.k_split) : "0";
+  }
+  std::string slice_end(int64_t loop) const {
+    return t_.k_split > 1 ? "kz * " + num(loop / t_.k_split) + " + " + num(loop / t_.k_split)
+                          : num(loop);
+  }
   /// Offset, in columns, of atom j within the block (relative to tx·cw).
   int64_t col_step(int64_t j) const { return j * t_.threads_x * cw_; }
 
@@ -421,9 +514,12 @@ class GemmEmitter {
 
   void write_shared_arrays() {
     // As is stored transposed, [k][row], so that the rows an invocation reads for one k are
-    // threads_y apart: neighbouring invocations read neighbouring words.
-    w_.line("shared float As[" + num(t_.k_depth * t_.block_rows()) + "];");
-    w_.line("shared " + col_type() + " Bs[" + num(t_.k_depth * t_.block_cols() / cw_) + "];");
+    // threads_y apart (or, as vec4, threads_y groups of four apart): neighbouring invocations
+    // read neighbouring words. Double buffering keeps two copies of each tile back to back.
+    const int64_t copies = t_.double_buffer ? 2 : 1;
+    w_.line("shared " + std::string(t_.a_rows_vec4() ? "vec4" : "float") + " As[" +
+            num(copies * t_.a_tile_floats() / row_group()) + "];");
+    w_.line("shared " + col_type() + " Bs[" + num(copies * t_.b_tile_floats() / cw_) + "];");
   }
 
   void write_indices() {
@@ -431,7 +527,8 @@ class GemmEmitter {
     w_.line("int ty = int(gl_LocalInvocationID.y);");
     w_.line("int block_row = int(gl_WorkGroupID.y) * " + num(t_.block_rows()) + ";");
     w_.line("int block_col = int(gl_WorkGroupID.x) * " + num(t_.block_cols()) + ";");
-    w_.line("int row0 = block_row + ty;");
+    w_.line("int row0 = block_row + ty * " + num(row_group()) + ";");
+    if (t_.k_split > 1) w_.line("int kz = int(gl_LocalInvocationID.z);");
     w_.line("int col0 = block_col + tx * " + num(cw_) + ";");
     if (!t_.use_shared) {
       // Start of each owned row of A, in A's element units (vec4 or float).
@@ -483,7 +580,8 @@ class GemmEmitter {
   // ---- reduction without shared memory ----
 
   void write_global_loop() {
-    w_.open("for (int k = 0; k < " + num(view_.depth) + "; k += " + num(t_.body_depth()) + ")");
+    w_.open("for (int k = " + slice_begin(view_.depth) + "; k < " + slice_end(view_.depth) +
+            "; k += " + num(t_.body_depth()) + ")");
     for (int64_t u = 0; u < t_.unroll; ++u) write_global_step(u * t_.a_width());
     w_.close();
   }
@@ -542,46 +640,166 @@ class GemmEmitter {
   void write_shared_loop() {
     w_.line("int tid = int(gl_LocalInvocationIndex);");
     w_.open("for (int k0 = 0; k0 < " + num(view_.depth) + "; k0 += " + num(t_.k_depth) + ")");
-    write_shared_load_a();
-    write_shared_load_b();
+    w_.open("for (int e = tid; e < " + num(a_items()) + "; e += " + num(t_.invocations()) + ")");
+    write_a_indices("e");
+    write_a_load("p", "k0", true);
+    write_a_store("p", "");
+    w_.close();
+    w_.open("for (int e = tid; e < " + num(b_items()) + "; e += " + num(t_.invocations()) + ")");
+    write_b_load("p", "e", "k0", true);
+    w_.line("Bs[e] = p;");
+    w_.close();
     w_.line("memoryBarrierShared();");
     w_.line("barrier();");
-    w_.open("for (int k = 0; k < " + num(t_.k_depth) + "; k += " + num(t_.body_depth()) + ")");
-    for (int64_t step = 0; step < t_.body_depth(); ++step) write_shared_step(step);
-    w_.close();
+    write_tile_product("", "");
     // Nobody may overwrite the tiles for the next k0 while others still read them.
     w_.line("barrier();");
     w_.close();
   }
 
-  /// Cooperative load of A[block rows, k0 .. k0+k_depth) into As[k][row], a_width at a time.
-  void write_shared_load_a() {
-    const int64_t aw = t_.a_width();
-    const int64_t per_row = t_.k_depth / aw;
-    const int64_t items = t_.block_rows() * per_row;
-    w_.open("for (int e = tid; e < " + num(items) + "; e += " + num(t_.invocations()) + ")");
-    w_.line("int m = e / " + num(per_row) + ";");
-    w_.line("int kq = e - m * " + num(per_row) + ";");
-    const std::string src = a_buffer() + "[(block_row + m) * " + num(view_.depth / aw) +
-                            " + k0 / " + num(aw) + " + kq]";
-    if (aw == 1) {
-      w_.line("As[kq * " + num(t_.block_rows()) + " + m] = " + src + ";");
-    } else {
-      w_.line("vec4 v = " + src + ";");
-      for (int64_t c = 0; c < 4; ++c)
-        w_.line("As[(kq * 4 + " + num(c) + ") * " + num(t_.block_rows()) + " + m] = v[" + num(c) +
-                "];");
-    }
+  /// Two copies of each tile: while the workgroup multiplies one, each invocation's share of
+  /// the next tile travels from global memory into registers (issued before the arithmetic, so
+  /// its latency hides behind it) and then into the other copy. One barrier per tile suffices:
+  /// the copy written during tile t was last read during tile t − 1, before the previous barrier.
+  void write_double_buffered_loop() {
+    const int64_t tiles = view_.depth / t_.k_depth;
+    const int64_t a_loads = ceil_div(a_items(), t_.invocations());
+    const int64_t b_loads = ceil_div(b_items(), t_.invocations());
+    w_.line("int tid = int(gl_LocalInvocationIndex);");
+    for (int64_t l = 0; l < a_loads; ++l) declare_a_registers("pa" + num(l));
+    for (int64_t l = 0; l < b_loads; ++l)
+      w_.line((cw_ == 4 ? "vec4 pb" : "float pb") + num(l) + ";");
+    write_prefetch(a_loads, b_loads, "0");
+    write_commit(a_loads, b_loads, "0", "0");
+    w_.line("memoryBarrierShared();");
+    w_.line("barrier();");
+    w_.open("for (int t = 0; t < " + num(tiles) + "; ++t)");
+    w_.line("int a_cur = (t & 1) * " + num(t_.a_tile_floats() / row_group()) + ";");
+    w_.line("int b_cur = (t & 1) * " + num(t_.b_tile_floats() / cw_) + ";");
+    w_.line("bool more = t + 1 < " + num(tiles) + ";");
+    w_.open("if (more)");
+    write_prefetch(a_loads, b_loads, "(t + 1) * " + num(t_.k_depth));
+    w_.close();
+    write_tile_product("a_cur + ", "b_cur + ");
+    w_.open("if (more)");
+    write_commit(a_loads, b_loads, num(t_.a_tile_floats() / row_group()) + " - a_cur",
+                 num(t_.b_tile_floats() / cw_) + " - b_cur");
+    w_.close();
+    w_.line("memoryBarrierShared();");
+    w_.line("barrier();");
     w_.close();
   }
 
-  /// Cooperative load of B[k0 .. k0+k_depth, block cols] into Bs[k][col], col_width at a time.
-  void write_shared_load_b() {
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+  /// A load items per tile: groups of 4 rows × 4 depth values (a_rows_vec4), else single
+  /// rows × a_width depth values.
+  int64_t a_items() const {
+    return t_.a_rows_vec4() ? (t_.block_rows() / 4) * (t_.k_depth / 4)
+                            : t_.block_rows() * (t_.k_depth / t_.a_width());
+  }
+  int64_t b_items() const { return t_.b_tile_floats() / cw_; }
+
+  void declare_a_registers(const std::string& name) {
+    if (t_.a_rows_vec4()) {
+      for (int64_t r = 0; r < 4; ++r) w_.line("vec4 " + name + "_" + num(r) + ";");
+    } else {
+      w_.line((t_.vec4 ? "vec4 " : "float ") + name + ";");
+    }
+  }
+
+  /// Item `l` of this invocation: index e, and whether it exists (when the invocations do not
+  /// divide the items). Opens a scope the caller closes.
+  void open_item(int64_t l, int64_t items) {
+    w_.open("");
+    w_.line("int e = tid + " + num(l * t_.invocations()) + ";");
+    if (items % t_.invocations() != 0) w_.open("if (e < " + num(items) + ")");
+  }
+  void close_item(int64_t items) {
+    if (items % t_.invocations() != 0) w_.close();
+    w_.close();
+  }
+
+  void write_prefetch(int64_t a_loads, int64_t b_loads, const std::string& k0) {
+    for (int64_t l = 0; l < a_loads; ++l) {
+      open_item(l, a_items());
+      write_a_indices("e");
+      write_a_load("pa" + num(l), k0, false);
+      close_item(a_items());
+    }
+    for (int64_t l = 0; l < b_loads; ++l) {
+      open_item(l, b_items());
+      write_b_load("pb" + num(l), "e", k0, false);
+      close_item(b_items());
+    }
+  }
+
+  void write_commit(int64_t a_loads, int64_t b_loads, const std::string& a_off,
+                    const std::string& b_off) {
+    for (int64_t l = 0; l < a_loads; ++l) {
+      open_item(l, a_items());
+      write_a_indices("e");
+      write_a_store("pa" + num(l), a_off + " + ");
+      close_item(a_items());
+    }
+    for (int64_t l = 0; l < b_loads; ++l) {
+      open_item(l, b_items());
+      w_.line("Bs[" + b_off + " + e] = pb" + num(l) + ";");
+      close_item(b_items());
+    }
+  }
+
+  /// `int m, kq` of A item `e`: its row (group) in the block and its depth quad / value.
+  void write_a_indices(const std::string& e) {
+    const int64_t per_row = t_.a_rows_vec4() ? t_.k_depth / 4 : t_.k_depth / t_.a_width();
+    w_.line("int m = " + e + " / " + num(per_row) + ";");
+    w_.line("int kq = " + e + " - m * " + num(per_row) + ";");
+  }
+
+  /// Loads A item (m, kq) of the tile at depth k0 into `reg` (declared here when `declare`).
+  void write_a_load(const std::string& reg, const std::string& k0, bool declare) {
+    const int64_t aw = t_.a_width();
+    const std::string row_len = num(view_.depth / aw);
+    if (t_.a_rows_vec4()) {
+      for (int64_t r = 0; r < 4; ++r)
+        w_.line((declare ? "vec4 " : "") + reg + "_" + num(r) + " = " + a_buffer() +
+                "[(block_row + m * 4 + " + num(r) + ") * " + row_len + " + (" + k0 +
+                ") / 4 + kq];");
+      return;
+    }
+    w_.line((declare ? (aw == 4 ? "vec4 " : "float ") : "") + reg + " = " + a_buffer() +
+            "[(block_row + m) * " + row_len + " + (" + k0 + ") / " + num(aw) + " + kq];");
+  }
+
+  /// Stores A item (m, kq) from `reg` into As (transposed, [k][row]) at offset `off`.
+  void write_a_store(const std::string& reg, const std::string& off) {
+    const int64_t br = t_.block_rows();
+    if (t_.a_rows_vec4()) {
+      // Four rows × four depths in registers, transposed into four vec4s of four rows each.
+      for (int64_t c = 0; c < 4; ++c)
+        w_.line("As[" + off + "(kq * 4 + " + num(c) + ") * " + num(br / 4) + " + m] = vec4(" + reg +
+                "_0[" + num(c) + "], " + reg + "_1[" + num(c) + "], " + reg + "_2[" + num(c) +
+                "], " + reg + "_3[" + num(c) + "]);");
+      return;
+    }
+    if (t_.a_width() == 1) {
+      w_.line("As[" + off + "kq * " + num(br) + " + m] = " + reg + ";");
+      return;
+    }
+    for (int64_t c = 0; c < 4; ++c)
+      w_.line("As[" + off + "(kq * 4 + " + num(c) + ") * " + num(br) + " + m] = " + reg + "[" +
+              num(c) + "];");
+  }
+
+  /// Loads B item `e` (depth row kk, column atom n of the tile at depth k0) into `reg`
+  /// (declared first when `declare`); the index arithmetic stays in a scope of its own.
+  void write_b_load(const std::string& reg, const std::string& e, const std::string& k0,
+                    bool declare) {
     const int64_t per_row = t_.block_cols() / cw_;
-    const int64_t items = t_.k_depth * per_row;
-    w_.open("for (int e = tid; e < " + num(items) + "; e += " + num(t_.invocations()) + ")");
-    w_.line("int kk = e / " + num(per_row) + ";");
-    w_.line("int n = e - kk * " + num(per_row) + ";");
+    if (declare) w_.line(col_type() + " " + reg + ";");
+    w_.open("");
+    w_.line("int kk = " + e + " / " + num(per_row) + ";");
+    w_.line("int n = " + e + " - kk * " + num(per_row) + ";");
     if (view_.is_conv) {
       const int64_t ohw = wl_.out_h() * wl_.out_w();
       w_.line("int col = block_col + n;");
@@ -589,33 +807,67 @@ class GemmEmitter {
       w_.line("int pix = col - img * " + num(ohw) + ";");
       w_.line("int oh = pix / " + num(wl_.out_w()) + ";");
       w_.line("int ow = pix - oh * " + num(wl_.out_w()) + ";");
-      write_depth_decode("", "k0 + kk");
-      w_.line("Bs[e] = input_at((img * " + num(wl_.in_channels) + " + c) * " +
+      write_depth_decode("", "(" + k0 + ") + kk");
+      w_.line(reg + " = input_at((img * " + num(wl_.in_channels) + " + c) * " +
               num(wl_.height * wl_.width) + ", oh * " + num(wl_.stride) + " - " + num(wl_.pad) +
               " + r, ow * " + num(wl_.stride) + " - " + num(wl_.pad) + " + s);");
     } else {
-      w_.line("Bs[e] = weight[(k0 + kk) * " + num(view_.cols / cw_) + " + block_col / " + num(cw_) +
-              " + n];");
+      w_.line(reg + " = weight[((" + k0 + ") + kk) * " + num(view_.cols / cw_) + " + block_col / " +
+              num(cw_) + " + n];");
     }
     w_.close();
   }
 
+  /// This k-slice's share of the product of the current tiles (at offsets a_off, b_off).
+  void write_tile_product(const std::string& a_off, const std::string& b_off) {
+    w_.open("for (int k = " + slice_begin(t_.k_depth) + "; k < " + slice_end(t_.k_depth) +
+            "; k += " + num(t_.body_depth()) + ")");
+    for (int64_t step = 0; step < t_.body_depth(); ++step) write_shared_step(step, a_off, b_off);
+    w_.close();
+  }
+
   /// One depth value (k + step) of the tile: the register tile's A and B from shared memory.
-  void write_shared_step(int64_t step) {
+  void write_shared_step(int64_t step, const std::string& a_off, const std::string& b_off) {
     w_.open("");
     const std::string k = "k + " + num(step);
     std::vector<std::string> a(static_cast<size_t>(t_.regs_y));
-    for (int64_t i = 0; i < t_.regs_y; ++i) {
-      a[i] = "a" + num(i);
-      w_.line("float " + a[i] + " = As[(" + k + ") * " + num(t_.block_rows()) + " + ty + " +
-              num(row_step(i)) + "];");
+    if (t_.a_rows_vec4()) {
+      for (int64_t q = 0; q < t_.regs_y / 4; ++q)
+        w_.line("vec4 a" + num(q) + " = As[" + a_off + "(" + k + ") * " + num(t_.block_rows() / 4) +
+                " + ty + " + num(q * t_.threads_y) + "];");
+      for (int64_t i = 0; i < t_.regs_y; ++i) a[i] = "a" + num(i / 4) + "[" + num(i % 4) + "]";
+    } else {
+      for (int64_t i = 0; i < t_.regs_y; ++i) {
+        a[i] = "a" + num(i);
+        w_.line("float " + a[i] + " = As[" + a_off + "(" + k + ") * " + num(t_.block_rows()) +
+                " + ty + " + num(row_step(i)) + "];");
+      }
     }
     const int64_t bs_row = t_.block_cols() / cw_;
     for (int64_t j = 0; j < col_atoms(); ++j)
-      w_.line(col_type() + " b" + num(j) + " = Bs[(" + k + ") * " + num(bs_row) + " + tx + " +
-              num(j * t_.threads_x) + "];");
+      w_.line(col_type() + " b" + num(j) + " = Bs[" + b_off + "(" + k + ") * " + num(bs_row) +
+              " + tx + " + num(j * t_.threads_x) + "];");
     write_multiply_adds(a, "");
     w_.close();
+  }
+
+  /// k_split: slices 1.. hand their register tiles to slice 0 through shared memory, which
+  /// sums them (in slice order, so the result does not depend on timing) and stores.
+  void write_slice_reduction() {
+    const int64_t n_acc = t_.regs_y * col_atoms();
+    const int64_t inv = t_.slice_invocations();
+    w_.line("int lid = ty * " + num(t_.threads_x) + " + tx;");
+    w_.open("if (kz > 0)");
+    for (int64_t q = 0; q < n_acc; ++q)
+      w_.line("Red[((kz - 1) * " + num(n_acc) + " + " + num(q) + ") * " + num(inv) +
+              " + lid] = acc[" + num(q) + "];");
+    w_.close();
+    w_.line("memoryBarrierShared();");
+    w_.line("barrier();");
+    w_.line("if (kz > 0) return;");
+    for (int64_t z = 1; z < t_.k_split; ++z)
+      for (int64_t q = 0; q < n_acc; ++q)
+        w_.line("acc[" + num(q) + "] += Red[" + num(((z - 1) * n_acc + q) * inv) + " + lid];");
   }
 
   // ---- results ----
@@ -654,7 +906,7 @@ KernelArtifact emit_gemm(const Workload& wl, const ConfigEntity& entity) {
   artifact.inputs = plain_inputs(wl);
   artifact.output = plain_output(wl);
   artifact.dispatch = {t.blocks_x, t.blocks_y, 1};
-  artifact.workgroup = {t.threads_x, t.threads_y, 1};
+  artifact.workgroup = {t.threads_x, t.threads_y, t.k_split};
   artifact.shared_memory_bytes = t.shared_bytes();
   return artifact;
 }

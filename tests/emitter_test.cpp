@@ -56,6 +56,57 @@ TEST_P(EmitterOnLlvmpipe, RandomValidConfigsMatchTheReference) {
   EXPECT_EQ(errors[MeasureErrorNo::kNoError], static_cast<int>(configs.size()));
 }
 
+/// The GPU-oriented GEMM knobs, which random samples hit only now and then: double-buffered
+/// shared tiles, vec4 shared reads of A (regs_y % 4 == 0), k_split slices (with and without
+/// shared memory), and loads that the invocations do not divide evenly.
+TEST(ComputeGemmKnobs, DoubleBufferVec4AndKSplitMatchTheReference) {
+  struct Case {
+    Workload workload;
+    const char* entity;
+  };
+  const Case cases[] = {
+      // dense 64: 8×8 invocations of 8×8 (a_rows_vec4), k_depth 8, double buffered.
+      {Workload::dense(64, 64, 64, "dense64"),
+       R"([["tile_y","sp",[1,8,8]],["tile_x","sp",[1,8,8]],["tile_k","sp",[8,8]],)"
+       R"(["use_shared","ot",1],["vec4","ot",1],["unroll","ot",1],["double_buffer","ot",1],)"
+       R"(["k_split","ot",2]])"},
+      // dense 64: scalar, k_split 4; 64 A items for 128 invocations (guarded loads).
+      {Workload::dense(64, 64, 64, "dense64"),
+       R"([["tile_y","sp",[8,4,2]],["tile_x","sp",[2,8,4]],["tile_k","sp",[8,8]],)"
+       R"(["use_shared","ot",1],["vec4","ot",0],["unroll","ot",2],["double_buffer","ot",1],)"
+       R"(["k_split","ot",4]])"},
+      // dense 64 without shared memory, k_split 4 over the whole depth.
+      {Workload::dense(64, 64, 64, "dense64"),
+       R"([["tile_y","sp",[8,4,2]],["tile_x","sp",[4,4,4]],["tile_k","sp",[64,1]],)"
+       R"(["use_shared","ot",0],["vec4","ot",1],["unroll","ot",2],["double_buffer","ot",0],)"
+       R"(["k_split","ot",4]])"},
+      // conv 3×3 with padding (depth 54): vec4 off, double buffered, k_split 2.
+      {Workload::conv2d(1, 6, 10, 9, 8, 3, 1, 1, "conv3x3"),
+       R"([["tile_y","sp",[1,2,4]],["tile_x","sp",[3,6,5]],["tile_k","sp",[9,6]],)"
+       R"(["use_shared","ot",1],["vec4","ot",0],["unroll","ot",1],["double_buffer","ot",1],)"
+       R"(["k_split","ot",2]])"},
+      // C4 (1×1, stride 2, depth 64): vec4 weights read four rows at a time, double buffered.
+      {Workload::conv2d(1, 64, 56, 56, 128, 1, 2, 0, "C4"),
+       R"([["tile_y","sp",[4,4,8]],["tile_x","sp",[28,7,4]],["tile_k","sp",[4,16]],)"
+       R"(["use_shared","ot",1],["vec4","ot",1],["unroll","ot",1],["double_buffer","ot",1],)"
+       R"(["k_split","ot",4]])"},
+  };
+  for (const Case& c : cases) {
+    Task task = Task::create(c.workload, Target::kGlesCompute, runtime().info().limits);
+    const ConfigEntity entity = task.space->parse(std::string(R"({"entity":)") + c.entity + "}");
+    std::string why;
+    ASSERT_TRUE(task.space->is_valid(entity, &why)) << c.entity << ": " << why;
+    MeasureInput input;
+    input.workload = c.workload;
+    input.seed = 99;
+    input.samples = reference_samples(c.workload, input.seed, 64);
+    input.options.timeout_s = 30;
+    input.artifact = task.build(entity);
+    const MeasureResult r = runtime().measure(input);
+    EXPECT_EQ(r.error, MeasureErrorNo::kNoError) << c.entity << ": " << r.message;
+  }
+}
+
 std::vector<EmitterCase> emitter_cases() {
   std::vector<EmitterCase> cases;
   for (Target t : {Target::kGlesFrag, Target::kGlesCompute}) {

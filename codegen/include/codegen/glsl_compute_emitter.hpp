@@ -3,8 +3,10 @@
 ///
 /// Tensors live in storage buffers, row-major (float or vec4 views; bindings 0 data, 1 weight,
 /// 2 output). dense and conv2d share one implicit-GEMM template, depthwise_conv2d has a direct
-/// one. Knobs: workgroup shape, per-invocation register tile, shared-memory tiling on/off with
-/// its reduction depth, vec4 loads, unroll. Knobs, constraints and device limits are
+/// one. GEMM knobs: workgroup shape, per-invocation register tile (up to 8×8), shared-memory
+/// tiling on/off with its reduction depth, vec4 loads, stores and shared reads, unroll,
+/// double-buffered shared tiles, and k_split (invocations per output splitting the reduction
+/// inside a workgroup, up to 1024 invocations in all). Knobs, constraints and device limits are
 /// documented in the .cpp.
 #pragma once
 
