@@ -139,8 +139,9 @@ TEST(Features, SameLengthForEveryConfigOfASpace) {
     ASSERT_EQ(config_features(frag, frag.space->get(index)).size(), length) << index;
 
   const Task compute = dense_compute(256);
-  // tile_y and tile_x have 3 factors, tile_k 2, then 3 int knobs.
-  ASSERT_EQ(feature_names(compute).size(), 3 + 3 + 2 + 3 + kAnalyticFeatures);
+  // tile_y and tile_x have 3 factors, tile_k 2, then 5 int knobs (use_shared, vec4, unroll,
+  // double_buffer, k_split).
+  ASSERT_EQ(feature_names(compute).size(), 3 + 3 + 2 + 5 + kAnalyticFeatures);
   std::mt19937_64 rng(7);
   for (const ConfigEntity& e : compute.space->sample_distinct(rng, 200))
     ASSERT_EQ(config_features(compute, e).size(), feature_names(compute).size());
@@ -158,6 +159,7 @@ TEST(Features, ValuesFollowTheKnobsAndTheKernel) {
   const ConfigEntity best = task.space->get(best_index(task, compute_gflops));
   ASSERT_EQ(best.split("tile_y"), (std::vector<int64_t>{8, 8, 4}));
   ASSERT_EQ(best.split("tile_x"), (std::vector<int64_t>{4, 16, 4}));
+  ASSERT_EQ(best.get_int("k_split"), 1);
   const std::vector<std::string> names = feature_names(task);
   const std::vector<float> f = config_features(task, best);
   auto at = [&](const std::string& name) {
@@ -172,8 +174,10 @@ TEST(Features, ValuesFollowTheKnobsAndTheKernel) {
   EXPECT_FLOAT_EQ(at("log2_outputs_per_invocation"), 4.0f);  // 4×4 register tile
   EXPECT_FLOAT_EQ(at("log2_invocations_per_group"), 7.0f);   // 8×16 workgroup
   EXPECT_FLOAT_EQ(at("log2_groups"), 5.0f);                  // 256² / (32·64)
-  // Shared tiles: 4 bytes · k_depth 8 · (32 + 64); global traffic 4·256·(1/32 + 1/64).
-  EXPECT_FLOAT_EQ(at("log2_shared_bytes"), static_cast<float>(std::log2(1.0 + 3072)));
+  // Shared tiles: 4 bytes · k_depth 8 · (32 + 64), twice when double-buffered (the synthetic
+  // cost ignores double_buffer, so the noise picks it); global traffic 4·256·(1/32 + 1/64).
+  const double tile_bytes = 3072.0 * (best.get_int("double_buffer") ? 2 : 1);
+  EXPECT_FLOAT_EQ(at("log2_shared_bytes"), static_cast<float>(std::log2(1.0 + tile_bytes)));
   EXPECT_FLOAT_EQ(at("log2_input_bytes_per_output"), static_cast<float>(std::log2(1.0 + 48)));
   EXPECT_GT(at("log2_source_length"), 8.0f);
 
