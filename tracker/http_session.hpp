@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "beast.hpp"
 #include "tracker/tracker_state.hpp"
@@ -13,7 +14,9 @@ namespace webtune::tracker {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket&& socket, TrackerState& state, size_t max_frame_bytes, int heartbeat_ms);
+  /// `agent_root`: the directory served under /agent (see agent_page.hpp).
+  HttpSession(tcp::socket&& socket, TrackerState& state, size_t max_frame_bytes, int heartbeat_ms,
+              std::string agent_root);
   void run();
 
  private:
@@ -28,6 +31,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   TrackerState& state_;
   size_t max_frame_bytes_;
   int heartbeat_ms_;
+  std::string agent_root_;
 };
 
 }  // namespace webtune::tracker

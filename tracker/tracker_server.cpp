@@ -30,6 +30,7 @@ TrackerConfig TrackerConfig::from_file(const std::string& path) {
     c.max_frame_bytes =
         static_cast<size_t>(json::get_int_or(o, "max_frame_bytes", int64_t(c.max_frame_bytes)));
     c.heartbeat_ms = static_cast<int>(json::get_int_or(o, "heartbeat_ms", c.heartbeat_ms));
+    c.agent_root = json::get_string_or(o, "agent_root", c.agent_root);
     c.scheduler.max_attempts =
         static_cast<int>(json::get_int_or(o, "max_attempts", c.scheduler.max_attempts));
     c.scheduler.quarantine_after =
@@ -71,7 +72,7 @@ struct TrackerServer::Impl {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
         std::make_shared<HttpSession>(std::move(socket), state, config.max_frame_bytes,
-                                      config.heartbeat_ms)
+                                      config.heartbeat_ms, config.agent_root)
             ->run();
       }
       do_accept();

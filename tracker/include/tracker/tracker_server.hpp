@@ -1,5 +1,6 @@
 /// \file tracker_server.hpp
-/// The tracker daemon: a Boost.Beast WebSocket server on `/ws` around TrackerState.
+/// The tracker daemon: a Boost.Beast WebSocket server on `/ws` around TrackerState; the same
+/// port serves the browser agent page on `/agent`.
 ///
 /// One io_context thread runs everything (accepts, reads, writes, the 100 ms lease tick), so the
 /// state needs no locks; stop() may be called from any thread or a signal handler's thread.
@@ -13,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "tracker/agent_page.hpp"
 #include "tracker/scheduler.hpp"
 #include "tracker/tracker_state.hpp"
 
@@ -24,11 +26,13 @@ struct TrackerConfig {
   AccessTokens tokens;
   size_t max_frame_bytes = 16u << 20;  ///< larger frames close the connection with code 1009
   int heartbeat_ms = 10000;            ///< idle peers are pinged at half of it, dropped after it
+  /// The browser agent's files, served under /agent (see agent_page.hpp).
+  std::string agent_root = default_agent_root();
   SchedulerOptions scheduler;
 
   /// Reads configs/tracker.json-style files: {"host","port","tokens":{"agent","client","viewer"},
-  /// "max_frame_bytes","heartbeat_ms","max_attempts","quarantine_after","quarantine_ms"}; every
-  /// field optional. Throws std::runtime_error naming the file and the bad field.
+  /// "max_frame_bytes","heartbeat_ms","agent_root","max_attempts","quarantine_after","quarantine_ms"};
+  /// every field optional. Throws std::runtime_error naming the file and the bad field.
   static TrackerConfig from_file(const std::string& path);
 };
 
