@@ -22,5 +22,7 @@ void add_agent_command(CLI::App& app);
 void add_log_command(CLI::App& app);
 /// `webtune tune`: tunes a model's tasks on the farm (embedded by default), recording to SQLite.
 void add_tune_command(CLI::App& app);
+/// `webtune farm`: a local farm of headless Chromium agent tabs (browser-agent/farm.mjs).
+void add_farm_command(CLI::App& app);
 
 }  // namespace webtune::cli

@@ -18,7 +18,7 @@ namespace webtune::cli {
 namespace {
 
 struct TrackerArgs {
-  std::string listen = "127.0.0.1:9190", config;
+  std::string listen = "127.0.0.1:9190", config, agent_root;
   std::string agent_token, client_token, viewer_token;
 };
 
@@ -33,6 +33,7 @@ tracker::TrackerConfig make_config(const TrackerArgs& args) {
   if (colon == std::string::npos) throw std::invalid_argument("--listen takes HOST:PORT");
   config.host = args.listen.substr(0, colon);
   config.port = static_cast<uint16_t>(std::stoi(args.listen.substr(colon + 1)));
+  if (!args.agent_root.empty()) config.agent_root = args.agent_root;
   if (!args.agent_token.empty()) config.tokens.agent = args.agent_token;
   if (!args.client_token.empty()) config.tokens.client = args.client_token;
   if (!args.viewer_token.empty()) config.tokens.viewer = args.viewer_token;
@@ -90,6 +91,9 @@ void add_tracker_command(CLI::App& app) {
   cmd->add_option("--listen", args->listen, "HOST:PORT")->capture_default_str();
   cmd->add_option("--config", args->config, "tracker config JSON (configs/tracker.json)");
   cmd->add_option("--agent-token", args->agent_token, "token agents must present");
+  cmd->add_option("--agent-root", args->agent_root,
+                  "directory served as the browser agent page /agent (default: "
+                  "$WEBTUNE_AGENT_ROOT or the source tree's browser-agent/)");
   cmd->add_option("--client-token", args->client_token, "token clients must present");
   cmd->add_option("--viewer-token", args->viewer_token, "token viewers must present");
   CLI::App* st = cmd->add_subcommand("status", "Print agents and jobs per key");
