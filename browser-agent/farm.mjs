@@ -13,7 +13,8 @@
 // printed as "farm: tab N: ...".
 //
 // Lines on stdin control the farm (for tests and operators): "close N" closes tab N (reopened
-// unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
+// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context, to exercise
+// recovery), "status" prints every tab's agent state as one JSON line, "quit" stops.
 // SIGINT/SIGTERM, the end of --parent-pid, or "quit" close the browser and remove its profile.
 
 import fs from 'node:fs';
@@ -227,13 +228,19 @@ readline.createInterface({ input: process.stdin }).on('line', async (line) => {
     if (!tab) return say(`no tab ${arg}`);
     say(`tab ${tab.index}: closing on request`);
     await tab.close().catch((e) => say(`tab ${tab.index}: close failed: ${e.message}`));
+  } else if (command === 'lose') {
+    const tab = tabs[Number.parseInt(arg, 10)];
+    if (!tab?.page) return say(`no open tab ${arg}`);
+    const lost = await tab.page.evaluate(() => window.webtuneAgent.executors[0].loseContext())
+      .catch((e) => `failed: ${e.message}`);
+    say(`tab ${tab.index}: lose context: ${lost}`);
   } else if (command === 'status') {
     const states = await Promise.all(tabs.map((t) => t.state()));
     say(`status ${JSON.stringify(states)}`);
   } else if (command === 'quit') {
     await shutdown(0);
   } else if (command) {
-    say(`unknown command '${command}' (close N, status, quit)`);
+    say(`unknown command '${command}' (close N, lose N, status, quit)`);
   }
 });
 

@@ -54,6 +54,8 @@ BrowserFarm::BrowserFarm(const BrowserFarmOptions& options) {
   posix_spawn_file_actions_init(&actions);
   // The farm reads commands on stdin; it gets none from here (and must not steal a terminal's).
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  // Nothing of this process (sockets, databases) leaks into the farm and its browser.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   if (options.quiet) posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

@@ -49,7 +49,7 @@ class FarmProcess {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[0], 0);
-    posix_spawn_file_actions_addclose(&actions, fds[1]);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // sockets of this test stay here
     const int rc = posix_spawnp(&pid_, "node", &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[0]);
@@ -57,6 +57,8 @@ class FarmProcess {
     ::fcntl(stdin_, F_SETFD, FD_CLOEXEC);
     if (rc != 0) throw std::runtime_error("cannot start node");
   }
+  FarmProcess(const FarmProcess&) = delete;
+  FarmProcess& operator=(const FarmProcess&) = delete;
   ~FarmProcess() {
     ::close(stdin_);
     ::kill(pid_, SIGTERM);
@@ -97,6 +99,12 @@ class BrowserFarmTest : public ::testing::Test {
     server_ = std::make_unique<TrackerServer>(config);
     server_->start_background();
     farm_ = std::make_unique<FarmProcess>(server_->url(), tabs);
+    wait_for_tabs(tabs);
+  }
+
+  /// Waits until `tabs` agents have joined; remembers their key and device.
+  void wait_for_tabs(int tabs) {
+    key_.clear();
     viewer_ = std::make_unique<TrackerClient>(server_->url(), hello_as(Role::kViewer));
     const auto deadline = std::chrono::steady_clock::now() + 120s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -186,6 +194,31 @@ class BrowserFarmTest : public ::testing::Test {
     }
   }
 
+  /// The name of the agent that holds a job, once one does (within 60 s), else "".
+  std::string busy_agent() {
+    std::string name;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (name.empty() && std::chrono::steady_clock::now() < deadline) {
+      server_->inspect([&](const TrackerState& state) {
+        for (const auto& [id, peer] : state.peers())
+          if (peer.role == Role::kAgent && state.scheduler().job_of(id)) name = peer.name;
+      });
+      std::this_thread::sleep_for(20ms);
+    }
+    return name;
+  }
+
+  /// A dense 64 job with about `seconds` s of timed runs (min_repeat_ms), to be in flight for a
+  /// while.
+  MeasureInput long_input(int seconds) {
+    Task task = Task::create(Workload::dense(64, 64, 64), Target::kGlesFrag, limits());
+    MeasureInput input = input_for(task, task.default_config(), 3);
+    input.options.number = 1;
+    input.options.repeat = seconds;
+    input.options.min_repeat_ms = 1000;
+    return input;
+  }
+
   std::unique_ptr<TrackerServer> server_;
   std::unique_ptr<FarmProcess> farm_;
   std::unique_ptr<TrackerClient> viewer_, client_;
@@ -238,22 +271,8 @@ TEST_F(BrowserFarmTest, ShaderTheBrowserRejectsIsCompileDeviceWithItsLog) {
 
 TEST_F(BrowserFarmTest, ClosedTabsJobRunsAgainElsewhereAndArrivesOnce) {
   start(2);
-  Task task = Task::create(Workload::dense(64, 64, 64), Target::kGlesFrag, limits());
-  MeasureInput input = input_for(task, task.default_config(), 3);
-  // About 3 s of timed runs, so that the job is surely in flight when its tab closes.
-  input.options.number = 1;
-  input.options.repeat = 3;
-  input.options.min_repeat_ms = 1000;
-  submit({input}, 1);
-  std::string victim;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (victim.empty() && std::chrono::steady_clock::now() < deadline) {
-    server_->inspect([&](const TrackerState& state) {
-      for (const auto& [id, peer] : state.peers())
-        if (peer.role == Role::kAgent && state.scheduler().job_of(id)) victim = peer.name;
-    });
-    std::this_thread::sleep_for(20ms);
-  }
+  submit({long_input(3)}, 1);
+  const std::string victim = busy_agent();
   ASSERT_EQ(victim.rfind("tab-", 0), 0u) << "no tab took the job";
   std::this_thread::sleep_for(500ms);  // well inside the timed runs
   farm_->command("close " + victim.substr(4));
@@ -266,6 +285,70 @@ TEST_F(BrowserFarmTest, ClosedTabsJobRunsAgainElsewhereAndArrivesOnce) {
   server_->inspect([&](const TrackerState& state) {
     EXPECT_EQ(state.scheduler().counters().agents_lost_jobs, 1u);
   });
+}
+
+TEST_F(BrowserFarmTest, LostContextIsRuntimeDeviceAndTheTabGoesOn) {
+  start(1);
+  submit({long_input(5)}, 1);
+  ASSERT_FALSE(busy_agent().empty());
+  std::this_thread::sleep_for(1000ms);
+  farm_->command("lose 0");
+  auto lost = collect(1, 120s);
+  ASSERT_EQ(lost.size(), 1u);
+  const auto& result = lost[1].result;
+  EXPECT_EQ(result.at("error_no").to_number<int>(), 4) << boost::json::serialize(result);
+  EXPECT_NE(std::string(result.at("message").as_string()).find("context was lost"),
+            std::string::npos)
+      << boost::json::serialize(result);
+  // The tab built a fresh context: the next job passes.
+  Task task = Task::create(Workload::dense(32, 32, 32), Target::kGlesFrag, limits());
+  submit({input_for(task, task.default_config(), 5)}, 2);
+  auto next = collect(1, 120s);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[2].result.at("error_no").to_number<int>(), 0)
+      << boost::json::serialize(next[2].result);
+}
+
+TEST_F(BrowserFarmTest, JobPastItsTimeoutIsRunTimeout) {
+  start(1);
+  MeasureInput input = long_input(30);
+  input.options.timeout_s = 2;
+  submit({input}, 1);
+  auto results = collect(1, 120s);
+  ASSERT_EQ(results.size(), 1u);
+  const auto& result = results[1].result;
+  EXPECT_EQ(result.at("error_no").to_number<int>(), 7) << boost::json::serialize(result);
+  EXPECT_NE(std::string(result.at("message").as_string()).find("timeout of 2 s"), std::string::npos)
+      << boost::json::serialize(result);
+}
+
+TEST_F(BrowserFarmTest, TabReconnectsWhenTheTrackerComesBack) {
+  start(1);
+  const uint16_t port = server_->port();
+  client_.reset();
+  viewer_.reset();
+  server_->stop();
+  server_.reset();
+  std::this_thread::sleep_for(2s);  // the tab is backing off now
+  TrackerConfig config;
+  config.port = port;
+  // The old sockets may hold the port for a moment (FIN_WAIT); a restarted tracker retries too.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!server_) {
+    try {
+      server_ = std::make_unique<TrackerServer>(config);
+    } catch (const std::runtime_error& e) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  server_->start_background();
+  wait_for_tabs(1);
+  Task task = Task::create(Workload::dense(32, 32, 32), Target::kGlesFrag, limits());
+  submit({input_for(task, task.default_config(), 5)}, 1);
+  auto results = collect(1, 120s);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[1].result.at("error_no").to_number<int>(), 0);
 }
 
 }  // namespace
