@@ -14,7 +14,7 @@
 //
 // Lines on stdin control the farm (for tests and operators): "close N" closes tab N (reopened
 // unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context, to exercise
-// recovery), "status" prints every tab's agent state as one JSON line, "quit" stops.
+// recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
 // SIGINT/SIGTERM, the end of --parent-pid, or "quit" close the browser and remove its profile.
 
 import fs from 'node:fs';
@@ -61,6 +61,10 @@ function agentUrl(index) {
   page.searchParams.set('token', opts.token);
   page.searchParams.set('name', `${opts.name}-${index}`);
   page.searchParams.set('targets', opts.targets);
+  // Extra page parameters for experiments, e.g. WEBTUNE_AGENT_PARAMS="sync=finish".
+  for (const [k, v] of new URLSearchParams(process.env.WEBTUNE_AGENT_PARAMS || '')) {
+    page.searchParams.set(k, v);
+  }
   return page.toString();
 }
 
@@ -98,7 +102,17 @@ class Tab {
   }
 
   async open() {
-    if (stopping || !browser) return;
+    // A reopen timer and a relaunched browser may both get here: one page per tab.
+    if (stopping || !browser || this.page || this.opening) return;
+    this.opening = true;
+    try {
+      await this.openPage();
+    } finally {
+      this.opening = false;
+    }
+  }
+
+  async openPage() {
     const page = await browser.newPage();
     this.page = page;
     page.on('console', (message) => {
@@ -162,6 +176,7 @@ async function launchBrowser() {
   launched.on('disconnected', () => {
     if (browser !== launched) return;
     browser = null;
+    for (const tab of tabs) tab.page = null;  // gone with their browser
     removeProfile();
     if (stopping || opts['no-restart']) return;
     browserRestarts += 1;
@@ -234,13 +249,18 @@ readline.createInterface({ input: process.stdin }).on('line', async (line) => {
     const lost = await tab.page.evaluate(() => window.webtuneAgent.executors[0].loseContext())
       .catch((e) => `failed: ${e.message}`);
     say(`tab ${tab.index}: lose context: ${lost}`);
+  } else if (command === 'kill-browser') {
+    const child = browser?.process();
+    if (!child) return say('no browser to kill');
+    say(`killing the browser (pid ${child.pid}) on request`);
+    child.kill('SIGKILL');
   } else if (command === 'status') {
     const states = await Promise.all(tabs.map((t) => t.state()));
     say(`status ${JSON.stringify(states)}`);
   } else if (command === 'quit') {
     await shutdown(0);
   } else if (command) {
-    say(`unknown command '${command}' (close N, lose N, status, quit)`);
+    say(`unknown command '${command}' (close N, lose N, kill-browser, status, quit)`);
   }
 });
 

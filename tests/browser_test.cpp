@@ -351,5 +351,21 @@ TEST_F(BrowserFarmTest, TabReconnectsWhenTheTrackerComesBack) {
   EXPECT_EQ(results[1].result.at("error_no").to_number<int>(), 0);
 }
 
+TEST_F(BrowserFarmTest, CrashedBrowserIsRelaunchedAndItsTabsRejoin) {
+  start(1);
+  farm_->command("kill-browser");
+  // The tab's socket closes with the browser; a relaunched browser's tab joins again.
+  const auto gone = std::chrono::steady_clock::now() + 30s;
+  while (viewer_->summary()["agents"].to_number<int>() != 0 &&
+         std::chrono::steady_clock::now() < gone)
+    std::this_thread::sleep_for(50ms);
+  wait_for_tabs(1);
+  Task task = Task::create(Workload::dense(32, 32, 32), Target::kGlesFrag, limits());
+  submit({input_for(task, task.default_config(), 5)}, 1);
+  auto results = collect(1, 120s);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[1].result.at("error_no").to_number<int>(), 0);
+}
+
 }  // namespace
 }  // namespace webtune::tracker
