@@ -9,7 +9,7 @@
 // URL parameters: token (the tracker's agent token; else the form asks for it), name (shown in
 // the farm), targets (comma-separated executor families, default all that work here), tracker
 // (a ws:// URL, default this page's host); the rest go to the executors as options (webgl2:
-// sync=fence|finish). Progress is shown on the page and logged to the
+// sync=fence|readpixels|finish). Progress is shown on the page and logged to the
 // console with a "[webtune]" prefix, which the local farm (farm.mjs) forwards.
 
 import { ErrorNo, MeasureError, makeResult } from './measure.mjs';

@@ -69,12 +69,13 @@ export class WebGL2Executor {
   /**
    * Creates the executor and its context; throws when the browser has no usable WebGL2.
    * `options.sync`: how a timed batch waits for the GPU: "fence" (default; fenceSync polled
-   * between tasks) or "finish" (gl.finish), for comparison only: in Chromium 156 on SwiftShader
+   * between tasks), "readpixels" (a blocking 1-texel read of target 0, which waits for the
+   * draws), or "finish" (gl.finish), for comparison only: in Chromium 156 on SwiftShader
    * finish returns before the draws are done (dense 256³ "times" at 503 GFLOP/s with finish,
    * 0.44 GFLOP/s with the fence; native llvmpipe does 1.6).
    */
   constructor(options = {}) {
-    this.sync = options.sync === 'finish' ? 'finish' : 'fence';
+    this.sync = ['finish', 'readpixels'].includes(options.sync) ? options.sync : 'fence';
     this.generation = 0;
     this.createContext();
   }
@@ -438,6 +439,12 @@ class Trial {
   /** Waits until every command issued so far has finished on the GPU. */
   async sync() {
     const gl = this.gl;
+    if (this.executor.sync === 'readpixels') {
+      // Reading one texel of target 0 must wait for every draw that writes it.
+      gl.readBuffer(gl.COLOR_ATTACHMENT0);
+      gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, this.texel || (this.texel = new Float32Array(4)));
+      return;
+    }
     const fence = this.executor.sync === 'fence' ? gl.fenceSync(gl.SYNC_GPU_COMMANDS_COMPLETE, 0) : null;
     if (!fence) {
       gl.finish();
@@ -445,10 +452,14 @@ class Trial {
     }
     try {
       // Flush once, then poll between tasks: the page stays responsive (socket, cancel, the
-      // watchdog), and MessageChannel turns cost microseconds, unlike clamped timers.
+      // watchdog). The first 2 ms poll through MessageChannel turns (microseconds, exact for
+      // short batches); later polls sleep on timers (≤ 4 ms late, which min_repeat_ms amortizes),
+      // so that a spinning page does not take a core from a CPU renderer (SwiftShader,
+      // llvmpipe) that draws the batch.
+      const begin = performance.now();
       let status = gl.clientWaitSync(fence, gl.SYNC_FLUSH_COMMANDS_BIT, 0);
       while (status === gl.TIMEOUT_EXPIRED) {
-        await nextTask();
+        await (performance.now() - begin < 2 ? nextTask() : new Promise((r) => setTimeout(r, 1)));
         this.checkLost('waiting for the kernel');
         status = gl.clientWaitSync(fence, 0, 0);
       }
