@@ -30,7 +30,7 @@ using namespace std::chrono_literals;
 /// `node browser-agent/farm.mjs` with a pipe to its stdin for commands ("close N").
 class FarmProcess {
  public:
-  FarmProcess(const std::string& url, int tabs) {
+  FarmProcess(const std::string& url, int tabs, const std::string& token = {}) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     std::vector<std::string> args = {"node",         WEBTUNE_SOURCE_DIR "/browser-agent/farm.mjs",
@@ -39,6 +39,10 @@ class FarmProcess {
                                      "--targets",    "webgl2",
                                      "--name",       "tab",
                                      "--parent-pid", std::to_string(::getpid())};
+    if (!token.empty()) {
+      args.push_back("--token");
+      args.push_back(token);
+    }
     if (const char* gl = std::getenv("WEBTUNE_TEST_GL")) {
       args.push_back("--gl");
       args.push_back(gl);
@@ -93,12 +97,15 @@ Hello hello_as(Role role) {
 /// A tracker, a farm of `tabs` tabs and a client; waits until every tab has joined.
 class BrowserFarmTest : public ::testing::Test {
  protected:
-  void start(int tabs) {
+  /// `agent_token`: the tracker requires it of agents, and the farm's tabs present it
+  /// (`/agent?token=...`).
+  void start(int tabs, const std::string& agent_token = {}) {
     TrackerConfig config;
     config.port = 0;
+    config.tokens.agent = agent_token;
     server_ = std::make_unique<TrackerServer>(config);
     server_->start_background();
-    farm_ = std::make_unique<FarmProcess>(server_->url(), tabs);
+    farm_ = std::make_unique<FarmProcess>(server_->url(), tabs, agent_token);
     wait_for_tabs(tabs);
   }
 
@@ -226,8 +233,8 @@ class BrowserFarmTest : public ::testing::Test {
   boost::json::object device_;
 };
 
-TEST_F(BrowserFarmTest, TabJoinsAsWebgl2WithLimitsAndIsolation) {
-  start(1);
+TEST_F(BrowserFarmTest, TabJoinsAsWebgl2WithTokenLimitsAndIsolation) {
+  start(1, "tab-secret");
   EXPECT_EQ(key_.rfind("webgl2:", 0), 0u) << key_;
   // DeviceLimits' JSON shape, read back by the tuner.
   DeviceLimits l = limits();
