@@ -80,6 +80,7 @@ function createExecutors() {
 class Agent {
   constructor(executors, token) {
     this.executors = executors;
+    this.executorOptions = Object.fromEntries(params);
     this.token = token;
     this.socket = null;
     this.backoffMs = 500;
@@ -225,9 +226,16 @@ class Agent {
       });
       const outcome = await Promise.race([measured, watchdog]);
       if (outcome.watchdog) {
-        // The executor is still inside a batch; it stops at its next check, and its context is
-        // replaced so that a hung kernel cannot poison the next job.
-        measured.catch(() => {}).finally(() => { try { executor.createContext?.(); } catch (e) { /* next job retries */ } });
+        // The old executor is still inside a batch (it stops at its next check, or never if the
+        // kernel hangs): the next jobs get a fresh executor with a context of its own.
+        measured.catch(() => {});
+        try {
+          const fresh = new executor.constructor(this.executorOptions);
+          this.executors[this.executors.indexOf(executor)] = fresh;
+          window.webtuneAgent.executors = this.executors;
+        } catch (e) {
+          log(`cannot replace the ${executor.constructor.family} executor: ${e.message}`);
+        }
         return makeResult(ErrorNo.RUN_TIMEOUT, `the job ran past its timeout of ${timeoutS} s (+${WATCHDOG_GRACE_S} s grace)`, [], elapsed());
       }
       return makeResult(ErrorNo.NO_ERROR, '', outcome.costs, elapsed());
