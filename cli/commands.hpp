@@ -24,5 +24,7 @@ void add_log_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 /// `webtune serve`: the dashboard, HTTP API and /metrics over a records file, without a tracker.
 void add_serve_command(CLI::App& app);
+/// `webtune farm`: a local farm of headless Chromium agent tabs (browser-agent/farm.mjs).
+void add_farm_command(CLI::App& app);
 
 }  // namespace webtune::cli

@@ -28,7 +28,8 @@ std::string self_path() {
 
 }  // namespace
 
-LocalFarm::LocalFarm(int agents, const std::string& key, const std::string& db) {
+LocalFarm::LocalFarm(int agents, const std::string& key, const std::string& db,
+                     std::optional<BrowserFarmOptions> browser) {
   tracker::TrackerConfig config;
   config.port = 0;
   server::DashboardOptions dashboard;
@@ -37,6 +38,14 @@ LocalFarm::LocalFarm(int agents, const std::string& key, const std::string& db) 
   config.http_handler = server::make_dashboard_handler(dashboard);
   server_ = std::make_unique<tracker::TrackerServer>(config);
   server_->start_background();
+  if (browser) {
+    browser->tracker = url();
+    browser->tabs = agents;
+    browser->name = "local";
+    browser_farm_ = std::make_unique<BrowserFarm>(*browser);
+    spdlog::info("local farm: tracker at {}, {} browser tab(s)", url(), agents);
+    return;
+  }
   const std::string exe = self_path();
   for (int i = 0; i < agents; ++i) {
     std::vector<std::string> args = {exe,
@@ -63,6 +72,7 @@ LocalFarm::LocalFarm(int agents, const std::string& key, const std::string& db) 
 }
 
 LocalFarm::~LocalFarm() {
+  browser_farm_.reset();
   for (pid_t pid : agents_) ::kill(pid, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (pid_t pid : agents_) {

@@ -22,7 +22,7 @@ namespace webtune::cli {
 namespace {
 
 struct TrackerArgs {
-  std::string listen = "127.0.0.1:9190", config;
+  std::string listen = "127.0.0.1:9190", config, agent_root;
   std::string agent_token, client_token, viewer_token;
   std::string db, web_root;
 };
@@ -35,6 +35,7 @@ tracker::TrackerConfig make_config(const TrackerArgs& args) {
   tracker::TrackerConfig config;
   if (!args.config.empty()) config = tracker::TrackerConfig::from_file(args.config);
   apply_listen(args.listen, config);
+  if (!args.agent_root.empty()) config.agent_root = args.agent_root;
   if (!args.agent_token.empty()) config.tokens.agent = args.agent_token;
   if (!args.client_token.empty()) config.tokens.client = args.client_token;
   if (!args.viewer_token.empty()) config.tokens.viewer = args.viewer_token;
@@ -88,6 +89,9 @@ void add_tracker_command(CLI::App& app) {
   cmd->add_option("--listen", args->listen, "HOST:PORT")->capture_default_str();
   cmd->add_option("--config", args->config, "tracker config JSON (configs/tracker.json)");
   cmd->add_option("--agent-token", args->agent_token, "token agents must present");
+  cmd->add_option("--agent-root", args->agent_root,
+                  "directory served as the browser agent page /agent (default: "
+                  "$WEBTUNE_AGENT_ROOT or the source tree's browser-agent/)");
   cmd->add_option("--client-token", args->client_token, "token clients must present");
   cmd->add_option("--viewer-token", args->viewer_token,
                   "token viewers (and the dashboard, API and /metrics) must present");

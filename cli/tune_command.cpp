@@ -1,8 +1,9 @@
 /// \file tune_command.cpp
 /// `webtune tune --workload FILE [--tasks C2,C4] --target gles-frag --trials 200 --db webtune.db
 /// [--tracker ws://...]`: tunes a model's tasks on the farm and records every trial. Without
-/// --tracker it starts an embedded tracker and --local-agents native agents, and prints the URL of
-/// the tracker's dashboard over the records (kept up --linger seconds after the tuning).
+/// --tracker it starts an embedded tracker and --local-agents native agents (headless Chromium
+/// tabs for --target webgl2), and prints the URL of the tracker's dashboard over the records
+/// (kept up --linger seconds after the tuning).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ namespace {
 
 struct TuneArgs {
   std::string workload, tasks, target = "gles-frag", db = "webtune.db", tracker, token, key;
+  std::string farm_gl = "swiftshader";
   int local_agents = 1;
   int device_wait_s = 60;
   int linger_s = 0;
@@ -28,15 +30,22 @@ struct TuneArgs {
 };
 
 void run_tune(TuneArgs& args) {
-  args.options.target = target_from_name(args.target);
+  const TuneTarget target = tune_target_from_name(args.target);
+  args.options.target = target.kernel;
   const std::vector<WorkloadFileTask> tasks = resolve_workloads(args.workload, args.tasks);
-  const std::string key =
-      args.key.empty() ? std::string(target_key(args.options.target)) : args.key;
+  const std::string key = args.key.empty() ? target.key : args.key;
 
   std::unique_ptr<LocalFarm> farm;
   std::string url = args.tracker;
   if (url.empty()) {
-    farm = std::make_unique<LocalFarm>(args.local_agents, key, args.db);
+    std::optional<BrowserFarmOptions> browser;
+    if (target.browser) {
+      browser.emplace();
+      browser->targets = target.key;
+      browser->gl = args.farm_gl;
+      browser->quiet = true;
+    }
+    farm = std::make_unique<LocalFarm>(args.local_agents, key, args.db, browser);
     url = farm->url();
     std::printf("dashboard: %s\n", farm->dashboard_url().c_str());
     std::fflush(stdout);
@@ -89,14 +98,20 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--workload", args->workload, "workload file or inline spec (see measure)")
       ->required();
   cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
-  cmd->add_option("--target", args->target, "gles-frag or gles-compute")->capture_default_str();
+  cmd->add_option("--target", args->target,
+                  "gles-frag, gles-compute, or webgl2 (gles-frag kernels in browser tabs)")
+      ->capture_default_str();
   cmd->add_option("--trials", args->options.trials, "trials per task")->capture_default_str();
   cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();
   cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
   cmd->add_option("--tracker", args->tracker, "ws://HOST:PORT/ws (default: embedded)");
   cmd->add_option("--token", args->token, "client token");
   cmd->add_option("--key", args->key, "agent key or prefix (default: the target's, e.g. gles)");
-  cmd->add_option("--local-agents", args->local_agents, "agents of the embedded farm")
+  cmd->add_option("--local-agents", args->local_agents,
+                  "agents (browser tabs for webgl2) of the embedded farm")
+      ->capture_default_str();
+  cmd->add_option("--farm-gl", args->farm_gl,
+                  "WebGL backend of the embedded browser farm: swiftshader or llvmpipe")
       ->capture_default_str();
   cmd->add_option("--linger", args->linger_s,
                   "seconds the embedded farm's dashboard stays up after tuning")

@@ -33,4 +33,23 @@ std::string_view target_key(Target target) {
   return "unknown";
 }
 
+TuneTarget tune_target_from_name(std::string_view name) {
+  TuneTarget t;
+  t.name = std::string(name);
+  if (name == "webgl2") {
+    t.kernel = Target::kGlesFrag;
+    t.key = "webgl2";
+    t.browser = true;
+    return t;
+  }
+  try {
+    t.kernel = target_from_name(name);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("unknown target '" + std::string(name) +
+                                "' (known: gles-frag, gles-compute, webgl2)");
+  }
+  t.key = std::string(target_key(t.kernel));
+  return t;
+}
+
 }  // namespace webtune

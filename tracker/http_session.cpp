@@ -9,6 +9,7 @@
 #include <boost/json/string.hpp>
 #include <cctype>
 
+#include "tracker/agent_page.hpp"
 #include "websocket_session.hpp"
 
 namespace webtune::tracker {
@@ -47,6 +48,22 @@ void HttpSession::do_read() {
 }
 
 HttpResponse HttpSession::answer(const http::request<http::string_body>& request) {
+  if (config_.websocket && is_agent_page_target(request.target())) {
+    // The browser agent's page and modules (agent_page.hpp); HEAD keeps GET's Content-Length.
+    const bool head = request.method() == http::verb::head;
+    AgentPageResponse page = agent_page_response(request.target(), config_.agent_root,
+                                                 head || request.method() == http::verb::get, head);
+    HttpResponse r;
+    r.status = page.status;
+    r.body = std::move(page.body);
+    for (auto& [name, value] : page.headers) {
+      if (lower(name) == "content-type")
+        r.content_type = std::move(value);
+      else
+        r.headers.emplace_back(std::move(name), std::move(value));
+    }
+    return r;
+  }
   if (!config_.http_handler)
     return json_error(404, "not found: the tracker speaks WebSocket on /ws");
   HttpRequest plain;
@@ -88,7 +105,9 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
   for (const auto& [name, value] : r.headers) response_->insert(name, value);
   response_->body() = std::move(r.body);
   response_->keep_alive(keep_alive);
-  response_->prepare_payload();
+  // A HEAD answer that already states its GET body's length (the agent page) keeps it.
+  if (!(request.method() == http::verb::head && response_->has_content_length()))
+    response_->prepare_payload();
   http::async_write(
       stream_, *response_,
       beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), keep_alive));

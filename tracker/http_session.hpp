@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "beast.hpp"
 #include "tracker/tracker_server.hpp"

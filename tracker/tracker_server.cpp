@@ -2,6 +2,7 @@
 /// The listener, the lease tick and the server's lifetime.
 #include "tracker/tracker_server.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
@@ -30,6 +31,7 @@ TrackerConfig TrackerConfig::from_file(const std::string& path) {
     c.max_frame_bytes =
         static_cast<size_t>(json::get_int_or(o, "max_frame_bytes", int64_t(c.max_frame_bytes)));
     c.heartbeat_ms = static_cast<int>(json::get_int_or(o, "heartbeat_ms", c.heartbeat_ms));
+    c.agent_root = json::get_string_or(o, "agent_root", c.agent_root);
     c.scheduler.max_attempts =
         static_cast<int>(json::get_int_or(o, "max_attempts", c.scheduler.max_attempts));
     c.scheduler.quarantine_after =
@@ -55,6 +57,9 @@ struct TrackerServer::Impl {
     if (ec) throw std::runtime_error("bad listen address '" + config.host + "': " + ec.message());
     acceptor.open(endpoint.protocol(), ec);
     if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+    // Child processes (local agents, a browser farm) must not inherit the listener: they would
+    // keep the port bound after the tracker is gone, and a restarted tracker could not listen.
+    if (!ec) ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
     if (!ec) acceptor.bind(endpoint, ec);
     if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
     if (ec)

@@ -19,4 +19,18 @@ Target target_from_name(std::string_view name);
 /// The tracker key prefix of agents that run this target, e.g. "gles".
 std::string_view target_key(Target target);
 
+/// A target as `webtune tune --target` names it: the kernel kind that the config space and
+/// emitter produce, and the key prefix of the agents its jobs go to. The same kernels can run on
+/// several kinds of agent: "webgl2" is the gles-frag template (GLSL ES 3.00 fragment shaders run
+/// unchanged by WebGL2) measured in browser tabs, whose keys are "webgl2:<renderer>".
+struct TuneTarget {
+  std::string name;  ///< as given: "gles-frag", "gles-compute" or "webgl2"
+  Target kernel = Target::kGlesFrag;
+  std::string key;       ///< "gles" or "webgl2"
+  bool browser = false;  ///< its agents are browser tabs (a local farm runs headless Chromium)
+};
+
+/// Resolves "gles-frag", "gles-compute" or "webgl2"; throws std::invalid_argument naming them.
+TuneTarget tune_target_from_name(std::string_view name);
+
 }  // namespace webtune

@@ -1,6 +1,7 @@
 /// \file tracker_server.hpp
-/// The tracker daemon: a Boost.Beast WebSocket server on `/ws` around TrackerState; other HTTP
-/// requests on the same port go to an optional HttpHandler (the API, /metrics, the dashboard).
+/// The tracker daemon: a Boost.Beast WebSocket server on `/ws` around TrackerState. The same port
+/// serves the browser agent page on `/agent`, and other HTTP requests go to an optional
+/// HttpHandler (the API, /metrics, the dashboard).
 ///
 /// One io_context thread runs everything (accepts, reads, writes, the 100 ms lease tick), so the
 /// state needs no locks; stop() may be called from any thread or a signal handler's thread.
@@ -14,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "tracker/agent_page.hpp"
 #include "tracker/http_types.hpp"
 #include "tracker/scheduler.hpp"
 #include "tracker/tracker_state.hpp"
@@ -26,6 +28,8 @@ struct TrackerConfig {
   AccessTokens tokens;
   size_t max_frame_bytes = 16u << 20;  ///< larger frames close the connection with code 1009
   int heartbeat_ms = 10000;            ///< idle peers are pinged at half of it, dropped after it
+  /// The browser agent's files, served under /agent (see agent_page.hpp).
+  std::string agent_root = default_agent_root();
   SchedulerOptions scheduler;
   /// Answers plain HTTP requests (everything but the /ws upgrade); empty: 404 for all of them.
   HttpHandler http_handler;
@@ -34,8 +38,8 @@ struct TrackerConfig {
   bool websocket = true;
 
   /// Reads configs/tracker.json-style files: {"host","port","tokens":{"agent","client","viewer"},
-  /// "max_frame_bytes","heartbeat_ms","max_attempts","quarantine_after","quarantine_ms"}; every
-  /// field optional. Throws std::runtime_error naming the file and the bad field.
+  /// "max_frame_bytes","heartbeat_ms","agent_root","max_attempts","quarantine_after","quarantine_ms"};
+  /// every field optional. Throws std::runtime_error naming the file and the bad field.
   static TrackerConfig from_file(const std::string& path);
 };
 

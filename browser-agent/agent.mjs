@@ -1,0 +1,300 @@
+// agent.mjs — the browser agent: turns the tab that opens /agent into a worker of the farm.
+//
+// The page speaks tracker protocol v1 (docs/protocol.md) as role "agent" over ws(s)://<host>/ws:
+// a hello advertising one key per executor (`webgl2:<renderer>`; later `webgpu:<adapter>`,
+// `wasm:<simd|threads>`), then one job at a time, each answered with a MeasureResult. Jobs go to
+// the executor whose artifactTargets include the artifact's target, so a new target plugs in by
+// adding its executor class to EXECUTORS.
+//
+// URL parameters: token (the tracker's agent token; else the form asks for it), name (shown in
+// the farm), targets (comma-separated executor families, default all that work here), tracker
+// (a ws:// URL, default this page's host); the rest go to the executors as options (webgl2:
+// sync=fence|readpixels|finish). Progress is shown on the page and logged to the
+// console with a "[webtune]" prefix, which the local farm (farm.mjs) forwards.
+
+import { ErrorNo, MeasureError, makeResult } from './measure.mjs';
+import { WebGL2Executor } from './webgl2.mjs';
+
+/** Executor classes by family; each has static family, static artifactTargets, key(), device(), measure(). */
+const EXECUTORS = [WebGL2Executor];
+const PROTOCOL = 1;
+// How much longer than its own timeout_s a job may run before the agent gives up on it: the
+// executor checks the timeout between timed batches, the watchdog covers a batch that hangs.
+const WATCHDOG_GRACE_S = 5;
+
+const params = new URLSearchParams(location.search);
+const state = {
+  status: 'starting',      // starting | connecting | connected | waiting-for-token | failed
+  keys: [],
+  jobsDone: 0,
+  lastError: '',
+  session: 0,
+  busyJob: 0,
+  reconnects: 0,
+};
+// For the farm and tests: a read-only view of the agent's state.
+window.webtuneAgent = { state, executors: [] };
+
+function log(...args) {
+  console.log('[webtune]', ...args);
+}
+
+function show() {
+  const el = document.getElementById('status');
+  if (el) {
+    el.textContent = `${state.status}${state.keys.length ? ` as ${state.keys.join(', ')}` : ''}; ` +
+      `${state.jobsDone} job(s) done${state.lastError ? `; last error: ${state.lastError}` : ''}`;
+  }
+}
+
+function setStatus(status) {
+  state.status = status;
+  show();
+}
+
+// Parses a frame keeping uint64 seeds exact: JSON numbers above 2^53 lose bits as doubles, so
+// the reviver takes the seed from its source text (JSON.parse source text access).
+function parseFrame(text) {
+  return JSON.parse(text, function reviver(key, value, context) {
+    if (key === 'seed' && typeof value === 'number' && context && typeof context.source === 'string') {
+      return BigInt(context.source);
+    }
+    return value;
+  });
+}
+
+function createExecutors() {
+  const wanted = (params.get('targets') || '').split(',').map((s) => s.trim()).filter(Boolean);
+  const executors = [];
+  for (const Executor of EXECUTORS) {
+    if (wanted.length && !wanted.includes(Executor.family)) continue;
+    try {
+      executors.push(new Executor(Object.fromEntries(params)));
+    } catch (e) {
+      log(`no ${Executor.family} executor: ${e.message}`);
+    }
+  }
+  return executors;
+}
+
+class Agent {
+  constructor(executors, token) {
+    this.executors = executors;
+    this.executorOptions = Object.fromEntries(params);
+    this.token = token;
+    this.socket = null;
+    this.backoffMs = 500;
+    this.queue = [];
+    this.running = false;
+    this.cancelled = new Set();
+    this.name = params.get('name') || `browser/${executors.map((e) => e.key()).join('+')}`;
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    this.url = params.get('tracker') || `${scheme}://${location.host}/ws`;
+  }
+
+  hello() {
+    const devices = {};
+    for (const e of this.executors) devices[e.key()] = e.device();
+    state.keys = Object.keys(devices);
+    return {
+      type: 'hello',
+      protocol: PROTOCOL,
+      role: 'agent',
+      token: this.token,
+      name: this.name,
+      keys: state.keys,
+      // The tracker keeps one device per agent; a tab with several executors lists all of them.
+      device: { ...this.executors[0].device(), devices },
+    };
+  }
+
+  connect() {
+    setStatus('connecting');
+    let socket;
+    try {
+      socket = new WebSocket(this.url);
+    } catch (e) {
+      state.lastError = e.message;
+      this.scheduleReconnect();
+      return;
+    }
+    this.socket = socket;
+    socket.onopen = () => socket.send(JSON.stringify(this.hello()));
+    socket.onmessage = (event) => this.onMessage(event.data);
+    socket.onclose = (event) => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      log(`disconnected (code ${event.code}${event.reason ? `, ${event.reason}` : ''})`);
+      if (state.status === 'waiting-for-token') return;
+      this.scheduleReconnect();
+    };
+  }
+
+  scheduleReconnect() {
+    // Exponential backoff with jitter, so that a farm's tabs do not all return at once.
+    const delay = this.backoffMs * (0.75 + 0.5 * Math.random());
+    this.backoffMs = Math.min(this.backoffMs * 2, 10000);
+    state.reconnects += 1;
+    setStatus('connecting');
+    setTimeout(() => this.connect(), delay);
+  }
+
+  send(message) {
+    if (this.socket && this.socket.readyState === WebSocket.OPEN) {
+      this.socket.send(JSON.stringify(message));
+      return true;
+    }
+    return false;
+  }
+
+  onMessage(text) {
+    let message;
+    try {
+      message = parseFrame(text);
+    } catch (e) {
+      log(`unparsable frame: ${e.message}`);
+      return;
+    }
+    switch (message.type) {
+      case 'welcome':
+        state.session = message.session;
+        this.backoffMs = 500;
+        setStatus('connected');
+        log(`connected as ${state.keys.join(', ')} (session ${message.session})`);
+        break;
+      case 'job':
+        this.queue.push(message);
+        this.pump();
+        break;
+      case 'cancel':
+        this.cancelled.add(message.job);
+        break;
+      case 'error':
+        state.lastError = `${message.code}: ${message.message}`;
+        log(`tracker error ${state.lastError}`);
+        if (message.code === 'bad_token') {
+          setStatus('waiting-for-token');
+          askForToken(state.lastError);
+        } else {
+          show();
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  async pump() {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.queue.length) {
+        const job = this.queue.shift();
+        const result = await this.runJob(job);
+        state.jobsDone += 1;
+        show();
+        // A result whose socket is gone is dropped: the tracker re-queues the job elsewhere.
+        if (!this.send({ type: 'result', job: job.job, result })) log(`result of job ${job.job} dropped: not connected`);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  async runJob(job) {
+    const start = performance.now();
+    const elapsed = () => (performance.now() - start) / 1e3;
+    state.busyJob = job.job;
+    let timedOut = false;
+    let timer = null;
+    try {
+      const input = job.input;
+      const target = input?.artifact?.target;
+      const executor = this.executors.find((e) => e.constructor.artifactTargets.includes(target));
+      if (!executor) {
+        throw new MeasureError(ErrorNo.INSTANTIATION, `this agent has no executor for artifact target '${target}'`);
+      }
+      const timeoutS = input.options?.timeout_s ?? 10;
+      const shouldStop = () => timedOut || this.cancelled.has(job.job);
+      const measured = executor.measure(input, { start, shouldStop });
+      const watchdog = new Promise((resolve) => {
+        if (timeoutS <= 0) return;
+        timer = setTimeout(() => {
+          timedOut = true;
+          resolve({ watchdog: true });
+        }, (timeoutS + WATCHDOG_GRACE_S) * 1e3);
+      });
+      const outcome = await Promise.race([measured, watchdog]);
+      if (outcome.watchdog) {
+        // The old executor is still inside a batch (it stops at its next check, or never if the
+        // kernel hangs): the next jobs get a fresh executor with a context of its own.
+        measured.catch(() => {});
+        try {
+          const fresh = new executor.constructor(this.executorOptions);
+          this.executors[this.executors.indexOf(executor)] = fresh;
+          window.webtuneAgent.executors = this.executors;
+        } catch (e) {
+          log(`cannot replace the ${executor.constructor.family} executor: ${e.message}`);
+        }
+        return makeResult(ErrorNo.RUN_TIMEOUT, `the job ran past its timeout of ${timeoutS} s (+${WATCHDOG_GRACE_S} s grace)`, [], elapsed());
+      }
+      return makeResult(ErrorNo.NO_ERROR, '', outcome.costs, elapsed());
+    } catch (e) {
+      if (e instanceof MeasureError) return makeResult(e.errorNo, e.message, [], elapsed());
+      return makeResult(ErrorNo.UNKNOWN, `${e?.name || 'Error'}: ${e?.message || e}`, [], elapsed());
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.cancelled.delete(job.job);
+      state.busyJob = 0;
+    }
+  }
+}
+
+function askForToken(reason) {
+  const form = document.getElementById('token-form');
+  if (!form) return;
+  form.hidden = false;
+  const note = document.getElementById('token-note');
+  if (note && reason) note.textContent = reason;
+}
+
+function main() {
+  const executors = createExecutors();
+  window.webtuneAgent.executors = executors;
+  if (!executors.length) {
+    state.lastError = 'no executor works in this browser (WebGL2 unavailable?)';
+    setStatus('failed');
+    log(state.lastError);
+    return;
+  }
+  const form = document.getElementById('token-form');
+  let token = params.get('token');
+  if (token === null) {
+    // No token in the URL: ask (an empty token is fine for a tracker that needs none).
+    setStatus('waiting-for-token');
+    askForToken('');
+  }
+  const start = (t) => {
+    const agent = new Agent(executors, t);
+    window.webtuneAgent.agent = agent;
+    agent.connect();
+  };
+  if (form) {
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      form.hidden = true;
+      const value = document.getElementById('token').value;
+      const agent = window.webtuneAgent.agent;
+      if (agent) {
+        agent.token = value;
+        agent.backoffMs = 500;
+        agent.connect();
+      } else {
+        start(value);
+      }
+    });
+  }
+  if (token !== null) start(token);
+}
+
+main();

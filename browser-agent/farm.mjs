@@ -1,0 +1,270 @@
+#!/usr/bin/env node
+// farm.mjs — a local farm of headless Chromium tabs: each tab opens the tracker's /agent page
+// and so becomes an agent of the farm. `webtune farm` and `webtune tune --target webgl2` (without
+// --tracker) start this script; it can also run on its own:
+//
+//   node browser-agent/farm.mjs --tracker ws://127.0.0.1:9190/ws --tabs 2 --targets webgl2
+//        [--token T] [--gl llvmpipe|swiftshader] [--chromium /usr/bin/chromium]
+//        [--name farm] [--parent-pid PID] [--no-restart]
+//
+// Chromium is Debian's (`/usr/bin/chromium`), driven through puppeteer-core: no browser is ever
+// downloaded. A tab that crashes or closes is reopened, a browser that dies is relaunched with
+// all its tabs, each after a short backoff. The agent page's "[webtune]" console lines are
+// printed as "farm: tab N: ...".
+//
+// Lines on stdin control the farm (for tests and operators): "close N" closes tab N (reopened
+// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context, to exercise
+// recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
+// SIGINT/SIGTERM, the end of --parent-pid, or "quit" close the browser and remove its profile.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { parseArgs } from 'node:util';
+import puppeteer from 'puppeteer-core';
+
+const { values: opts } = parseArgs({
+  options: {
+    tracker: { type: 'string', default: 'ws://127.0.0.1:9190/ws' },
+    tabs: { type: 'string', default: '1' },
+    targets: { type: 'string', default: 'webgl2' },
+    token: { type: 'string', default: '' },
+    gl: { type: 'string', default: 'swiftshader' },
+    chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
+    name: { type: 'string', default: 'farm' },
+    'parent-pid': { type: 'string', default: '0' },
+    'no-restart': { type: 'boolean', default: false },
+  },
+});
+
+const tabCount = Number.parseInt(opts.tabs, 10);
+if (!(tabCount >= 1)) {
+  console.error('farm: --tabs takes a positive number');
+  process.exit(2);
+}
+for (const target of opts.targets.split(',')) {
+  if (target !== 'webgl2') {
+    console.error(`farm: unknown target '${target}' (this farm runs: webgl2)`);
+    process.exit(2);
+  }
+}
+if (!['llvmpipe', 'swiftshader'].includes(opts.gl)) {
+  console.error(`farm: --gl takes llvmpipe or swiftshader, not '${opts.gl}'`);
+  process.exit(2);
+}
+
+// ws://host:port/ws → http://host:port/agent?...
+function agentUrl(index) {
+  const tracker = new URL(opts.tracker);
+  const page = new URL('/agent', `${tracker.protocol === 'wss:' ? 'https' : 'http'}://${tracker.host}`);
+  page.searchParams.set('token', opts.token);
+  page.searchParams.set('name', `${opts.name}-${index}`);
+  page.searchParams.set('targets', opts.targets);
+  // Extra page parameters for experiments, e.g. WEBTUNE_AGENT_PARAMS="sync=finish".
+  for (const [k, v] of new URLSearchParams(process.env.WEBTUNE_AGENT_PARAMS || '')) {
+    page.searchParams.set(k, v);
+  }
+  return page.toString();
+}
+
+function chromiumArgs() {
+  const args = [
+    '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync',
+    // Every tab works, visible or not: no timer throttling or renderer backgrounding.
+    '--disable-background-timer-throttling', '--disable-renderer-backgrounding',
+    '--disable-backgrounding-occluded-windows',
+  ];
+  if (opts.gl === 'llvmpipe') {
+    // WebGL2 through ANGLE on the system's EGL (Mesa llvmpipe): about twice SwiftShader's speed.
+    args.push('--use-gl=angle', '--use-angle=gl-egl', '--ignore-gpu-blocklist');
+  } else {
+    args.push('--enable-unsafe-swiftshader');
+  }
+  return args;
+}
+
+let stopping = false;
+let browser = null;
+let profileDir = null;
+const tabs = [];
+
+function say(line) {
+  process.stdout.write(`farm: ${line}\n`);
+}
+
+class Tab {
+  constructor(index) {
+    this.index = index;
+    this.page = null;
+    this.restarts = 0;
+  }
+
+  async open() {
+    // A reopen timer and a relaunched browser may both get here: one page per tab.
+    if (stopping || !browser || this.page || this.opening) return;
+    this.opening = true;
+    try {
+      await this.openPage();
+    } finally {
+      this.opening = false;
+    }
+  }
+
+  async openPage() {
+    const page = await browser.newPage();
+    this.page = page;
+    page.on('console', (message) => {
+      const text = message.text();
+      if (text.startsWith('[webtune]')) say(`tab ${this.index}: ${text.slice(10)}`);
+    });
+    page.on('pageerror', (error) => say(`tab ${this.index}: page error: ${error.message}`));
+    page.on('error', (error) => {
+      // The renderer crashed: close what is left and reopen.
+      say(`tab ${this.index}: crashed (${error.message})`);
+      page.close().catch(() => {});
+    });
+    page.on('close', () => {
+      if (this.page !== page) return;
+      this.page = null;
+      this.reopenLater('closed');
+    });
+    await page.goto(agentUrl(this.index), { waitUntil: 'load', timeout: 60000 });
+  }
+
+  reopenLater(why) {
+    if (stopping || opts['no-restart'] || !browser?.connected) return;
+    this.restarts += 1;
+    const delay = Math.min(500 * 2 ** Math.min(this.restarts - 1, 5), 15000);
+    say(`tab ${this.index}: ${why}; reopening in ${delay} ms`);
+    setTimeout(() => this.open().catch((e) => {
+      say(`tab ${this.index}: cannot reopen: ${e.message}`);
+      this.reopenLater('reopen failed');
+    }), delay);
+  }
+
+  async close() {
+    const page = this.page;
+    if (page) await page.close();
+  }
+
+  async state() {
+    if (!this.page) return { tab: this.index, open: false };
+    try {
+      const s = await this.page.evaluate(() => window.webtuneAgent?.state ?? null);
+      return { tab: this.index, open: true, ...s };
+    } catch (e) {
+      return { tab: this.index, open: true, error: e.message };
+    }
+  }
+}
+
+let browserRestarts = 0;
+
+async function launchBrowser() {
+  profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webtune-farm-'));
+  browser = await puppeteer.launch({
+    executablePath: opts.chromium,
+    headless: true,
+    pipe: true,  // the browser ends with this process even when it is killed
+    userDataDir: profileDir,
+    args: chromiumArgs(),
+    protocolTimeout: 120000,
+  });
+  const launched = browser;
+  launched.on('disconnected', () => {
+    if (browser !== launched) return;
+    browser = null;
+    for (const tab of tabs) tab.page = null;  // gone with their browser
+    removeProfile();
+    if (stopping || opts['no-restart']) return;
+    browserRestarts += 1;
+    const delay = Math.min(1000 * 2 ** Math.min(browserRestarts - 1, 4), 15000);
+    say(`the browser went away; relaunching in ${delay} ms`);
+    setTimeout(() => start().catch((e) => {
+      say(`cannot relaunch the browser: ${e.message}`);
+      launched.emit('disconnected');
+    }), delay);
+  });
+  // The first blank tab is of no use.
+  for (const page of await browser.pages()) await page.close().catch(() => {});
+  say(`chromium ${await browser.version()} (${opts.gl}), ${tabCount} tab(s) for ${opts.tracker}`);
+}
+
+async function start() {
+  await launchBrowser();
+  for (let i = 0; i < tabCount; ++i) {
+    if (!tabs[i]) tabs[i] = new Tab(i);
+    await tabs[i].open();
+  }
+}
+
+function removeProfile() {
+  if (!profileDir) return;
+  try {
+    fs.rmSync(profileDir, { recursive: true, force: true });
+  } catch {
+    // A profile left in /tmp is harmless.
+  }
+  profileDir = null;
+}
+
+async function shutdown(code) {
+  if (stopping) return;
+  stopping = true;
+  const b = browser;
+  browser = null;
+  if (b) await Promise.race([b.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000))]);
+  removeProfile();
+  process.exit(code);
+}
+
+process.on('SIGINT', () => shutdown(0));
+process.on('SIGTERM', () => shutdown(0));
+
+const parentPid = Number.parseInt(opts['parent-pid'], 10);
+if (parentPid > 0) {
+  // Like the native agents' PR_SET_PDEATHSIG: a farm never outlives the program that started it.
+  setInterval(() => {
+    try {
+      process.kill(parentPid, 0);
+    } catch {
+      say(`parent ${parentPid} is gone; stopping`);
+      shutdown(0);
+    }
+  }, 500).unref();
+}
+
+readline.createInterface({ input: process.stdin }).on('line', async (line) => {
+  const [command, arg] = line.trim().split(/\s+/);
+  if (command === 'close') {
+    const tab = tabs[Number.parseInt(arg, 10)];
+    if (!tab) return say(`no tab ${arg}`);
+    say(`tab ${tab.index}: closing on request`);
+    await tab.close().catch((e) => say(`tab ${tab.index}: close failed: ${e.message}`));
+  } else if (command === 'lose') {
+    const tab = tabs[Number.parseInt(arg, 10)];
+    if (!tab?.page) return say(`no open tab ${arg}`);
+    const lost = await tab.page.evaluate(() => window.webtuneAgent.executors[0].loseContext())
+      .catch((e) => `failed: ${e.message}`);
+    say(`tab ${tab.index}: lose context: ${lost}`);
+  } else if (command === 'kill-browser') {
+    const child = browser?.process();
+    if (!child) return say('no browser to kill');
+    say(`killing the browser (pid ${child.pid}) on request`);
+    child.kill('SIGKILL');
+  } else if (command === 'status') {
+    const states = await Promise.all(tabs.map((t) => t.state()));
+    say(`status ${JSON.stringify(states)}`);
+  } else if (command === 'quit') {
+    await shutdown(0);
+  } else if (command) {
+    say(`unknown command '${command}' (close N, lose N, kill-browser, status, quit)`);
+  }
+});
+
+start().catch((e) => {
+  console.error(`farm: cannot start: ${e.message}`);
+  shutdown(1).then(() => process.exit(1));
+});

@@ -1,0 +1,88 @@
+// layout.mjs — device layouts of a KernelArtifact (codegen/include/codegen/kernel_artifact.hpp):
+// packing row-major inputs into texels and rebuilding the row-major output from render targets.
+// A line-by-line port of TensorLayout::pack and OutputLayout::unpack; the C++ comments there
+// define the layouts.
+
+/** Product of a shape's dims. */
+export function shapeSize(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** The shape with the packed axis divided (rounded up) by 4. */
+export function packedShape(layout) {
+  const packed = layout.shape.slice();
+  if (layout.pack_axis >= 0) {
+    if (layout.pack_axis >= packed.length) throw new Error('pack_axis outside the tensor\'s rank');
+    packed[layout.pack_axis] = Math.ceil(packed[layout.pack_axis] / 4);
+  }
+  return packed;
+}
+
+/** 4 for RGBA-packed layouts, 1 for R layouts. */
+export function channels(layout) {
+  return layout.pack_axis >= 0 ? 4 : 1;
+}
+
+/**
+ * Rearranges a row-major tensor (Float32Array) into max(width·height, packed elements)·channels
+ * floats in texel order, zero-filled. Throws when the element count does not match the shape.
+ */
+export function pack(layout, logical) {
+  const packed = packedShape(layout);
+  const count = shapeSize(packed);
+  const logicalSize = shapeSize(layout.shape);
+  if (logical.length !== logicalSize) {
+    throw new Error(`pack: tensor has ${logical.length} elements, its layout expects ${logicalSize}`);
+  }
+  const capacity = Math.max(layout.width, 1) * Math.max(layout.height, 1);
+  const ch = channels(layout);
+  const out = new Float32Array(Math.max(capacity, count) * ch);
+  const axis = layout.pack_axis;
+  if (axis < 0) {
+    out.set(logical);
+    return out;
+  }
+  const shape = layout.shape;
+  const rank = shape.length;
+  const stride = new Array(rank).fill(1);
+  for (let d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+  const coord = new Array(rank).fill(0);
+  for (let t = 0; t < count; ++t) {
+    let base = 0;
+    for (let d = 0; d < rank; ++d) base += (d === axis ? coord[d] * 4 : coord[d]) * stride[d];
+    for (let c = 0; c < 4; ++c) {
+      if (coord[axis] * 4 + c < shape[axis]) out[t * 4 + c] = logical[base + c * stride[axis]];
+    }
+    for (let d = rank - 1; d >= 0; --d) {  // next packed coordinate, row-major
+      if (++coord[d] < packed[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return out;
+}
+
+/**
+ * Rebuilds the row-major output (Float32Array of rows·cols, NaN where no target covers it) from
+ * `targets[j]`, the width·height·channels floats read back from draw buffer j.
+ */
+export function unpack(output, targets) {
+  if (targets.length !== output.rows_per_item) {
+    throw new Error(`unpack: expected ${output.rows_per_item} render targets, got ${targets.length}`);
+  }
+  const { rows, cols, channels: ch, rows_per_item: rpi } = output;
+  const colBlocks = Math.ceil(cols / ch);
+  const rowBlocks = Math.ceil(rows / rpi);
+  const items = colBlocks * rowBlocks;
+  const out = new Float32Array(rows * cols).fill(NaN);
+  for (let j = 0; j < rpi; ++j) {
+    const pixels = targets[j];
+    const available = Math.floor(pixels.length / ch);
+    for (let t = 0; t < items && t < available; ++t) {
+      const row = Math.floor(t / colBlocks) * rpi + j;
+      if (row >= rows) continue;
+      const col0 = (t % colBlocks) * ch;
+      for (let c = 0; c < ch && col0 + c < cols; ++c) out[row * cols + col0 + c] = pixels[t * ch + c];
+    }
+  }
+  return out;
+}

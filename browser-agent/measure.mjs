@@ -1,0 +1,104 @@
+// measure.mjs — what every executor shares: AutoTVM's error numbers, MeasureResult objects
+// (codegen/include/codegen/measure.hpp), the sampled reference check (codegen/reference.cpp) and
+// the workload sizes the seeded inputs need (codegen/include/codegen/workload.hpp).
+
+/** AutoTVM's MeasureErrorNo, as the tracker protocol carries it. */
+export const ErrorNo = Object.freeze({
+  NO_ERROR: 0,
+  INSTANTIATION: 1,
+  COMPILE_HOST: 2,
+  COMPILE_DEVICE: 3,
+  RUNTIME_DEVICE: 4,
+  WRONG_ANSWER: 5,
+  BUILD_TIMEOUT: 6,
+  RUN_TIMEOUT: 7,
+  UNKNOWN: 8,
+});
+
+/** A failure inside a trial; executors throw it and the agent turns it into a result. */
+export class MeasureError extends Error {
+  constructor(errorNo, message) {
+    super(message);
+    this.errorNo = errorNo;
+  }
+}
+
+/** A MeasureResult JSON object. `costs` in seconds; `allCost` in seconds. */
+export function makeResult(errorNo, message, costs, allCost) {
+  return {
+    error_no: errorNo,
+    message: message || '',
+    costs: errorNo === ErrorNo.NO_ERROR ? costs : [],
+    all_cost: allCost,
+    timestamp: Date.now() / 1000,
+  };
+}
+
+function outHW(w) {
+  return [Math.floor((w.H + 2 * w.pad - w.R) / w.stride) + 1,
+          Math.floor((w.W + 2 * w.pad - w.S) / w.stride) + 1];
+}
+
+/** Element counts {data, weight, output} of a workload in its JSON form. */
+export function workloadSizes(w) {
+  if (w.op === 'dense') return { data: w.M * w.K, weight: w.K * w.N, output: w.M * w.N };
+  const [oh, ow] = outHW(w);
+  if (w.op === 'conv2d') {
+    return { data: w.N * w.C * w.H * w.W, weight: w.K * w.C * w.R * w.S, output: w.N * w.K * oh * ow };
+  }
+  if (w.op === 'depthwise_conv2d') {
+    return { data: w.N * w.C * w.H * w.W, weight: w.C * w.R * w.S, output: w.N * w.C * oh * ow };
+  }
+  throw new MeasureError(ErrorNo.INSTANTIATION, `unknown workload op '${w.op}'`);
+}
+
+/** Shapes [data, weight] of a workload in its JSON form (row-major, see workload.hpp). */
+export function inputShapes(w) {
+  if (w.op === 'dense') return [[w.M, w.K], [w.K, w.N]];
+  if (w.op === 'conv2d') return [[w.N, w.C, w.H, w.W], [w.K, w.C, w.R, w.S]];
+  if (w.op === 'depthwise_conv2d') return [[w.N, w.C, w.H, w.W], [w.C, 1, w.R, w.S]];
+  throw new MeasureError(ErrorNo.INSTANTIATION, `unknown workload op '${w.op}'`);
+}
+
+// C++ streams print doubles with 6 significant digits ("%g"); keep messages alike.
+function g(x) {
+  if (!Number.isFinite(x)) return String(x).toLowerCase();
+  return String(Number(x.toPrecision(6)));
+}
+
+/**
+ * Compares `output` (row-major Float32Array) with reference samples [index, value, abs_sum,
+ * tolerance]: |y − value| ≤ tolerance, NaN and infinities never pass. Returns {ok, mismatches,
+ * message} like check_samples in codegen/reference.cpp.
+ */
+export function checkSamples(output, samples) {
+  let mismatches = 0;
+  let msg = '';
+  for (const [index, value, , tolerance] of samples) {
+    if (index < 0 || index >= output.length) {
+      ++mismatches;
+      if (mismatches <= 4) msg += `output[${index}] missing; `;
+      continue;
+    }
+    const y = output[index];
+    if (Number.isFinite(y) && Math.abs(y - value) <= tolerance) continue;
+    ++mismatches;
+    if (mismatches <= 4) msg += `output[${index}] = ${g(y)}, expected ${g(value)} ± ${g(tolerance)}; `;
+  }
+  if (mismatches === 0) return { ok: true, mismatches: 0, message: '' };
+  return {
+    ok: false,
+    mismatches,
+    message: `${mismatches} of ${samples.length} sampled outputs differ from the reference: ${msg}`,
+  };
+}
+
+/**
+ * The next power-of-two-free batch size of TVM's time_evaluator: jump to the number of runs that
+ * should fill min_repeat_ms, growing by at least the golden ratio (as gl_runtime.cpp does).
+ */
+export function nextNumber(number, durationS, minRepeatMs) {
+  const perRunMs = Math.max((durationS * 1e3) / number, 1e-6);
+  const next = Math.max(minRepeatMs / perRunMs + 1, number * 1.618);
+  return Math.min(2 ** 30, Math.max(number + 1, Math.round(next)));
+}

@@ -1,0 +1,72 @@
+// units.test.mjs — node --test checks of the agent's browser-independent modules: the seeded
+// inputs against golden bits printed by the C++ generator (codegen/seeded_random.cpp), the large
+// seed path, packing/unpacking layouts, and the sampled reference check.
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { pack, unpack } from '../layout.mjs';
+import { checkSamples, nextNumber } from '../measure.mjs';
+import { seededTensor } from '../seeded_random.mjs';
+import { shortRendererName } from '../webgl2.mjs';
+
+// seeded_tensor(seed, id, 5) from the C++ generator, as fp32 bit patterns.
+const GOLDEN = [
+  [0n, 0, '3f444150 be0c3b10 bf727746 3f711770 bf498cee'],
+  [0n, 1, 'bf25e1b0 bda7a910 3d4e9760 be8f8adc 3dced150'],
+  [42n, 0, '3ef75cc8 bf2e203a bee2b664 be9f8c7c bf6c8750'],
+  [42n, 1, '3f11bb76 bf099996 bedbb000 bf7dc110 3e9e6128'],
+  [0xFFFFFFFFFFFFFFFFn, 0, '3f49b2e2 3f533ff0 bf0fa010 be171268 3ed2811c'],
+  [0xFFFFFFFFFFFFFFFFn, 1, 'be2d1af8 bf6ed5b2 bf68f90c bf214d82 bdc9a1b0'],
+  [12345678901234567890n, 0, '3f72b3a8 3dee4bd0 bea6f108 bf016d2c be1feb60'],
+  [12345678901234567890n, 1, 'bec680a0 3dbd4bb0 3e9afc10 bf577474 be786758'],
+];
+
+test('seeded tensors match the C++ generator bit for bit', () => {
+  for (const [seed, id, hex] of GOLDEN) {
+    const bits = new Uint32Array(seededTensor(seed, id, 5).buffer);
+    assert.equal([...bits].map((x) => x.toString(16).padStart(8, '0')).join(' '), hex,
+      `seed ${seed} tensor ${id}`);
+  }
+  // Small seeds may come as plain numbers.
+  assert.deepEqual(seededTensor(42, 0, 5), seededTensor(42n, 0, 5));
+});
+
+test('pack: RGBA along the last axis, zero-padded, and R layouts copy', () => {
+  const logical = Float32Array.from({ length: 2 * 5 }, (_, i) => i + 1);  // [2,5]
+  const rgba = pack({ shape: [2, 5], pack_axis: 1, width: 2, height: 2 }, logical);
+  assert.deepEqual([...rgba], [1, 2, 3, 4, 5, 0, 0, 0, 6, 7, 8, 9, 10, 0, 0, 0]);
+  const columns = pack({ shape: [2, 5], pack_axis: 0, width: 5, height: 1 }, logical);
+  assert.deepEqual([...columns.slice(0, 8)], [1, 6, 0, 0, 2, 7, 0, 0]);
+  const red = pack({ shape: [2, 5], pack_axis: -1, width: 5, height: 2 }, logical);
+  assert.deepEqual([...red], [...logical]);
+  assert.throws(() => pack({ shape: [3, 5], pack_axis: -1, width: 5, height: 3 }, logical));
+});
+
+test('unpack: rows_per_item render targets back to row-major', () => {
+  // 3x4 output, 2 rows per item, 4 channels: items = 2 row blocks x 1 col block.
+  const out = { rows: 3, cols: 4, rows_per_item: 2, channels: 4, width: 1, height: 2 };
+  const target0 = new Float32Array([0, 1, 2, 3, 8, 9, 10, 11]);  // rows 0 and 2
+  const target1 = new Float32Array([4, 5, 6, 7, -1, -1, -1, -1]);  // row 1 (row 3 is padding)
+  assert.deepEqual([...unpack(out, [target0, target1])], [...Array(12).keys()]);
+});
+
+test('checkSamples applies the tolerance and refuses NaN', () => {
+  const output = new Float32Array([1, 2, NaN]);
+  assert.equal(checkSamples(output, [[0, 1.0000001, 1, 1e-5], [1, 2, 2, 1e-5]]).ok, true);
+  const bad = checkSamples(output, [[1, 2.5, 2, 1e-3], [2, 0, 0, 1], [7, 0, 0, 1]]);
+  assert.equal(bad.ok, false);
+  assert.equal(bad.mismatches, 3);
+  assert.match(bad.message, /^3 of 3 sampled outputs differ from the reference: output\[1\] = 2, expected 2.5 ± 0.001; output\[2\] = nan/);
+  assert.match(bad.message, /output\[7\] missing/);
+});
+
+test('time_evaluator growth of number', () => {
+  assert.equal(nextNumber(1, 0.001, 100), 101);  // 1 ms per run → fill 100 ms
+  assert.equal(nextNumber(10, 0.099, 100), 16);  // nearly there: still ×1.618 (rounded)
+});
+
+test('renderer names become short keys', () => {
+  assert.equal(shortRendererName('ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device (Subzero) (0x0000C0DE)), SwiftShader driver)'), 'swiftshader');
+  assert.equal(shortRendererName('ANGLE (Mesa, llvmpipe (LLVM 15.0.6, 256 bits), OpenGL ES 3.2)'), 'llvmpipe');
+  assert.equal(shortRendererName('ANGLE (NVIDIA Corporation, NVIDIA H200/PCIe/SSE2, OpenGL 4.5)'), 'nvidia-h200');
+});

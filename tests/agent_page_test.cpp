@@ -1,0 +1,81 @@
+/// \file agent_page_test.cpp
+/// The tracker's static files for /agent (tracker/agent_page.hpp), without networking: what is
+/// served, with which headers, and that no request escapes the agent root.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tracker/agent_page.hpp"
+
+namespace webtune::tracker {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string header(const AgentPageResponse& r, const std::string& name) {
+  for (const auto& [n, v] : r.headers)
+    if (n == name) return v;
+  return {};
+}
+
+class AgentPageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::path(::testing::TempDir()) /
+            ("agent_page_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+    fs::remove_all(base_);
+    fs::create_directories(base_ / "root" / "sub");
+    write(base_ / "root" / "index.html", "<!doctype html>index");
+    write(base_ / "root" / "agent.mjs", "export {}");
+    write(base_ / "root" / "sub" / "x.wasm", "wasm");
+    write(base_ / "root" / ".hidden", "secret");
+    write(base_ / "secret.txt", "outside");
+    fs::create_symlink(base_ / "secret.txt", base_ / "root" / "link.txt");
+    root_ = (base_ / "root").string();
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+  fs::path base_;
+  std::string root_;
+};
+
+TEST_F(AgentPageTest, ServesThePageAndModulesWithIsolationHeaders) {
+  for (const char* target : {"/agent", "/agent/", "/agent?token=abc&name=x"}) {
+    AgentPageResponse r = agent_page_response(target, root_);
+    EXPECT_EQ(r.status, 200) << target;
+    EXPECT_EQ(r.body, "<!doctype html>index") << target;
+    EXPECT_EQ(header(r, "Content-Type"), "text/html; charset=utf-8");
+    EXPECT_EQ(header(r, "Cross-Origin-Opener-Policy"), "same-origin");
+    EXPECT_EQ(header(r, "Cross-Origin-Embedder-Policy"), "require-corp");
+  }
+  AgentPageResponse module = agent_page_response("/agent/agent.mjs", root_);
+  EXPECT_EQ(module.status, 200);
+  EXPECT_EQ(header(module, "Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(header(agent_page_response("/agent/sub/x.wasm", root_), "Content-Type"),
+            "application/wasm");
+  AgentPageResponse head = agent_page_response("/agent/agent.mjs", root_, true, true);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_EQ(header(head, "Content-Length"), "9");
+  EXPECT_EQ(agent_page_response("/agent/agent.mjs", root_, false).status, 405);
+}
+
+TEST_F(AgentPageTest, RefusesTraversalHiddenFilesAndLinksOutOfTheRoot) {
+  for (const char* target :
+       {"/agent/../secret.txt", "/agent/sub/../../secret.txt", "/agent/%2e%2e/secret.txt",
+        "/agent/%2E%2E%2Fsecret.txt", "/agent/%252e%252e/secret.txt", "/agent/..%5csecret.txt",
+        "/agent/.hidden", "/agent//etc/passwd", "/agent/sub//x.wasm", "/agent/link.txt",
+        "/agent/missing.js", "/agent/sub", "/agent/%zz", "/agent/a%00b", "/agent/sub/"}) {
+    AgentPageResponse r = agent_page_response(target, root_);
+    EXPECT_EQ(r.status, 404) << target;
+    EXPECT_EQ(r.body.find("outside"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("secret"), std::string::npos) << target;
+  }
+  EXPECT_FALSE(is_agent_page_target("/agentx"));
+  EXPECT_FALSE(is_agent_page_target("/ws"));
+  EXPECT_TRUE(is_agent_page_target("/agent?token=1"));
+}
+
+}  // namespace
+}  // namespace webtune::tracker
