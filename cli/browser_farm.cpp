@@ -2,6 +2,8 @@
 /// Starts, watches and stops the node farm driver (browser-agent/farm.mjs).
 #include "browser_farm.hpp"
 
+#include "child_process.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -89,19 +91,9 @@ std::optional<int> BrowserFarm::poll() {
 
 void BrowserFarm::stop() {
   if (pid_ <= 0) return;
-  ::kill(pid_, SIGTERM);
   // Closing Chromium cleanly takes a moment; a farm that hangs is killed (its browser, on a
   // DevTools pipe, follows it).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  int status = 0;
-  while (waitpid(pid_, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  terminate_children({pid_}, std::chrono::seconds(10));
   pid_ = -1;
 }
 

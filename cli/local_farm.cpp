@@ -2,6 +2,8 @@
 /// Starts and stops the embedded tracker and agent processes.
 #include "local_farm.hpp"
 
+#include "child_process.hpp"
+
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
@@ -73,19 +75,7 @@ LocalFarm::LocalFarm(int agents, const std::string& key, const std::string& db,
 
 LocalFarm::~LocalFarm() {
   browser_farm_.reset();
-  for (pid_t pid : agents_) ::kill(pid, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (pid_t pid : agents_) {
-    int status = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
+  terminate_children(agents_, std::chrono::seconds(2));
   server_->stop();
 }
 
