@@ -13,6 +13,8 @@ std::string_view target_name(Target target) {
       return "gles-frag";
     case Target::kGlesCompute:
       return "gles-compute";
+    case Target::kWebgpu:
+      return "webgpu";
   }
   return "unknown";
 }
@@ -20,8 +22,9 @@ std::string_view target_name(Target target) {
 Target target_from_name(std::string_view name) {
   if (name == "gles-frag") return Target::kGlesFrag;
   if (name == "gles-compute") return Target::kGlesCompute;
+  if (name == "webgpu") return Target::kWebgpu;
   throw std::invalid_argument("unknown target '" + std::string(name) +
-                              "' (known: gles-frag, gles-compute)");
+                              "' (known: gles-frag, gles-compute, webgpu)");
 }
 
 std::string_view target_key(Target target) {
@@ -29,6 +32,8 @@ std::string_view target_key(Target target) {
     case Target::kGlesFrag:
     case Target::kGlesCompute:
       return "gles";
+    case Target::kWebgpu:
+      return "webgpu";
   }
   return "unknown";
 }
@@ -42,11 +47,18 @@ TuneTarget tune_target_from_name(std::string_view name) {
     t.browser = true;
     return t;
   }
+  if (name == "webgpu") {
+    // WGSL runs only in browsers: no native agent offers a WebGPU device.
+    t.kernel = Target::kWebgpu;
+    t.key = "webgpu";
+    t.browser = true;
+    return t;
+  }
   try {
     t.kernel = target_from_name(name);
   } catch (const std::invalid_argument&) {
     throw std::invalid_argument("unknown target '" + std::string(name) +
-                                "' (known: gles-frag, gles-compute, webgl2)");
+                                "' (known: gles-frag, gles-compute, webgl2, webgpu)");
   }
   t.key = std::string(target_key(t.kernel));
   return t;

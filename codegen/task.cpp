@@ -5,6 +5,7 @@
 #include "codegen/error_no.hpp"
 #include "codegen/glsl_compute_emitter.hpp"
 #include "codegen/glsl_frag_emitter.hpp"
+#include "codegen/wgsl_emitter.hpp"
 
 namespace webtune {
 
@@ -19,6 +20,9 @@ Task Task::create(const Workload& workload, Target target, const DeviceLimits& l
       break;
     case Target::kGlesCompute:
       task.space = glsl_compute_space(workload);
+      break;
+    case Target::kWebgpu:
+      task.space = wgsl_space(workload);
       break;
   }
   task.space->set_device_limits(limits);
@@ -35,6 +39,8 @@ KernelArtifact Task::build(const ConfigEntity& entity) const {
       return emit_glsl_frag(workload, entity);
     case Target::kGlesCompute:
       return emit_glsl_compute(workload, entity);
+    case Target::kWebgpu:
+      return emit_wgsl(workload, entity);
   }
   throw MeasureError(MeasureErrorNo::kInstantiation, "no emitter for this target");
 }
@@ -45,6 +51,8 @@ ConfigEntity Task::default_config() const {
       return glsl_frag_default(*space);
     case Target::kGlesCompute:
       return glsl_compute_default(*space);
+    case Target::kWebgpu:
+      return wgsl_default(*space);
   }
   return space->get(0);
 }

@@ -1,0 +1,50 @@
+/// \file wgsl_emitter.hpp
+/// WGSL compute-shader template (target webgpu): dense as a register-blocked GEMM.
+///
+/// Tensors live in storage buffers, row-major: `@group(0) @binding(0)` A = data[M,K] (read),
+/// `@binding(1)` B = weight[K,N] (read), `@binding(2)` C = output[M,N] (read_write), each an
+/// `array<f32>` or, with the vec4 knob, an `array<vec4<f32>>` view of the same bytes.
+/// Knobs: workgroup shape (threads_x, threads_y via the tile_x / tile_y splits), per-invocation
+/// register tile (regs ≤ 8 per dimension), vec4 loads and stores, `var<workgroup>` tiling on/off
+/// with its reduction depth (tile_k), unroll. Knobs, constraints, device limits and the thread →
+/// element mapping are documented in the .cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "codegen/config_space.hpp"
+#include "codegen/kernel_artifact.hpp"
+#include "codegen/workload.hpp"
+
+namespace webtune {
+
+/// WebGPU's default limits (the spec's minimums, what requestDevice() grants without
+/// requiredLimits): 256 invocations per workgroup, 256 × 256 × 64 workgroup size, 16384 bytes of
+/// workgroup storage. Texture fields keep DeviceLimits' defaults (unused by this template).
+/// Pass an agent's reported limits instead when known (SwiftShader reports 32 KiB of storage).
+DeviceLimits webgpu_default_limits();
+
+/// The config space of `workload` for webgpu (device limits not yet applied).
+/// Throws std::invalid_argument for an op without a template (only dense has one).
+std::shared_ptr<ConfigSpace> wgsl_space(const Workload& workload);
+
+/// The WGSL shader, buffers and dispatch for one entity of wgsl_space(workload).
+/// Throws MeasureError(kInstantiation) when the entity cannot be built (splits that do not
+/// factor this workload, a broken constraint).
+KernelArtifact emit_wgsl(const Workload& workload, const ConfigEntity& entity);
+
+/// The untuned default: 8×8 workgroup (or the nearest the shapes and device limits allow), one
+/// output per invocation, no workgroup memory, no vec4, no unroll.
+ConfigEntity wgsl_default(const ConfigSpace& space);
+
+/// The outputs (row, col) of C that invocation (tx, ty) of workgroup (bx, by) computes and
+/// stores under `entity`, in the emitter's own index arithmetic: the kernel's stores go exactly
+/// there. For tests (every output written exactly once) and for logs. Throws like emit_wgsl.
+std::vector<std::pair<int64_t, int64_t>> wgsl_owned_outputs(const Workload& workload,
+                                                            const ConfigEntity& entity, int64_t bx,
+                                                            int64_t by, int64_t tx, int64_t ty);
+
+}  // namespace webtune
