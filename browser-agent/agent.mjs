@@ -1,7 +1,7 @@
 // agent.mjs — the browser agent: turns the tab that opens /agent into a worker of the farm.
 //
 // The page speaks tracker protocol v1 (docs/protocol.md) as role "agent" over ws(s)://<host>/ws:
-// a hello advertising one key per executor (`webgl2:<renderer>`; later `webgpu:<adapter>`,
+// a hello advertising one key per executor (`webgl2:<renderer>`, `webgpu:<adapter>`; later
 // `wasm:<simd|threads>`), then one job at a time, each answered with a MeasureResult. Jobs go to
 // the executor whose artifactTargets include the artifact's target, so a new target plugs in by
 // adding its executor class to EXECUTORS.
@@ -14,9 +14,14 @@
 
 import { ErrorNo, MeasureError, makeResult } from './measure.mjs';
 import { WebGL2Executor } from './webgl2.mjs';
+import { WebGPUExecutor } from './webgpu.mjs';
 
-/** Executor classes by family; each has static family, static artifactTargets, key(), device(), measure(). */
-const EXECUTORS = [WebGL2Executor];
+/**
+ * Executor classes by family; each has static family, static artifactTargets, key(), device(),
+ * measure(), and either a constructor that sets it up or (WebGPU: adapters and devices come
+ * asynchronously) a static async create(options).
+ */
+const EXECUTORS = [WebGL2Executor, WebGPUExecutor];
 const PROTOCOL = 1;
 // How much longer than its own timeout_s a job may run before the agent gives up on it: the
 // executor checks the timeout between timed batches, the watchdog covers a batch that hangs.
@@ -63,13 +68,18 @@ function parseFrame(text) {
   });
 }
 
-function createExecutors() {
+/** A ready executor of class `Executor`; rejects when it cannot work in this browser. */
+async function makeExecutor(Executor, options) {
+  return Executor.create ? Executor.create(options) : new Executor(options);
+}
+
+async function createExecutors() {
   const wanted = (params.get('targets') || '').split(',').map((s) => s.trim()).filter(Boolean);
   const executors = [];
   for (const Executor of EXECUTORS) {
     if (wanted.length && !wanted.includes(Executor.family)) continue;
     try {
-      executors.push(new Executor(Object.fromEntries(params)));
+      executors.push(await makeExecutor(Executor, Object.fromEntries(params)));
     } catch (e) {
       log(`no ${Executor.family} executor: ${e.message}`);
     }
@@ -230,7 +240,7 @@ class Agent {
         // kernel hangs): the next jobs get a fresh executor with a context of its own.
         measured.catch(() => {});
         try {
-          const fresh = new executor.constructor(this.executorOptions);
+          const fresh = await makeExecutor(executor.constructor, this.executorOptions);
           this.executors[this.executors.indexOf(executor)] = fresh;
           window.webtuneAgent.executors = this.executors;
         } catch (e) {
@@ -258,11 +268,11 @@ function askForToken(reason) {
   if (note && reason) note.textContent = reason;
 }
 
-function main() {
-  const executors = createExecutors();
+async function main() {
+  const executors = await createExecutors();
   window.webtuneAgent.executors = executors;
   if (!executors.length) {
-    state.lastError = 'no executor works in this browser (WebGL2 unavailable?)';
+    state.lastError = 'no executor works in this browser (WebGL2 / WebGPU unavailable?)';
     setStatus('failed');
     log(state.lastError);
     return;

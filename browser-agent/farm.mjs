@@ -3,7 +3,7 @@
 // and so becomes an agent of the farm. `webtune farm` and `webtune tune --target webgl2` (without
 // --tracker) start this script; it can also run on its own:
 //
-//   node browser-agent/farm.mjs --tracker ws://127.0.0.1:9190/ws --tabs 2 --targets webgl2
+//   node browser-agent/farm.mjs --tracker ws://127.0.0.1:9190/ws --tabs 2 --targets webgl2[,webgpu]
 //        [--token T] [--gl llvmpipe|swiftshader] [--chromium /usr/bin/chromium]
 //        [--name farm] [--parent-pid PID] [--no-restart]
 //
@@ -13,8 +13,8 @@
 // printed as "farm: tab N: ...".
 //
 // Lines on stdin control the farm (for tests and operators): "close N" closes tab N (reopened
-// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context, to exercise
-// recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
+// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context) or destroys its WebGPU
+// device (to exercise recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
 // SIGINT/SIGTERM, the end of --parent-pid, or "quit" close the browser and remove its profile.
 
 import fs from 'node:fs';
@@ -43,9 +43,12 @@ if (!(tabCount >= 1)) {
   console.error('farm: --tabs takes a positive number');
   process.exit(2);
 }
-for (const target of opts.targets.split(',')) {
-  if (target !== 'webgl2') {
-    console.error(`farm: unknown target '${target}' (this farm runs: webgl2)`);
+// Executor families the agent page has (agent.mjs EXECUTORS).
+const FARM_TARGETS = ['webgl2', 'webgpu'];
+const targets = opts.targets.split(',');
+for (const target of targets) {
+  if (!FARM_TARGETS.includes(target)) {
+    console.error(`farm: unknown target '${target}' (this farm runs: ${FARM_TARGETS.join(', ')})`);
     process.exit(2);
   }
 }
@@ -82,6 +85,8 @@ function chromiumArgs() {
   } else {
     args.push('--enable-unsafe-swiftshader');
   }
+  // Headless Chromium exposes navigator.gpu only with this flag (the adapter is SwiftShader).
+  if (targets.includes('webgpu')) args.push('--enable-unsafe-webgpu');
   return args;
 }
 

@@ -1,8 +1,9 @@
 /// \file browser_test.cpp
-/// The WebGL2 browser agent end to end: a real tracker on loopback serving /agent, real headless
-/// Chromium tabs started by browser-agent/farm.mjs (node + puppeteer-core), and jobs submitted
-/// through a real client. Kernels are the gles-frag template's, built here in C++ and run
-/// unchanged by the tabs; inputs are regenerated in JavaScript from the seed.
+/// The browser agent (WebGL2 and WebGPU executors) end to end: a real tracker on loopback serving
+/// /agent, real headless Chromium tabs started by browser-agent/farm.mjs (node + puppeteer-core),
+/// and jobs submitted through a real client. Kernels are the gles-frag (WebGL2) and webgpu (WGSL)
+/// templates', built here in C++ and run unchanged by the tabs; inputs are regenerated in
+/// JavaScript from the seed.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -30,13 +31,14 @@ using namespace std::chrono_literals;
 /// `node browser-agent/farm.mjs` with a pipe to its stdin for commands ("close N").
 class FarmProcess {
  public:
-  FarmProcess(const std::string& url, int tabs, const std::string& token = {}) {
+  FarmProcess(const std::string& url, int tabs, const std::string& token = {},
+              const std::string& targets = "webgl2") {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     std::vector<std::string> args = {"node",         WEBTUNE_SOURCE_DIR "/browser-agent/farm.mjs",
                                      "--tracker",    url,
                                      "--tabs",       std::to_string(tabs),
-                                     "--targets",    "webgl2",
+                                     "--targets",    targets,
                                      "--name",       "tab",
                                      "--parent-pid", std::to_string(::getpid())};
     if (!token.empty()) {
@@ -99,13 +101,15 @@ class BrowserFarmTest : public ::testing::Test {
  protected:
   /// `agent_token`: the tracker requires it of agents, and the farm's tabs present it
   /// (`/agent?token=...`).
-  void start(int tabs, const std::string& agent_token = {}) {
+  /// `family`: the executor family the tabs run ("webgl2" or "webgpu"), and the key jobs go to.
+  void start(int tabs, const std::string& agent_token = {}, const std::string& family = "webgl2") {
+    family_ = family;
     TrackerConfig config;
     config.port = 0;
     config.tokens.agent = agent_token;
     server_ = std::make_unique<TrackerServer>(config);
     server_->start_background();
-    farm_ = std::make_unique<FarmProcess>(server_->url(), tabs, agent_token);
+    farm_ = std::make_unique<FarmProcess>(server_->url(), tabs, agent_token, family);
     wait_for_tabs(tabs);
   }
 
@@ -156,7 +160,7 @@ class BrowserFarmTest : public ::testing::Test {
     for (size_t i = 0; i < inputs.size(); ++i) {
       SubmitItem item;
       item.tag = first_tag + i;
-      item.key = "webgl2";
+      item.key = family_;
       item.lease_ms = 120000;
       item.input = inputs[i].to_json();
       items.push_back(std::move(item));
@@ -179,8 +183,8 @@ class BrowserFarmTest : public ::testing::Test {
   }
 
   /// 20 distinct random valid configs of `workload`, each run in a tab: all must pass.
-  void run_random_configs(const Workload& workload, int count) {
-    Task task = Task::create(workload, Target::kGlesFrag, limits());
+  void run_random_configs(const Workload& workload, int count, Target target = Target::kGlesFrag) {
+    Task task = Task::create(workload, target, limits());
     std::mt19937_64 rng(2024);
     std::vector<ConfigEntity> configs = task.space->sample_distinct(rng, count);
     ASSERT_EQ(static_cast<int>(configs.size()), count);
@@ -217,8 +221,8 @@ class BrowserFarmTest : public ::testing::Test {
 
   /// A dense 64 job with about `seconds` s of timed runs (min_repeat_ms), to be in flight for a
   /// while.
-  MeasureInput long_input(int seconds) {
-    Task task = Task::create(Workload::dense(64, 64, 64), Target::kGlesFrag, limits());
+  MeasureInput long_input(int seconds, Target target = Target::kGlesFrag) {
+    Task task = Task::create(Workload::dense(64, 64, 64), target, limits());
     MeasureInput input = input_for(task, task.default_config(), 3);
     input.options.number = 1;
     input.options.repeat = seconds;
@@ -230,6 +234,7 @@ class BrowserFarmTest : public ::testing::Test {
   std::unique_ptr<FarmProcess> farm_;
   std::unique_ptr<TrackerClient> viewer_, client_;
   std::string key_;
+  std::string family_ = "webgl2";
   boost::json::object device_;
 };
 
@@ -372,6 +377,65 @@ TEST_F(BrowserFarmTest, CrashedBrowserIsRelaunchedAndItsTabsRejoin) {
   auto results = collect(1, 120s);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[1].result.at("error_no").to_number<int>(), 0);
+}
+
+// ---- WebGPU (headless Chromium with --enable-unsafe-webgpu: the SwiftShader adapter) ----
+
+TEST_F(BrowserFarmTest, WebgpuTabJoinsWithItsAdapterLimits) {
+  start(1, {}, "webgpu");
+  EXPECT_EQ(key_.rfind("webgpu:", 0), 0u) << key_;
+  const DeviceLimits l = limits();
+  EXPECT_GE(l.max_workgroup_invocations, 256) << boost::json::serialize(device_);
+  EXPECT_GE(l.max_workgroup_size_x, 256);
+  EXPECT_GE(l.max_shared_memory_bytes, 16384);
+}
+
+TEST_F(BrowserFarmTest, TwentyRandomDense64WebgpuConfigsMatchTheReference) {
+  start(1, {}, "webgpu");
+  run_random_configs(Workload::dense(64, 64, 64), 20, Target::kWebgpu);
+}
+
+TEST_F(BrowserFarmTest, WgslTheBrowserRejectsIsCompileDeviceWithItsMessage) {
+  start(1, {}, "webgpu");
+  Task task = Task::create(Workload::dense(16, 16, 16), Target::kWebgpu, limits());
+  MeasureInput input = input_for(task, task.default_config(), 1);
+  input.artifact.source =
+      "@group(0) @binding(2) var<storage, read_write> C : array<f32>;\n"
+      "@compute @workgroup_size(8, 8, 1)\n"
+      "fn main(@builtin(global_invocation_id) gid : vec3<u32>) { C[gid.x] = no_such_variable; }\n";
+  MeasureInput good = input_for(task, task.default_config(), 1);
+  submit({input, good}, 1);
+  auto results = collect(2, 120s);
+  ASSERT_EQ(results.size(), 2u);
+  const auto& bad = results[1].result;
+  EXPECT_EQ(bad.at("error_no").to_number<int>(), 3) << boost::json::serialize(bad);
+  const std::string message(bad.at("message").as_string());
+  EXPECT_NE(message.find("WGSL shader failed to compile"), std::string::npos) << message;
+  EXPECT_NE(message.find("no_such_variable"), std::string::npos) << message;
+  EXPECT_EQ(results[2].result.at("error_no").to_number<int>(), 0)
+      << boost::json::serialize(results[2].result);
+}
+
+TEST_F(BrowserFarmTest, LostWebgpuDeviceIsRuntimeDeviceAndTheTabGoesOn) {
+  start(1, {}, "webgpu");
+  submit({long_input(5, Target::kWebgpu)}, 1);
+  ASSERT_FALSE(busy_agent().empty());
+  std::this_thread::sleep_for(1000ms);
+  farm_->command("lose 0");
+  auto lost = collect(1, 120s);
+  ASSERT_EQ(lost.size(), 1u);
+  const auto& result = lost[1].result;
+  EXPECT_EQ(result.at("error_no").to_number<int>(), 4) << boost::json::serialize(result);
+  EXPECT_NE(std::string(result.at("message").as_string()).find("device was lost"),
+            std::string::npos)
+      << boost::json::serialize(result);
+  // The tab requested a fresh device: the next job passes.
+  Task task = Task::create(Workload::dense(32, 32, 32), Target::kWebgpu, limits());
+  submit({input_for(task, task.default_config(), 5)}, 2);
+  auto next = collect(1, 120s);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[2].result.at("error_no").to_number<int>(), 0)
+      << boost::json::serialize(next[2].result);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@ import { pack, unpack } from '../layout.mjs';
 import { checkSamples, nextNumber } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
 import { shortRendererName } from '../webgl2.mjs';
+import { shortAdapterName } from '../webgpu.mjs';
 
 // seeded_tensor(seed, id, 5) from the C++ generator, as fp32 bit patterns.
 const GOLDEN = [
@@ -69,4 +70,12 @@ test('renderer names become short keys', () => {
   assert.equal(shortRendererName('ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device (Subzero) (0x0000C0DE)), SwiftShader driver)'), 'swiftshader');
   assert.equal(shortRendererName('ANGLE (Mesa, llvmpipe (LLVM 15.0.6, 256 bits), OpenGL ES 3.2)'), 'llvmpipe');
   assert.equal(shortRendererName('ANGLE (NVIDIA Corporation, NVIDIA H200/PCIe/SSE2, OpenGL 4.5)'), 'nvidia-h200');
+});
+
+test('WebGPU adapter names make stable keys', () => {
+  assert.equal(shortAdapterName({ vendor: 'google', architecture: 'swiftshader', description: '' }), 'swiftshader');
+  assert.equal(shortAdapterName({ vendor: 'nvidia', architecture: 'hopper', description: 'NVIDIA H100 80GB HBM3' }),
+    'nvidia-h100-80gb-hbm3');
+  assert.equal(shortAdapterName({ vendor: 'intel', architecture: 'gen-12lp' }), 'intel-gen-12lp');
+  assert.equal(shortAdapterName({}), 'unknown');
 });

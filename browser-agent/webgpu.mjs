@@ -1,0 +1,398 @@
+// webgpu.mjs — the WebGPU executor: runs the WGSL compute kernels of the webgpu template
+// (codegen/wgsl_emitter.cpp; KernelArtifact JSON, codegen/include/codegen/kernel_artifact.hpp):
+// seeded inputs into storage buffers (bindings 0 and 1, row-major floats; the kernel may view
+// them as vec4s), one dispatch writing binding 2, a checked (and warm-up) run read back with
+// mapAsync that must match the reference samples, then TVM time_evaluator timing with
+// performance.now() around queue.onSubmittedWorkDone().
+//
+// A WGSL error (getCompilationInfo, or a validation error while building the pipeline) fails the
+// trial with COMPILE_DEVICE and the browser's message. A lost device fails it with
+// RUNTIME_DEVICE; the executor then requests a fresh device for the next one. Every trial owns
+// its buffers and destroys them however it ends.
+//
+// WebGPU needs a secure context (http://127.0.0.1 is one) and, in headless Chromium,
+// --enable-unsafe-webgpu (farm.mjs adds it); the adapter is then SwiftShader.
+
+import { ErrorNo, MeasureError, checkSamples, inputShapes, nextNumber, workloadSizes } from './measure.mjs';
+import { cachedSeededTensor } from './seeded_random.mjs';
+
+/** A short, stable adapter name for the key `webgpu:<name>`, from GPUAdapterInfo fields. */
+export function shortAdapterName(info = {}) {
+  const text = [info.description, info.vendor, info.architecture, info.device]
+    .filter((s) => typeof s === 'string' && s).join(' ');
+  if (/swiftshader/i.test(text)) return 'swiftshader';
+  if (/llvmpipe/i.test(text)) return 'llvmpipe';
+  const parts = info.description ? [info.description] : [info.vendor, info.architecture];
+  const name = parts.filter(Boolean).join('-').toLowerCase()
+    .replace(/\((r|tm)\)/g, '').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  return name || 'unknown';
+}
+
+/** Dispatches per command buffer in a timed batch: bounds encoding work and memory. */
+const RUNS_PER_SUBMIT = 1024;
+
+export class WebGPUExecutor {
+  /** The target family this executor serves, the first part of its key. */
+  static family = 'webgpu';
+  /** Artifact targets (KernelArtifact.target) this executor runs. */
+  static artifactTargets = ['webgpu'];
+
+  /**
+   * Requests an adapter and a device (async, unlike WebGL2's context); rejects when the browser
+   * offers no WebGPU. The agent calls this instead of the constructor.
+   */
+  static async create(options = {}) {
+    const executor = new WebGPUExecutor(options);
+    await executor.createDevice();
+    return executor;
+  }
+
+  constructor(options = {}) {
+    this.options = options;
+    this.generation = 0;
+    this.gpu = null;  // the GPUDevice (device() is the hello's description)
+    this.lost = false;
+  }
+
+  async createDevice() {
+    if (typeof navigator === 'undefined' || !navigator.gpu) {
+      throw new Error('this browser offers no WebGPU (navigator.gpu is missing: it needs a secure context, and headless Chromium --enable-unsafe-webgpu)');
+    }
+    const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!adapter) throw new Error('navigator.gpu.requestAdapter() found no adapter');
+    const a = adapter.limits;
+    // The device gets the adapter's own compute limits, not the spec defaults, so that configs up
+    // to what the device reports (e.g. SwiftShader's 32 KiB of workgroup storage) can run.
+    const requiredLimits = {};
+    for (const name of ['maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX',
+      'maxComputeWorkgroupSizeY', 'maxComputeWorkgroupSizeZ', 'maxComputeWorkgroupStorageSize',
+      'maxComputeWorkgroupsPerDimension', 'maxStorageBufferBindingSize', 'maxBufferSize']) {
+      if (typeof a[name] === 'number') requiredLimits[name] = a[name];
+    }
+    const device = await adapter.requestDevice({ requiredLimits });
+    this.adapterInfo = adapter.info || (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : {});
+    this.features = [...adapter.features].sort();
+    this.gpu = device;
+    this.lost = false;
+    this.lostMessage = '';
+    this.generation += 1;
+    device.lost.then((info) => {
+      if (this.gpu !== device) return;
+      this.lost = true;
+      this.lostMessage = `${info.reason || 'unknown'}${info.message ? `: ${info.message}` : ''}`;
+      console.warn(`[webtune] WebGPU device lost (${this.lostMessage})`);
+    });
+    device.addEventListener?.('uncapturederror', (event) => {
+      console.warn(`[webtune] WebGPU uncaptured error: ${event.error?.message}`);
+    });
+    const d = device.limits;
+    this.limits = {
+      // DeviceLimits' JSON shape (codegen/config_space.hpp); textures are unused by WGSL kernels.
+      max_texture_size: d.maxTextureDimension2D,
+      max_draw_buffers: d.maxColorAttachments,
+      max_workgroup_invocations: d.maxComputeInvocationsPerWorkgroup,
+      max_workgroup_size: [d.maxComputeWorkgroupSizeX, d.maxComputeWorkgroupSizeY, d.maxComputeWorkgroupSizeZ],
+      max_shared_memory_bytes: d.maxComputeWorkgroupStorageSize,
+    };
+  }
+
+  /** The tracker key of this device, e.g. "webgpu:swiftshader". */
+  key() {
+    return `webgpu:${shortAdapterName(this.adapterInfo)}`;
+  }
+
+  /** The `device` object of the agent's hello. */
+  device() {
+    const info = this.adapterInfo || {};
+    const d = this.gpu.limits;
+    return {
+      platform: 'webgpu',
+      vendor: info.vendor || '',
+      renderer: info.description || [info.vendor, info.architecture, info.device].filter(Boolean).join(' '),
+      architecture: info.architecture || '',
+      features: this.features,
+      limits: this.limits,
+      max_workgroups_per_dimension: d.maxComputeWorkgroupsPerDimension,
+      max_storage_buffer_binding_size: d.maxStorageBufferBindingSize,
+      short_name: shortAdapterName(info),
+      user_agent: typeof navigator !== 'undefined' ? navigator.userAgent : '',
+      cross_origin_isolated: typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated,
+    };
+  }
+
+  /**
+   * Runs one MeasureInput; resolves to {costs} (seconds) or throws MeasureError. `shouldStop`
+   * is polled between timed batches (a cancelled job or the agent's watchdog).
+   */
+  async measure(input, { start = performance.now(), shouldStop = () => false } = {}) {
+    if (this.lost) await this.createDevice();
+    const trial = new Trial(this, input, start, shouldStop);
+    try {
+      return await trial.run();
+    } finally {
+      trial.release();
+      if (this.lost) {
+        try { await this.createDevice(); } catch (e) { console.error('[webtune] cannot recreate the WebGPU device', e); }
+      }
+    }
+  }
+
+  /** Destroys the device on purpose (device.lost fires), for tests of the recovery path. */
+  loseContext() {
+    this.gpu.destroy();
+    return true;
+  }
+}
+
+class Trial {
+  constructor(executor, input, start, shouldStop) {
+    this.executor = executor;
+    this.device = executor.gpu;
+    this.input = input;
+    this.artifact = input.artifact;
+    this.start = start;
+    this.shouldStop = shouldStop;
+    this.buffers = [];
+  }
+
+  async run() {
+    this.validate();
+    await this.compile();
+    await this.setUp();
+    // The checked run is also TVM's untimed warm-up run. The output starts as NaN so that a
+    // kernel that skips some outputs cannot pass with values left from an earlier run.
+    const output = await this.runChecked();
+    const check = checkSamples(output, this.input.samples || []);
+    if (!check.ok) throw new MeasureError(ErrorNo.WRONG_ANSWER, check.message);
+    this.checkDeadline(0, 0);
+    return this.timeRuns();
+  }
+
+  instantiation(message) {
+    throw new MeasureError(ErrorNo.INSTANTIATION, message);
+  }
+
+  checkLost(what) {
+    if (this.executor.lost || this.executor.gpu !== this.device) {
+      throw new MeasureError(ErrorNo.RUNTIME_DEVICE,
+        `the WebGPU device was lost while ${what} (${this.executor.lostMessage || 'no reason given'})`);
+    }
+  }
+
+  /** Runs `fn` inside validation and out-of-memory error scopes; a captured error → `errorNo`. */
+  async scoped(what, errorNo, fn) {
+    const device = this.device;
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    let value;
+    let thrown = null;
+    try {
+      value = await fn();
+    } catch (e) {
+      thrown = e;
+    }
+    const validation = await device.popErrorScope();
+    const memory = await device.popErrorScope();
+    if (thrown instanceof MeasureError) throw thrown;
+    this.checkLost(what);
+    const error = validation || memory;
+    if (error) throw new MeasureError(errorNo, `${error.constructor?.name || 'GPUError'} while ${what}: ${error.message}`);
+    if (thrown) throw new MeasureError(errorNo, `${thrown.name || 'Error'} while ${what}: ${thrown.message}`);
+    return value;
+  }
+
+  // ---- checks before touching the device: a bad artifact is reported as such ----
+  validate() {
+    const { artifact, input } = this;
+    const limits = this.executor.limits;
+    const d = this.device.limits;
+    if (!artifact || typeof artifact.source !== 'string') this.instantiation('the measure input has no artifact source');
+    if (!WebGPUExecutor.artifactTargets.includes(artifact.target)) {
+      this.instantiation(`WebGPU runs webgpu (WGSL) kernels, not '${artifact.target}'`);
+    }
+    this.sizes = workloadSizes(input.workload);
+    const shapes = inputShapes(input.workload);
+    if (!Array.isArray(artifact.inputs) || artifact.inputs.length !== 2) {
+      this.instantiation(`the artifact has ${artifact.inputs?.length ?? 0} input layouts; the runtime feeds exactly 2 (data, weight)`);
+    }
+    artifact.inputs.forEach((layout, i) => {
+      if (JSON.stringify(layout.shape) !== JSON.stringify(shapes[i])) {
+        this.instantiation(`artifact input ${i} has shape [${layout.shape}] but the workload's ${i === 0 ? 'data' : 'weight'} is [${shapes[i]}]`);
+      }
+      if (layout.pack_axis !== -1 && layout.pack_axis !== undefined) {
+        this.instantiation(`input ${i} is packed along axis ${layout.pack_axis}; WGSL kernels read plain row-major buffers`);
+      }
+    });
+    const out = artifact.output;
+    if (out.rows * out.cols !== this.sizes.output) {
+      this.instantiation(`the artifact's output is ${out.rows}x${out.cols} = ${out.rows * out.cols} elements but the workload has ${this.sizes.output}`);
+    }
+    const [gx, gy, gz] = artifact.dispatch || [1, 1, 1];
+    for (const g of [gx, gy, gz]) {
+      if (!(g >= 1) || g > d.maxComputeWorkgroupsPerDimension) {
+        this.instantiation(`dispatch [${artifact.dispatch}] is outside 1..${d.maxComputeWorkgroupsPerDimension} workgroups per dimension`);
+      }
+    }
+    const [wx, wy, wz] = artifact.workgroup || [1, 1, 1];
+    if (wx * wy * wz > limits.max_workgroup_invocations || wx > limits.max_workgroup_size[0] ||
+        wy > limits.max_workgroup_size[1] || wz > limits.max_workgroup_size[2]) {
+      this.instantiation(`workgroup [${artifact.workgroup}] exceeds this device's limits (${limits.max_workgroup_invocations} invocations, size [${limits.max_workgroup_size}])`);
+    }
+    if ((artifact.shared_memory_bytes || 0) > limits.max_shared_memory_bytes) {
+      this.instantiation(`the kernel declares ${artifact.shared_memory_bytes} bytes of workgroup memory, this device allows ${limits.max_shared_memory_bytes}`);
+    }
+  }
+
+  // ---- compile ----
+  async compile() {
+    const device = this.device;
+    device.pushErrorScope('validation');
+    const module = device.createShaderModule({ code: this.artifact.source });
+    const info = await module.getCompilationInfo();
+    const scopeError = await device.popErrorScope();
+    this.checkLost('compiling the kernel');
+    const errors = info.messages.filter((m) => m.type === 'error');
+    if (errors.length || scopeError) {
+      const text = errors.map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`).join('; ');
+      throw new MeasureError(ErrorNo.COMPILE_DEVICE,
+        `WGSL shader failed to compile: ${text || scopeError.message}`);
+    }
+    // Pipeline creation validates the entry point, bindings and workgroup limits.
+    device.pushErrorScope('validation');
+    let pipelineError = null;
+    try {
+      this.pipeline = await device.createComputePipelineAsync({
+        layout: 'auto', compute: { module, entryPoint: 'main' },
+      });
+    } catch (e) {
+      pipelineError = e;
+    }
+    const scoped = await device.popErrorScope();
+    this.checkLost('building the compute pipeline');
+    if (pipelineError || scoped) {
+      throw new MeasureError(ErrorNo.COMPILE_DEVICE,
+        `the compute pipeline failed to build: ${(pipelineError || scoped).message}`);
+    }
+  }
+
+  createBuffer(bytes, usage) {
+    // Sizes rounded up to 16 bytes: an array<vec4<f32>> view needs whole vec4s.
+    const buffer = this.device.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16), usage });
+    this.buffers.push(buffer);
+    return buffer;
+  }
+
+  // ---- inputs, output, bind group ----
+  async setUp() {
+    await this.scoped('setting up the kernel\'s buffers', ErrorNo.RUNTIME_DEVICE, () => {
+      const { device, sizes } = this;
+      const seed = this.input.seed;
+      const logical = [cachedSeededTensor(seed, 0, sizes.data), cachedSeededTensor(seed, 1, sizes.weight)];
+      const S = GPUBufferUsage;
+      this.inputBuffers = logical.map((values) => {
+        const buffer = this.createBuffer(values.byteLength, S.STORAGE | S.COPY_DST);
+        device.queue.writeBuffer(buffer, 0, values);
+        return buffer;
+      });
+      const outBytes = sizes.output * 4;
+      this.outputBuffer = this.createBuffer(outBytes, S.STORAGE | S.COPY_SRC | S.COPY_DST);
+      this.readBuffer = this.createBuffer(outBytes, S.MAP_READ | S.COPY_DST);
+      this.outputBytes = this.outputBuffer.size;
+      device.queue.writeBuffer(this.outputBuffer, 0, new Float32Array(this.outputBytes / 4).fill(NaN));
+      this.bindGroup = device.createBindGroup({
+        layout: this.pipeline.getBindGroupLayout(0),
+        entries: [
+          { binding: 0, resource: { buffer: this.inputBuffers[0] } },
+          { binding: 1, resource: { buffer: this.inputBuffers[1] } },
+          { binding: 2, resource: { buffer: this.outputBuffer } },
+        ],
+      });
+    });
+  }
+
+  encodeRuns(encoder, count) {
+    const [gx, gy, gz] = this.artifact.dispatch;
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(this.pipeline);
+    pass.setBindGroup(0, this.bindGroup);
+    for (let i = 0; i < count; ++i) pass.dispatchWorkgroups(gx, gy, gz);
+    pass.end();
+  }
+
+  async runChecked() {
+    return this.scoped('running the kernel', ErrorNo.RUNTIME_DEVICE, async () => {
+      const encoder = this.device.createCommandEncoder();
+      this.encodeRuns(encoder, 1);
+      encoder.copyBufferToBuffer(this.outputBuffer, 0, this.readBuffer, 0, this.outputBytes);
+      this.device.queue.submit([encoder.finish()]);
+      try {
+        await this.readBuffer.mapAsync(GPUMapMode.READ);
+      } catch (e) {
+        this.checkLost('reading the output back');
+        throw e;
+      }
+      const all = new Float32Array(this.readBuffer.getMappedRange().slice(0));
+      this.readBuffer.unmap();
+      // Compute targets store the plain row-major tensor (OutputLayout rows_per_item = 1).
+      return all.subarray(0, this.sizes.output);
+    });
+  }
+
+  // ---- timing ----
+  /** The soft timeout, checked between batches: a dispatch in flight cannot be interrupted. */
+  checkDeadline(timedRuns, lastRunS) {
+    const limit = this.input.options?.timeout_s ?? 10;
+    if (this.shouldStop()) throw new MeasureError(ErrorNo.RUN_TIMEOUT, 'the job was cancelled or its time ran out');
+    if (limit <= 0) return;
+    const elapsed = (performance.now() - this.start) / 1e3;
+    if (elapsed <= limit) return;
+    let message = `measurement ran past its timeout of ${limit} s (${elapsed.toPrecision(4)} s`;
+    if (timedRuns > 0) message += ` after ${timedRuns} timed runs of about ${(lastRunS * 1e3).toPrecision(4)} ms`;
+    throw new MeasureError(ErrorNo.RUN_TIMEOUT, `${message})`);
+  }
+
+  /** `number` runs, submitted in command buffers of at most RUNS_PER_SUBMIT dispatches. */
+  async runBatch(number) {
+    const queue = this.device.queue;
+    for (let done = 0; done < number; done += RUNS_PER_SUBMIT) {
+      const encoder = this.device.createCommandEncoder();
+      this.encodeRuns(encoder, Math.min(RUNS_PER_SUBMIT, number - done));
+      queue.submit([encoder.finish()]);
+    }
+    await queue.onSubmittedWorkDone();
+  }
+
+  async timeRuns() {
+    const options = this.input.options || {};
+    let number = Math.max(1, options.number ?? 1);
+    const repeat = Math.max(1, options.repeat ?? 1);
+    const minRepeatMs = options.min_repeat_ms ?? 0;
+    const costs = [];
+    let timedRuns = 0;
+    for (let r = 0; r < repeat; ++r) {
+      let durationS = 0;
+      for (;;) {
+        // The clock runs inside the error scope: popping it is a round trip of its own.
+        durationS = await this.scoped('timing the kernel', ErrorNo.RUNTIME_DEVICE, async () => {
+          const begin = performance.now();
+          await this.runBatch(number);
+          return (performance.now() - begin) / 1e3;
+        });
+        timedRuns += number;
+        this.checkLost('timing the kernel');
+        this.checkDeadline(timedRuns, durationS / number);
+        if (minRepeatMs <= 0 || durationS * 1e3 >= minRepeatMs || number >= 2 ** 30) break;
+        number = nextNumber(number, durationS, minRepeatMs);
+      }
+      costs.push(durationS / number);
+    }
+    return { costs };
+  }
+
+  release() {
+    for (const buffer of this.buffers) {
+      try { buffer.destroy(); } catch { /* the device is gone */ }
+    }
+    this.buffers = [];
+  }
+}
