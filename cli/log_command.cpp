@@ -128,7 +128,8 @@ void run_import(const LogArgs& args) {
 void add_filters(CLI::App* cmd, LogArgs& args) {
   cmd->add_option("--workload", args.workload,
                   "only jobs whose workload key or task name contains this text");
-  cmd->add_option("--target", args.target, "only jobs of this target (gles-frag, gles-compute)");
+  cmd->add_option("--target", args.target,
+                  "only jobs of this target (gles-frag, gles-compute, webgpu)");
 }
 
 }  // namespace

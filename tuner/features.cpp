@@ -154,7 +154,8 @@ std::vector<float> config_features(const Task& task, const ConfigEntity& entity)
   }
   float* a = features.data() + start;
   const double outputs = static_cast<double>(task.workload.output_size());
-  if (artifact.target == Target::kGlesCompute) {
+  // Compute kernels (GLSL ES 3.10 and WGSL) share the workgroup/dispatch features.
+  if (artifact.target == Target::kGlesCompute || artifact.target == Target::kWebgpu) {
     const double invocations =
         static_cast<double>(artifact.workgroup[0] * artifact.workgroup[1] * artifact.workgroup[2]);
     const double groups =

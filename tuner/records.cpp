@@ -693,6 +693,7 @@ Target parse_target(std::string_view target_string, std::string_view task_name) 
     const std::string_view key = std::string_view(keys).substr(begin, end - begin);
     if (key == target_name(Target::kGlesFrag)) return Target::kGlesFrag;
     if (key == target_name(Target::kGlesCompute)) return Target::kGlesCompute;
+    if (key == target_name(Target::kWebgpu)) return Target::kWebgpu;
     begin = end + 1;
   }
   const size_t dot = task_name.rfind('.');
