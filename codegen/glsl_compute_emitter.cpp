@@ -130,6 +130,7 @@
 #include <vector>
 
 #include "codegen/error_no.hpp"
+#include "shader_text.hpp"
 
 namespace webtune {
 
@@ -147,58 +148,25 @@ constexpr int64_t kMaxPrefetchLoads = 16;
 
 // ---- Small helpers ---------------------------------------------------------------------------
 
+constexpr std::string_view kTarget = "gles-compute";
+
 [[noreturn]] void refuse(const std::string& why) {
-  throw MeasureError(MeasureErrorNo::kInstantiation, "gles-compute: " + why);
+  shader_text::refuse(kTarget, why);
 }
 
 std::string num(int64_t value) {
   return std::to_string(value);
 }
 
-/// Indented GLSL text.
-class ShaderWriter {
- public:
-  void line(const std::string& text) {
-    out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << '\n';
-  }
-  /// `head {` and one level deeper; an empty head opens a bare scope.
-  void open(const std::string& head) {
-    line(head.empty() ? "{" : head + " {");
-    ++indent_;
-  }
-  void close() {
-    --indent_;
-    line("}");
-  }
-  std::string text() const { return out_.str(); }
+using shader_text::ShaderWriter;
 
- private:
-  std::ostringstream out_;
-  int indent_ = 0;
-};
-
-/// The factors of split `name`, checked against the workload's extent.
 std::vector<int64_t> read_split(const ConfigEntity& entity, const std::string& name, size_t parts,
                                 int64_t extent) {
-  std::vector<int64_t> factors;
-  try {
-    factors = entity.split(name);
-  } catch (const std::exception& e) {
-    refuse(e.what());
-  }
-  int64_t product = 1;
-  for (int64_t f : factors) product *= f;
-  if (factors.size() != parts || product != extent)
-    refuse("split '" + name + "' does not factor this workload's extent " + num(extent));
-  return factors;
+  return shader_text::read_split(entity, name, parts, extent, kTarget);
 }
 
 int64_t read_int(const ConfigEntity& entity, const std::string& name) {
-  try {
-    return entity.get_int(name);
-  } catch (const std::exception& e) {
-    refuse(e.what());
-  }
+  return shader_text::read_int(entity, name, kTarget);
 }
 
 /// Preamble shared by every kernel: version, precisions and the local size.

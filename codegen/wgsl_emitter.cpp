@@ -56,6 +56,7 @@
 #include <string>
 
 #include "codegen/error_no.hpp"
+#include "shader_text.hpp"
 
 namespace webtune {
 
@@ -68,56 +69,25 @@ constexpr int64_t kMaxUnrolledMultiplyAdds = 1024;
 constexpr int64_t kMaxGroupCount = 65535;
 constexpr int64_t kDefaultThreadsPerDim = 8;
 
+constexpr std::string_view kTarget = "webgpu";
+
 [[noreturn]] void refuse(const std::string& why) {
-  throw MeasureError(MeasureErrorNo::kInstantiation, "webgpu: " + why);
+  shader_text::refuse(kTarget, why);
 }
 
 std::string num(int64_t value) {
   return std::to_string(value);
 }
 
-/// Indented WGSL text.
-class ShaderWriter {
- public:
-  void line(const std::string& text) {
-    out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << '\n';
-  }
-  void open(const std::string& head) {
-    line(head.empty() ? "{" : head + " {");
-    ++indent_;
-  }
-  void close() {
-    --indent_;
-    line("}");
-  }
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  int indent_ = 0;
-};
+using shader_text::ShaderWriter;
 
 std::vector<int64_t> read_split(const ConfigEntity& entity, const std::string& name, size_t parts,
                                 int64_t extent) {
-  std::vector<int64_t> factors;
-  try {
-    factors = entity.split(name);
-  } catch (const std::exception& e) {
-    refuse(e.what());
-  }
-  int64_t product = 1;
-  for (int64_t f : factors) product *= f;
-  if (factors.size() != parts || product != extent)
-    refuse("split '" + name + "' does not factor this workload's extent " + num(extent));
-  return factors;
+  return shader_text::read_split(entity, name, parts, extent, kTarget);
 }
 
 int64_t read_int(const ConfigEntity& entity, const std::string& name) {
-  try {
-    return entity.get_int(name);
-  } catch (const std::exception& e) {
-    refuse(e.what());
-  }
+  return shader_text::read_int(entity, name, kTarget);
 }
 
 /// One entity of the dense space, decoded.
