@@ -97,6 +97,33 @@ export function checkSamples(output, samples) {
  * The next power-of-two-free batch size of TVM's time_evaluator: jump to the number of runs that
  * should fill min_repeat_ms, growing by at least the golden ratio (as gl_runtime.cpp does).
  */
+/**
+ * TVM time_evaluator semantics over a kernel: `repeat` costs (s), each the mean of `number` runs,
+ * with `number` grown (nextNumber) until one timed batch lasts `min_repeat_ms`.
+ * `timeBatch(n)` runs n dispatches, waits for them and resolves to the seconds they took;
+ * `afterBatch(timedRuns, perRunS)` runs after each batch and may throw a MeasureError (a lost
+ * context or device, the job's deadline). Resolves to `{costs}`.
+ */
+export async function timeEvaluator(options, timeBatch, afterBatch) {
+  let number = Math.max(1, options.number ?? 1);
+  const repeat = Math.max(1, options.repeat ?? 1);
+  const minRepeatMs = options.min_repeat_ms ?? 0;
+  const costs = [];
+  let timedRuns = 0;
+  for (let r = 0; r < repeat; ++r) {
+    let durationS = 0;
+    for (;;) {
+      durationS = await timeBatch(number);
+      timedRuns += number;
+      afterBatch(timedRuns, durationS / number);
+      if (minRepeatMs <= 0 || durationS * 1e3 >= minRepeatMs || number >= 2 ** 30) break;
+      number = nextNumber(number, durationS, minRepeatMs);
+    }
+    costs.push(durationS / number);
+  }
+  return { costs };
+}
+
 export function nextNumber(number, durationS, minRepeatMs) {
   const perRunMs = Math.max((durationS * 1e3) / number, 1e-6);
   const next = Math.max(minRepeatMs / perRunMs + 1, number * 1.618);

@@ -8,7 +8,7 @@
 // resets the GPU process, the page calls WEBGL_lose_context, ...) fails the trial with
 // RUNTIME_DEVICE; the executor then builds a fresh canvas and context for the next one.
 
-import { ErrorNo, MeasureError, checkSamples, inputShapes, nextNumber, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkSamples, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
 import { channels, pack, packedShape, shapeSize, unpack } from './layout.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
@@ -485,28 +485,15 @@ class Trial {
   }
 
   async timeRuns() {
-    const options = this.input.options || {};
-    let number = Math.max(1, options.number ?? 1);
-    const repeat = Math.max(1, options.repeat ?? 1);
-    const minRepeatMs = options.min_repeat_ms ?? 0;
-    const costs = [];
-    let timedRuns = 0;
-    for (let r = 0; r < repeat; ++r) {
-      let durationS = 0;
-      for (;;) {
-        const begin = performance.now();
-        for (let j = 0; j < number; ++j) this.runOnce();
-        await this.sync();
-        durationS = (performance.now() - begin) / 1e3;
-        timedRuns += number;
-        this.checkGl('timing the kernel');
-        this.checkDeadline(timedRuns, durationS / number);
-        if (minRepeatMs <= 0 || durationS * 1e3 >= minRepeatMs || number >= 2 ** 30) break;
-        number = nextNumber(number, durationS, minRepeatMs);
-      }
-      costs.push(durationS / number);
-    }
-    return { costs };
+    return timeEvaluator(this.input.options || {}, async (number) => {
+      const begin = performance.now();
+      for (let j = 0; j < number; ++j) this.runOnce();
+      await this.sync();
+      return (performance.now() - begin) / 1e3;
+    }, (timedRuns, perRunS) => {
+      this.checkGl('timing the kernel');
+      this.checkDeadline(timedRuns, perRunS);
+    });
   }
 
   release() {

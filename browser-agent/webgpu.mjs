@@ -13,7 +13,7 @@
 // WebGPU needs a secure context (http://127.0.0.1 is one) and, in headless Chromium,
 // --enable-unsafe-webgpu (farm.mjs adds it); the adapter is then SwiftShader.
 
-import { ErrorNo, MeasureError, checkSamples, inputShapes, nextNumber, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkSamples, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
 /** A short, stable adapter name for the key `webgpu:<name>`, from GPUAdapterInfo fields. */
@@ -363,30 +363,16 @@ class Trial {
   }
 
   async timeRuns() {
-    const options = this.input.options || {};
-    let number = Math.max(1, options.number ?? 1);
-    const repeat = Math.max(1, options.repeat ?? 1);
-    const minRepeatMs = options.min_repeat_ms ?? 0;
-    const costs = [];
-    let timedRuns = 0;
-    for (let r = 0; r < repeat; ++r) {
-      let durationS = 0;
-      for (;;) {
-        // The clock runs inside the error scope: popping it is a round trip of its own.
-        durationS = await this.scoped('timing the kernel', ErrorNo.RUNTIME_DEVICE, async () => {
-          const begin = performance.now();
-          await this.runBatch(number);
-          return (performance.now() - begin) / 1e3;
-        });
-        timedRuns += number;
-        this.checkLost('timing the kernel');
-        this.checkDeadline(timedRuns, durationS / number);
-        if (minRepeatMs <= 0 || durationS * 1e3 >= minRepeatMs || number >= 2 ** 30) break;
-        number = nextNumber(number, durationS, minRepeatMs);
-      }
-      costs.push(durationS / number);
-    }
-    return { costs };
+    return timeEvaluator(this.input.options || {}, (number) =>
+      // The clock runs inside the error scope: popping it is a round trip of its own.
+      this.scoped('timing the kernel', ErrorNo.RUNTIME_DEVICE, async () => {
+        const begin = performance.now();
+        await this.runBatch(number);
+        return (performance.now() - begin) / 1e3;
+      }), (timedRuns, perRunS) => {
+      this.checkLost('timing the kernel');
+      this.checkDeadline(timedRuns, perRunS);
+    });
   }
 
   release() {
