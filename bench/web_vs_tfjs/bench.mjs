@@ -1,0 +1,231 @@
+#!/usr/bin/env node
+// bench.mjs — webtune's tuned kernels against TensorFlow.js 4.22 in ONE headless Chromium
+// session (one page), per task × target:
+//
+//   node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
+//        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--repeat 15]
+//
+// DIR holds `webtune artifact` outputs named <target>-<task>.json (bench/web_vs_tfjs/run writes
+// them from the tuning databases). A target × task without one is still timed on the TensorFlow.js
+// side and reported as skipped on webtune's, with the reason from DIR/<target>-<task>.skip when
+// there is one. Prints a table (task, target, webtune GFLOP/s, tfjs GFLOP/s, ratio, target ratio,
+// met?) and writes everything (each sample, the devices, the flags) as JSON to --out.
+//
+// The page is served from a node http server on 127.0.0.1 (a secure context, so WebGPU is
+// offered) with COOP/COEP headers, so it is cross-origin isolated and the tfjs wasm backend can
+// use its threaded SIMD build. Served: /agent/* = browser-agent/, /tfjs/* = the @tensorflow
+// packages in node_modules, /bench/* = this directory.
+
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import puppeteer from 'puppeteer-core';
+
+import { chromiumArgs } from './flags.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+
+const { values: opts } = parseArgs({
+  options: {
+    artifacts: { type: 'string' },
+    out: { type: 'string', default: '' },
+    gl: { type: 'string', default: 'swiftshader' },
+    tasks: { type: 'string', default: 'dense512,C2,C5,C8' },
+    targets: { type: 'string', default: 'webgl2,webgpu,wasm' },
+    repeat: { type: 'string', default: '15' },
+    chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
+  },
+});
+if (!opts.artifacts) {
+  console.error('bench: --artifacts DIR is required (webtune artifact outputs, <target>-<task>.json)');
+  process.exit(2);
+}
+const repeat = Number.parseInt(opts.repeat, 10);
+if (!(repeat >= 10)) {
+  console.error('bench: --repeat takes at least 10 (the medians are of ≥ 10 samples)');
+  process.exit(2);
+}
+
+// webtune target → the TensorFlow.js backend it is compared with, and the issue's target ratio.
+const TARGETS = {
+  webgl2: { backend: 'webgl', goal: 2 },
+  webgpu: { backend: 'webgpu', goal: 3 },
+  wasm: { backend: 'wasm', goal: 1 },
+};
+const targets = opts.targets.split(',').filter(Boolean);
+for (const t of targets) {
+  if (!TARGETS[t]) {
+    console.error(`bench: unknown target '${t}' (${Object.keys(TARGETS).join(', ')})`);
+    process.exit(2);
+  }
+}
+
+// The tasks' shapes, from the workload files the tuning runs used.
+function loadTasks() {
+  const byName = new Map();
+  for (const file of ['matmul.json', 'resnet18.json']) {
+    const doc = JSON.parse(fs.readFileSync(path.join(root, 'configs/workloads', file), 'utf8'));
+    for (const t of doc.tasks) byName.set(t.name, t);
+  }
+  return opts.tasks.split(',').filter(Boolean).map((name) => {
+    const w = byName.get(name);
+    if (!w) throw new Error(`unknown task '${name}' (configs/workloads/matmul.json, resnet18.json)`);
+    return w;
+  });
+}
+
+function flopsOf(w) {
+  if (w.op === 'dense') return 2 * w.M * w.N * w.K;
+  const oh = Math.floor((w.H + 2 * w.pad - w.R) / w.stride) + 1;
+  const ow = Math.floor((w.W + 2 * w.pad - w.S) / w.stride) + 1;
+  return 2 * w.N * w.K * oh * ow * w.C * w.R * w.S;
+}
+
+// ---- static server with cross-origin isolation ----
+const TYPES = {
+  '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript',
+  '.wasm': 'application/wasm', '.json': 'application/json', '.map': 'application/json',
+};
+const MOUNTS = [
+  ['/agent/', path.join(root, 'browser-agent')],
+  ['/tfjs/', path.join(root, 'node_modules/@tensorflow')],
+  ['/bench/', here],
+];
+
+function serve(req, res) {
+  const url = new URL(req.url, 'http://127.0.0.1');
+  let file = null;
+  if (url.pathname === '/') file = path.join(here, 'index.html');
+  for (const [prefix, dir] of MOUNTS) {
+    if (!url.pathname.startsWith(prefix)) continue;
+    const candidate = path.resolve(dir, `.${decodeURIComponent(url.pathname.slice(prefix.length - 1))}`);
+    if (candidate.startsWith(dir + path.sep)) file = candidate;
+  }
+  const headers = {
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Embedder-Policy': 'require-corp',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+    'Cache-Control': 'no-store',
+  };
+  if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    res.writeHead(404, headers);
+    res.end('not found');
+    return;
+  }
+  headers['Content-Type'] = TYPES[path.extname(file)] || 'application/octet-stream';
+  res.writeHead(200, headers);
+  fs.createReadStream(file).pipe(res);
+}
+
+function readArtifact(target, task) {
+  const base = path.join(opts.artifacts, `${target}-${task}`);
+  if (fs.existsSync(`${base}.json`)) return { record: JSON.parse(fs.readFileSync(`${base}.json`, 'utf8')) };
+  const why = fs.existsSync(`${base}.skip`) ? fs.readFileSync(`${base}.skip`, 'utf8').trim()
+    : `no ${base}.json`;
+  return { skip: why };
+}
+
+function fmt(x, digits = 2) {
+  return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-';
+}
+
+function printTable(rows) {
+  const head = ['task', 'target', 'webtune GFLOP/s', 'tfjs GFLOP/s', 'ratio', 'target', 'met?'];
+  const lines = [head, ...rows.map((r) => [
+    r.task, `${r.target} vs tfjs ${r.tfjs_backend}`, fmt(r.webtune?.gflops), fmt(r.tfjs?.gflops),
+    r.ratio === null ? '-' : `${fmt(r.ratio)}×`, `≥ ${r.target_ratio}×`,
+    r.met === null ? `skipped: ${r.skipped}` : (r.met ? 'yes' : 'no'),
+  ])];
+  const width = head.map((_, c) => Math.max(...lines.map((l) => l[c].length)));
+  for (const l of lines) console.log(l.map((cell, c) => cell.padEnd(width[c])).join('  ').trimEnd());
+}
+
+async function main() {
+  const tasks = loadTasks();
+  const server = http.createServer(serve);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webtune-bench-'));
+  // The farm's flags (what the tuning ran under), with WebGPU on: one session for all targets.
+  const args = chromiumArgs({ gl: opts.gl, webgpu: true });
+  const browser = await puppeteer.launch({
+    executablePath: opts.chromium, headless: true, pipe: true, userDataDir: profileDir, args,
+    protocolTimeout: 1800000,
+  });
+  const rows = [];
+  let env = {};
+  try {
+    const page = await browser.newPage();
+    page.on('console', (m) => {
+      if (['error', 'warn'].includes(m.type())) console.error(`page ${m.type()}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
+    await page.goto(`${origin}/`, { waitUntil: 'load' });
+    await page.waitForFunction(() => window.bench?.ready === true, { timeout: 60000 });
+    env = await page.evaluate(() => window.bench.environment());
+    env.chromium = await browser.version();
+    env.flags = args;
+    env.gl = opts.gl;
+    console.error(`bench: ${env.chromium}, ${opts.gl}, WebGL2 ${env.webgl2_renderer}, WebGPU ${env.webgpu_adapter}, ` +
+      `cross-origin isolated: ${env.cross_origin_isolated}`);
+
+    for (const w of tasks) {
+      const flops = flopsOf(w);
+      for (const target of targets) {
+        const { backend, goal } = TARGETS[target];
+        const row = {
+          task: w.name, target, tfjs_backend: backend, target_ratio: goal, flops,
+          webtune: null, tfjs: null, ratio: null, met: null, skipped: null,
+        };
+        const { record, skip } = readArtifact(target, w.name);
+        if (record) {
+          try {
+            const r = await page.evaluate((rec, n) => window.bench.runWebtune(rec, { repeat: n }), record, repeat);
+            row.webtune = {
+              ...r, config_index: record.config_index, config: record.config, job: record.job,
+              trials: record.trials, tuned_gflops: record.gflops, device_key: record.device_key,
+            };
+          } catch (e) {
+            row.skipped = `webtune run failed: ${e.message}`;
+          }
+        } else {
+          row.skipped = skip;
+        }
+        try {
+          row.tfjs = await page.evaluate((b, wl, f, n) => window.bench.runTfjs(b, wl, f, { repeat: n }),
+            backend, w, flops, repeat);
+        } catch (e) {
+          row.tfjs = { error: e.message };
+          row.skipped = row.skipped || `tfjs ${backend} failed: ${e.message}`;
+        }
+        if (row.webtune?.gflops && row.tfjs?.gflops) {
+          row.ratio = row.webtune.gflops / row.tfjs.gflops;
+          row.met = row.ratio >= goal;
+        }
+        console.error(`bench: ${w.name} ${target}: webtune ${fmt(row.webtune?.gflops)} GFLOP/s, ` +
+          `tfjs ${backend} ${fmt(row.tfjs?.gflops)} GFLOP/s${row.skipped ? ` (${row.skipped})` : ''}`);
+        rows.push(row);
+      }
+    }
+  } finally {
+    await browser.close().catch(() => {});
+    server.close();
+    fs.rmSync(profileDir, { recursive: true, force: true });
+  }
+  printTable(rows);
+  const result = { date: new Date().toISOString(), host: { cpus: os.cpus().length, platform: os.platform(), release: os.release() }, env, repeat, rows };
+  if (opts.out) {
+    fs.mkdirSync(path.dirname(opts.out), { recursive: true });
+    fs.writeFileSync(opts.out, `${JSON.stringify(result, null, 1)}\n`);
+    console.error(`bench: wrote ${opts.out}`);
+  }
+}
+
+main().catch((e) => {
+  console.error(`bench: ${e.stack || e.message}`);
+  process.exit(1);
+});
