@@ -26,5 +26,7 @@ void add_tune_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 /// `webtune farm`: a local farm of headless Chromium agent tabs (browser-agent/farm.mjs).
 void add_farm_command(CLI::App& app);
+/// `webtune artifact`: the kernel artifact JSON of a tuned config, out of the records.
+void add_artifact_command(CLI::App& app);
 
 }  // namespace webtune::cli

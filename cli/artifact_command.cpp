@@ -1,0 +1,188 @@
+/// \file artifact_command.cpp
+/// `webtune artifact --db F --workload SPEC --target T [--config-index N] [-o out.json]`: the
+/// kernel of a tuned config, out of a records database, as one JSON object that a runtime
+/// outside the tuner (the browser agent's executors in bench/web_vs_tfjs, a deployment) can run:
+///
+///   {"job": 3, "task": "dense512", "target": "gles-frag", "device_key": "webgl2:swiftshader",
+///    "trials": 200, "config_index": 812, "config": {entity JSON}, "best": true,
+///    "workload": {Workload JSON}, "flops": 268435456,
+///    "result": {MeasureResult of that trial, or null}, "cost_s": 0.061, "gflops": 4.4,
+///    "artifact": {KernelArtifact JSON},
+///    "seed": 1, "samples": [[index, value, abs_sum, tolerance], ...]}
+///
+/// workload + artifact + seed + samples are a MeasureInput (codegen/measure.hpp) but for its
+/// options, so a runtime can check the kernel's output before timing it. The space is rebuilt
+/// with the device limits the records stored for the job's device (as tune did), so a config
+/// index means the same entity it meant while tuning.
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/task.hpp"
+#include "commands.hpp"
+#include "tuner/records.hpp"
+
+namespace webtune::cli {
+
+namespace {
+
+namespace bj = boost::json;
+
+struct ArtifactArgs {
+  std::string db, workload, task, target, out = "-";
+  int64_t config_index = -1;  // −1: the job's best successful trial
+  uint64_t seed = 1;
+  int samples = 64;
+};
+
+/// True when `spec` is a workload as `tune --workload` takes it (a file or "op:dims"), rather
+/// than a task name or workload-key fragment to look for among the jobs.
+bool is_workload_spec(const std::string& spec) {
+  return spec.find(':') != std::string::npos || std::filesystem::is_regular_file(spec);
+}
+
+/// Does job `j` belong to the --workload/--task selection? A spec matches by workload key (the
+/// shapes), anything else as `log best` filters: a substring of the key or the task name.
+bool matches(const TuningJobInfo& j, const ArtifactArgs& args,
+             const std::vector<WorkloadFileTask>& wanted) {
+  if (!args.task.empty() && j.task_name != args.task && !is_workload_spec(args.workload))
+    return false;
+  if (!wanted.empty()) {
+    for (const WorkloadFileTask& w : wanted)
+      if (w.workload.key() == j.workload.key()) return true;
+    return false;
+  }
+  return j.workload.key().find(args.workload) != std::string::npos ||
+         j.task_name.find(args.workload) != std::string::npos;
+}
+
+/// The one job of the selection; throws std::runtime_error listing the candidates when there
+/// are none or several.
+TuningJobInfo find_job(const RecordStore& store, const ArtifactArgs& args) {
+  const TuneTarget target = tune_target_from_name(args.target);
+  std::vector<WorkloadFileTask> wanted;
+  if (is_workload_spec(args.workload)) wanted = resolve_workloads(args.workload, args.task);
+  std::vector<TuningJobInfo> found;
+  std::string all;
+  for (const TuningJobInfo& j : store.jobs()) {
+    all += "\n  job " + std::to_string(j.id) + " " + (j.task_name.empty() ? "-" : j.task_name) +
+           " " + j.workload.key() + " on " + j.device_key;
+    // A tune target names the kernel kind and, for browser targets, the agents' key prefix:
+    // "webgl2" jobs are gles-frag kernels measured by "webgl2:<renderer>" tabs.
+    if (j.target != target.kernel) continue;
+    if (j.device_key.rfind(target.key + ":", 0) != 0 && j.device_key != target.key) continue;
+    if (matches(j, args, wanted)) found.push_back(j);
+  }
+  if (found.size() == 1) return found.front();
+  throw std::runtime_error(
+      (found.empty() ? "no tuning job" : std::to_string(found.size()) + " tuning jobs") +
+      " of target " + args.target + " match --workload '" + args.workload + "'" +
+      (args.task.empty() ? "" : " --task " + args.task) + " in " + args.db +
+      (all.empty() ? " (it has no jobs)" : "; its jobs:" + all));
+}
+
+DeviceLimits stored_limits(const RecordStore& store, const std::string& device_key) {
+  if (const std::optional<std::string> info = store.device_info(device_key)) {
+    const bj::value device = bj::parse(*info);
+    if (device.is_object() && device.as_object().contains("limits"))
+      return DeviceLimits::from_json(device.as_object().at("limits"));
+  }
+  spdlog::warn("no device limits stored for {}: the space uses the default limits", device_key);
+  return {};
+}
+
+bj::object artifact_json(const ArtifactArgs& args) {
+  if (!std::filesystem::exists(args.db))
+    throw std::runtime_error("no records database at '" + args.db + "'");
+  RecordStore store(args.db);
+  const TuningJobInfo job = find_job(store, args);
+  const Task task = Task::create(job.workload, job.target, stored_limits(store, job.device_key));
+
+  // The trial behind the config: the best one, or the stored trial of --config-index (absent
+  // when that index was never measured; its kernel is still built).
+  std::optional<TrialRecord> trial;
+  bool best = false;
+  if (args.config_index < 0) {
+    for (const BestRecord& b : store.best({}, std::string(target_name(job.target))))
+      if (b.job.id == job.id) trial = b.trial;
+    if (!trial)
+      throw std::runtime_error("job " + std::to_string(job.id) + " (" + job.workload.key() +
+                               ") has no successful trial");
+    best = true;
+  } else {
+    for (const TrialRecord& t : store.trials(job.id))
+      if (t.config_index == args.config_index) trial = t;
+  }
+  const ConfigEntity entity = trial ? task.space->from_json(bj::parse(trial->config_json))
+                                    : task.space->parse(std::to_string(args.config_index));
+  const double flops = job.workload.flops();
+
+  bj::object out{{"job", job.id},
+                 {"task", job.task_name},
+                 {"target", target_name(job.target)},
+                 {"device_key", job.device_key},
+                 {"trials", job.trials},
+                 {"config_index", entity.index()},
+                 {"config", entity.to_json()},
+                 {"best", best},
+                 {"workload", job.workload.to_json()},
+                 {"flops", flops}};
+  if (trial) {
+    out["result"] = trial->result.to_json();
+    out["cost_s"] = trial->result.ok() ? bj::value(trial->result.mean_cost()) : bj::value(nullptr);
+    out["gflops"] = trial->result.gflops(flops);
+  } else {
+    out["result"] = nullptr;
+    out["cost_s"] = nullptr;
+    out["gflops"] = nullptr;
+  }
+  out["artifact"] = task.build(entity).to_json();
+  out["seed"] = args.seed;
+  out["samples"] = samples_to_json(reference_samples(job.workload, args.seed, args.samples));
+  return out;
+}
+
+void run_artifact(const ArtifactArgs& args) {
+  const std::string text = bj::serialize(artifact_json(args)) + "\n";
+  if (args.out == "-") {
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
+  std::ofstream file(args.out);
+  if (!(file << text)) throw std::runtime_error("cannot write '" + args.out + "'");
+}
+
+}  // namespace
+
+void add_artifact_command(CLI::App& app) {
+  auto args = std::make_shared<ArtifactArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "artifact", "Print the kernel artifact (JSON) of a task's best or a given tuned config");
+  cmd->add_option("--db", args->db, "SQLite records database")->required();
+  cmd->add_option("--workload", args->workload,
+                  "workload file or inline spec (as tune takes it), or a task name / workload "
+                  "key fragment of a job, e.g. C2 or dense_512")
+      ->required();
+  cmd->add_option("--task", args->task, "task name inside a workload file, e.g. C2");
+  cmd->add_option("--target", args->target,
+                  "target the job was tuned for: gles-frag, gles-compute, webgl2 or webgpu")
+      ->required();
+  cmd->add_option("--config-index", args->config_index,
+                  "this config of the job's space instead of the best measured one");
+  cmd->add_option("--seed", args->seed, "seed of the inputs the reference samples are for")
+      ->capture_default_str();
+  cmd->add_option("--samples", args->samples, "reference samples of the output to include")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", args->out, "output file, or - for stdout")->capture_default_str();
+  cmd->callback([args] { run_artifact(*args); });
+}
+
+}  // namespace webtune::cli
