@@ -160,9 +160,14 @@ class Thread {
     return new Promise((resolve, reject) => { this.waiter = { resolve, reject }; });
   }
 
-  terminate() {
-    this.failure = this.failure || 'terminated';
-    this.waiter = null;  // whoever waited has given up on this worker
+  /** Ends the worker; a reply still awaited rejects with RUNTIME_DEVICE. */
+  terminate(reason = 'terminated') {
+    this.failure = this.failure || reason;
+    if (this.waiter) {
+      const { reject } = this.waiter;
+      this.waiter = null;
+      reject(new MeasureError(ErrorNo.RUNTIME_DEVICE, `the wasm workers were ${reason}`));
+    }
     try { this.raw.terminate(); } catch { /* already gone */ }
   }
 }
@@ -234,8 +239,8 @@ export class WasmExecutor {
   }
 
   /** Terminates every worker (a hung or failed job); the next job starts fresh ones. */
-  resetPool() {
-    for (const thread of this.pool) thread.terminate();
+  resetPool(reason = 'terminated') {
+    for (const thread of this.pool) thread.terminate(reason);
     this.pool = [];
   }
 
@@ -259,7 +264,7 @@ export class WasmExecutor {
 
   /** Ends every worker now (the farm's "lose" command; tests of the recovery path). */
   loseContext() {
-    this.resetPool();
+    this.resetPool('terminated on purpose (lose)');
     return true;
   }
 }
