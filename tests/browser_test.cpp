@@ -533,7 +533,8 @@ std::string body_wat(int threads, const std::string& body) {
          body + "))";
 }
 
-/// BrowserFarmTest with wasm inputs written as JSON: the hand-made artifacts need no emitter.
+/// BrowserFarmTest for wasm tabs: configs of the real emitter (Target::kWasm), and hand-made
+/// artifacts written as JSON.
 class WasmFarmTest : public BrowserFarmTest {
  protected:
   static constexpr int64_t kM = 64, kN = 64, kK = 64;
@@ -594,6 +595,51 @@ class WasmFarmTest : public BrowserFarmTest {
     client_->submit(items);
   }
 
+  /// `count` distinct random configs of the real wasm emitter's space for `workload`, every third
+  /// forced to 2 threads (where the tab allows 2) so that the threaded path runs; all must match
+  /// the reference with positive costs.
+  void run_random_wasm_configs(const Workload& workload, int count) {
+    Task task = Task::create(workload, Target::kWasm, limits());
+    std::mt19937_64 rng(2025);
+    std::vector<ConfigEntity> configs = task.space->sample_distinct(rng, count);
+    ASSERT_EQ(static_cast<int>(configs.size()), count);
+    for (size_t i = 0; i < configs.size(); i += 3) {
+      if (limits().max_threads < 2) break;
+      boost::json::object json = configs[i].to_json();
+      json.erase("index");  // it names the sampled entity
+      for (auto& item : json["entity"].as_array())
+        if (item.as_array()[0].as_string() == "threads") item.as_array()[2] = 2;
+      // Kept as sampled where 2 threads break a rule (threads <= column blocks) or repeat a config.
+      ConfigEntity forced = task.space->from_json(json);
+      bool repeated = false;
+      for (const ConfigEntity& c : configs) repeated |= c.index() == forced.index();
+      if (task.space->is_valid(forced) && !repeated) configs[i] = forced;
+    }
+    std::vector<MeasureInput> inputs;
+    int threaded = 0;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      inputs.push_back(input_for(task, configs[i], 7 + i));
+      if (inputs.back().artifact.wasm.threads > 1) ++threaded;
+    }
+    if (limits().max_threads >= 2) EXPECT_GE(threaded, count / 4) << "too few threaded configs";
+    // Building 20 modules through LLVM can outlast the tracker's idle timeout (10 s) of a client
+    // that reads nothing meanwhile: submit on a fresh connection.
+    client_ = std::make_unique<TrackerClient>(server_->url(), hello_as(Role::kClient));
+    submit(inputs, 1);
+    auto results = collect(inputs.size(), 600s);
+    ASSERT_EQ(results.size(), inputs.size());
+    for (const auto& [tag, r] : results) {
+      const MeasureInput& input = inputs[tag - 1];
+      EXPECT_EQ(error_no(r), 0) << configs[tag - 1].to_string() << " ("
+                                << input.artifact.wasm.threads
+                                << " threads): " << boost::json::serialize(r.result);
+      if (error_no(r) != 0) continue;
+      const auto& costs = r.result.at("costs").as_array();
+      ASSERT_EQ(costs.size(), 2u);
+      for (const auto& c : costs) EXPECT_GT(c.to_number<double>(), 0.0);
+    }
+  }
+
   static int error_no(const ClientResult& r) { return r.result.at("error_no").to_number<int>(); }
   static std::string message(const ClientResult& r) {
     return std::string(r.result.at("message").as_string());
@@ -608,6 +654,16 @@ TEST_F(WasmFarmTest, TabJoinsAsWasmThreadsWithMaxThreads) {
   const auto& limits = device_.at("limits").as_object();
   EXPECT_GE(limits.at("max_threads").to_number<int>(), 1) << boost::json::serialize(device_);
   EXPECT_LE(limits.at("max_threads").to_number<int>(), 8);
+}
+
+TEST_F(WasmFarmTest, TwentyRandomDense64ConfigsMatchTheReference) {
+  start(1, {}, "wasm");
+  run_random_wasm_configs(Workload::dense(64, 64, 64), 20);
+}
+
+TEST_F(WasmFarmTest, TwentyRandomSmallConv2dConfigsMatchTheReference) {
+  start(1, {}, "wasm");
+  run_random_wasm_configs(Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1), 20);
 }
 
 TEST_F(WasmFarmTest, HandMadeDenseKernelMatchesTheReferenceOnOneToFourThreads) {
