@@ -364,6 +364,7 @@ class Trial {
     const replies = [];
     for (const thread of this.threads) replies.push(await this.reply(thread, 'instantiating the module'));
     const failed = replies.find((r) => r.error);
+    if (failed?.kind === 'memory') throw new MeasureError(ErrorNo.RUNTIME_DEVICE, failed.error);
     if (failed) {
       throw new MeasureError(ErrorNo.COMPILE_DEVICE, `the module does not instantiate with the ABI's imports: ${failed.error}`);
     }

@@ -109,15 +109,17 @@ function execute() {
 
 function load(m) {
   let memory = m.memory;
-  if (!memory) {
-    // T = 1: the ABI's memory is not shared and so cannot be posted; it is made here and the
-    // page sends the inputs instead.
-    memory = new WebAssembly.Memory({ initial: m.pages, maximum: m.pages });
-  }
-  if (m.inputs) {
-    for (const { offset, values } of m.inputs) {
+  try {
+    if (!memory) {
+      // T = 1: the ABI's memory is not shared and so cannot be posted; it is made here and the
+      // page sends the inputs instead.
+      memory = new WebAssembly.Memory({ initial: m.pages, maximum: m.pages });
+    }
+    for (const { offset, values } of m.inputs || []) {
       new Float32Array(memory.buffer, offset, values.length).set(values);
     }
+  } catch (e) {
+    return { error: `cannot set up ${m.pages} pages of memory: ${errorText(e)}`, kind: 'memory' };
   }
   let instance;
   try {

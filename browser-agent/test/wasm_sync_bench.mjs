@@ -3,6 +3,7 @@
 //   worker-leader  the executor's way: worker 0 drives the batch, joins with Atomics.wait
 //   page-spin      the page runs run(0) and spins on Atomics.load for the completion count
 //   page-waitasync the page runs run(0) and awaits Atomics.waitAsync for it
+// and, as the baseline, T = 1 executions on the leader (one call each, no synchronisation).
 // each with the helper polling `spin` times before it blocks (wasm_spin) and with spin 0.
 // Not part of ctest (minutes of CPU): WEBTUNE_WASM_SYNC_BENCH=1 node --test <this file>.
 import assert from 'node:assert/strict';
@@ -69,11 +70,19 @@ async function pageBench(moduleB64, executions, samples, spins) {
       perExec.push((await threads[0].next()).seconds / executions * 1e6);
     }
     out[`worker-leader spin=${spin}`] = (out[`worker-leader spin=${spin}`] || []).concat([median(perExec)]);
-    // T = 1 on the leader: the cost of a call with no synchronisation.
     const ctl = new Int32Array(control);
     Atomics.store(ctl, CONTROL.STOP, 1);
     Atomics.add(ctl, CONTROL.GEN, 1);
     Atomics.notify(ctl, CONTROL.GEN);
+    // T = 1 on the leader: the cost of one call with no synchronisation, the baseline.
+    threads[0].post({ cmd: 'load', module, pages: 1, threads: 1, spin, tid: 0, memory, control });
+    await threads[0].next();
+    const single = [];
+    for (let s = 0; s < samples; ++s) {
+      threads[0].post({ cmd: 'run', number: executions, output: null });
+      single.push((await threads[0].next()).seconds / executions * 1e6);
+    }
+    out['worker T=1'] = (out['worker T=1'] || []).concat([median(single)]);
     executor.resetPool();
 
     // page-leader variants: run(0) here, helper tid 1 in a worker.
