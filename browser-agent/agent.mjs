@@ -1,19 +1,21 @@
 // agent.mjs — the browser agent: turns the tab that opens /agent into a worker of the farm.
 //
 // The page speaks tracker protocol v1 (docs/protocol.md) as role "agent" over ws(s)://<host>/ws:
-// a hello advertising one key per executor (`webgl2:<renderer>`, `webgpu:<adapter>`; later
-// `wasm:<simd|threads>`), then one job at a time, each answered with a MeasureResult. Jobs go to
+// a hello advertising one key per executor (`webgl2:<renderer>`, `webgpu:<adapter>`,
+// `wasm:threads` or `wasm:simd`), then one job at a time, each answered with a MeasureResult. Jobs go to
 // the executor whose artifactTargets include the artifact's target, so a new target plugs in by
 // adding its executor class to EXECUTORS.
 //
 // URL parameters: token (the tracker's agent token; else the form asks for it), name (shown in
 // the farm), targets (comma-separated executor families, default all that work here), tracker
 // (a ws:// URL, default this page's host); the rest go to the executors as options (webgl2:
-// sync=fence|readpixels|finish). Progress is shown on the page and logged to the
-// console with a "[webtune]" prefix, which the local farm (farm.mjs) forwards.
+// sync=fence|readpixels|finish; wasm: wasm_spin=<polls before a thread blocks>). Progress is
+// shown on the page and logged to the console with a "[webtune]" prefix, which the local farm
+// (farm.mjs) forwards.
 
 import { ErrorNo, MeasureError, makeResult } from './measure.mjs';
 import { WebGL2Executor } from './webgl2.mjs';
+import { WasmExecutor } from './wasm.mjs';
 import { WebGPUExecutor } from './webgpu.mjs';
 
 /**
@@ -21,7 +23,7 @@ import { WebGPUExecutor } from './webgpu.mjs';
  * measure(), and either a constructor that sets it up or (WebGPU: adapters and devices come
  * asynchronously) a static async create(options).
  */
-const EXECUTORS = [WebGL2Executor, WebGPUExecutor];
+const EXECUTORS = [WebGL2Executor, WebGPUExecutor, WasmExecutor];
 const PROTOCOL = 1;
 // How much longer than its own timeout_s a job may run before the agent gives up on it: the
 // executor checks the timeout between timed batches, the watchdog covers a batch that hangs.
@@ -272,7 +274,7 @@ async function main() {
   const executors = await createExecutors();
   window.webtuneAgent.executors = executors;
   if (!executors.length) {
-    state.lastError = 'no executor works in this browser (WebGL2 / WebGPU unavailable?)';
+    state.lastError = 'no executor works in this browser (WebGL2 / WebGPU / WebAssembly SIMD unavailable?)';
     setStatus('failed');
     log(state.lastError);
     return;

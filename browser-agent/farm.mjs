@@ -3,7 +3,7 @@
 // and so becomes an agent of the farm. `webtune farm` and `webtune tune --target webgl2` (without
 // --tracker) start this script; it can also run on its own:
 //
-//   node browser-agent/farm.mjs --tracker ws://127.0.0.1:9190/ws --tabs 2 --targets webgl2[,webgpu]
+//   node browser-agent/farm.mjs --tracker ws://127.0.0.1:9190/ws --tabs 2 --targets webgl2[,webgpu][,wasm]
 //        [--token T] [--gl llvmpipe|swiftshader] [--chromium /usr/bin/chromium]
 //        [--name farm] [--parent-pid PID] [--no-restart]
 //
@@ -13,8 +13,8 @@
 // printed as "farm: tab N: ...".
 //
 // Lines on stdin control the farm (for tests and operators): "close N" closes tab N (reopened
-// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context) or destroys its WebGPU
-// device (to exercise recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
+// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context), destroys its WebGPU
+// device or terminates its wasm workers (to exercise recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
 // SIGINT/SIGTERM, the end of --parent-pid, or "quit" close the browser and remove its profile.
 
 import fs from 'node:fs';
@@ -44,7 +44,7 @@ if (!(tabCount >= 1)) {
   process.exit(2);
 }
 // Executor families the agent page has (agent.mjs EXECUTORS).
-const FARM_TARGETS = ['webgl2', 'webgpu'];
+const FARM_TARGETS = ['webgl2', 'webgpu', 'wasm'];
 const targets = opts.targets.split(',');
 for (const target of targets) {
   if (!FARM_TARGETS.includes(target)) {

@@ -75,7 +75,8 @@ void add_farm_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("farm", "Run a local farm of headless Chromium agent tabs (WebGL2)");
   cmd->add_option("--tabs", args->farm.tabs, "agent tabs")->capture_default_str();
-  cmd->add_option("--targets", args->farm.targets, "executor families (webgl2)")
+  cmd->add_option("--targets", args->farm.targets,
+                  "executor families, comma-separated (webgl2, webgpu, wasm)")
       ->capture_default_str();
   cmd->add_option("--tracker", args->farm.tracker,
                   "ws://HOST:PORT/ws of the tracker to serve (default: run one on --listen)");

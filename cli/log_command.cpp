@@ -129,7 +129,7 @@ void add_filters(CLI::App* cmd, LogArgs& args) {
   cmd->add_option("--workload", args.workload,
                   "only jobs whose workload key or task name contains this text");
   cmd->add_option("--target", args.target,
-                  "only jobs of this target (gles-frag, gles-compute, webgpu)");
+                  "only jobs of this target (gles-frag, gles-compute, webgpu, wasm)");
 }
 
 }  // namespace

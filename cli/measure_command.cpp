@@ -1,9 +1,12 @@
 /// \file measure_command.cpp
 /// `webtune measure --workload ... --target gles-frag|gles-compute --config <index|json|default>`:
 /// builds one config, runs it on the local GL device in an isolated worker, and prints its cost.
+/// Browser-only targets (webgpu, wasm) have no local device: measure builds the config, prints
+/// what it built and that it runs only in browser tabs (`webtune tune --target ...`).
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -23,14 +26,46 @@ struct MeasureArgs {
   bool json = false;
 };
 
+/// The browser-only targets: build (LLVM + lld for wasm) and report, since no local agent runs
+/// them. Exit code 0 when it built, 2 otherwise.
+int build_only(const MeasureArgs& args, const WorkloadFileTask& t, Target target) {
+  DeviceLimits limits;
+  limits.max_threads = 8;  // the most a wasm tab reports (docs/wasm_abi.md)
+  Task task = Task::create(t.workload, target, limits);
+  ConfigEntity entity =
+      args.config == "default" ? task.default_config() : task.space->parse(args.config);
+  std::printf("workload  %s  %.2f MFLOP\n", task.workload.key().c_str(),
+              task.workload.flops() / 1e6);
+  std::printf("target    %s  config %lld of %lld: %s\n", args.target.c_str(),
+              static_cast<long long>(entity.index()),
+              static_cast<long long>(task.space->raw_size()), entity.to_string().c_str());
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    const KernelArtifact artifact = task.build(entity);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("built     %zu source characters in %.1f ms\n", artifact.source.size(), ms);
+    std::printf("run       %s kernels run only in browser tabs: webtune tune --target %s\n",
+                args.target.c_str(), args.target.c_str());
+    return 0;
+  } catch (const MeasureError& e) {
+    std::printf("error     %d %s: %s\n", static_cast<int>(e.error()),
+                std::string(error_name(e.error())).c_str(), e.what());
+    return 2;
+  }
+}
+
 int run_measure(const MeasureArgs& args) {
   std::vector<WorkloadFileTask> tasks = resolve_workloads(args.workload, args.task);
   if (tasks.size() != 1)
     throw std::invalid_argument("--workload names " + std::to_string(tasks.size()) +
                                 " tasks; pick one with --task");
+  const Target target = target_from_name(args.target);
+  if (target == Target::kWasm || target == Target::kWebgpu)
+    return build_only(args, tasks[0], target);
   IsolatedRuntime runtime;
   const GlDeviceInfo& device = runtime.info();
-  Task task = Task::create(tasks[0].workload, target_from_name(args.target), device.limits);
+  Task task = Task::create(tasks[0].workload, target, device.limits);
   ConfigEntity entity =
       args.config == "default" ? task.default_config() : task.space->parse(args.config);
 
@@ -81,7 +116,9 @@ void add_measure_command(CLI::App& app) {
                   "conv2d:N,C,H,W,K,R,stride,pad | depthwise_conv2d:N,C,H,W,R,stride,pad")
       ->required();
   cmd->add_option("--task", args->task, "task name inside a workload file, e.g. C2");
-  cmd->add_option("--target", args->target, "gles-frag or gles-compute")->capture_default_str();
+  cmd->add_option("--target", args->target,
+                  "gles-frag or gles-compute (webgpu, wasm: build only, they run in browsers)")
+      ->capture_default_str();
   cmd->add_option("--config", args->config, "config index, entity JSON, or 'default'")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of the generated inputs")->capture_default_str();

@@ -15,6 +15,7 @@ namespace {
 struct SpaceArgs {
   std::string workload, task, target = "gles-frag", config;
   int64_t max_texture_size = 4096, max_draw_buffers = 4, max_invocations = 1024;
+  int64_t max_threads = 8;  // wasm: the most a tab reports (docs/wasm_abi.md)
 };
 
 void run_space(const SpaceArgs& args) {
@@ -24,6 +25,7 @@ void run_space(const SpaceArgs& args) {
   limits.max_workgroup_invocations = args.max_invocations;
   limits.max_workgroup_size_x = limits.max_workgroup_size_y = args.max_invocations;
   limits.max_shared_memory_bytes = 32768;
+  limits.max_threads = args.max_threads;
   for (const WorkloadFileTask& t : resolve_workloads(args.workload, args.task)) {
     Task task = Task::create(t.workload, target_from_name(args.target), limits);
     std::printf("%s %s on %s: %lld raw configs, %zu valid\n", t.workload.name.c_str(),
@@ -35,8 +37,12 @@ void run_space(const SpaceArgs& args) {
       ConfigEntity entity =
           args.config == "default" ? task.default_config() : task.space->parse(args.config);
       KernelArtifact artifact = task.build(entity);
+      // A wasm module is base64 (docs/wasm_abi.md): print the whole artifact, as agents get it.
+      const std::string text = artifact.target == Target::kWasm
+                                   ? boost::json::serialize(artifact.to_json())
+                                   : artifact.source;
       std::printf("config %s\n%s\n", boost::json::serialize(entity.to_json()).c_str(),
-                  artifact.source.c_str());
+                  text.c_str());
     }
   }
 }
@@ -49,13 +55,15 @@ void add_space_command(CLI::App& app) {
       app.add_subcommand("space", "Print a task's config space (and a config's kernel)");
   cmd->add_option("--workload", args->workload, "workload file or inline spec")->required();
   cmd->add_option("--task", args->task, "task names inside a workload file, e.g. C2,C4");
-  cmd->add_option("--target", args->target, "gles-frag, gles-compute or webgpu")
+  cmd->add_option("--target", args->target, "gles-frag, gles-compute, webgpu or wasm")
       ->capture_default_str();
   cmd->add_option("--config", args->config,
                   "print the kernel of this config (index, JSON, default)");
   cmd->add_option("--max-texture-size", args->max_texture_size)->capture_default_str();
   cmd->add_option("--max-draw-buffers", args->max_draw_buffers)->capture_default_str();
   cmd->add_option("--max-invocations", args->max_invocations)->capture_default_str();
+  cmd->add_option("--max-threads", args->max_threads, "wasm: threads a tab allows")
+      ->capture_default_str();
   cmd->callback([args] { run_space(*args); });
 }
 

@@ -99,8 +99,8 @@ void add_tune_command(CLI::App& app) {
       ->required();
   cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
   cmd->add_option("--target", args->target,
-                  "gles-frag, gles-compute, webgl2 (gles-frag kernels in browser tabs) or webgpu "
-                  "(WGSL, dense)")
+                  "gles-frag, gles-compute, webgl2 (gles-frag kernels in browser tabs), webgpu "
+                  "(WGSL, dense) or wasm (LLVM-built WebAssembly, dense and conv2d, browser tabs)")
       ->capture_default_str();
   cmd->add_option("--trials", args->options.trials, "trials per task")->capture_default_str();
   cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();
@@ -109,7 +109,7 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--token", args->token, "client token");
   cmd->add_option("--key", args->key, "agent key or prefix (default: the target's, e.g. gles)");
   cmd->add_option("--local-agents", args->local_agents,
-                  "agents (browser tabs for webgl2) of the embedded farm")
+                  "agents (browser tabs for webgl2, webgpu and wasm) of the embedded farm")
       ->capture_default_str();
   cmd->add_option("--farm-gl", args->farm_gl,
                   "WebGL backend of the embedded browser farm: swiftshader or llvmpipe")

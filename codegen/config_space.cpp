@@ -142,7 +142,8 @@ bj::object DeviceLimits::to_json() const {
                     {"max_workgroup_invocations", max_workgroup_invocations},
                     {"max_workgroup_size",
                      bj::array{max_workgroup_size_x, max_workgroup_size_y, max_workgroup_size_z}},
-                    {"max_shared_memory_bytes", max_shared_memory_bytes}};
+                    {"max_shared_memory_bytes", max_shared_memory_bytes},
+                    {"max_threads", max_threads}};
 }
 
 DeviceLimits DeviceLimits::from_json(const bj::value& value) {
@@ -161,6 +162,7 @@ DeviceLimits DeviceLimits::from_json(const bj::value& value) {
   }
   d.max_shared_memory_bytes =
       json::get_int_or(o, "max_shared_memory_bytes", d.max_shared_memory_bytes);
+  d.max_threads = json::get_int_or(o, "max_threads", d.max_threads);
   return d;
 }
 

@@ -143,16 +143,44 @@ static std::array<int64_t, 3> triple_from(const bj::object& o, std::string_view 
   return {v[0], v[1], v[2]};
 }
 
+bj::object WasmModuleInfo::to_json() const {
+  return bj::object{{"threads", threads},
+                    {"memory_pages", memory_pages},
+                    {"offsets", triple(offsets)},
+                    {"simd", simd}};
+}
+
+WasmModuleInfo WasmModuleInfo::from_json(const bj::value& value) {
+  const bj::object& o = json::as_object(value, "wasm module info");
+  WasmModuleInfo w;
+  w.threads = static_cast<int>(json::get_int(o, "threads"));
+  w.memory_pages = json::get_int(o, "memory_pages");
+  w.offsets = triple_from(o, "offsets");
+  const bj::value& simd = json::field(o, "simd");
+  if (!simd.is_bool()) throw std::invalid_argument("wasm: 'simd' must be true or false");
+  w.simd = simd.get_bool();
+  // 65536 pages = 4 GiB, all that wasm32 addresses.
+  if (w.threads < 1 || w.threads > 64) throw std::invalid_argument("wasm: threads must be 1..64");
+  if (w.memory_pages < 1 || w.memory_pages > 65536)
+    throw std::invalid_argument("wasm: memory_pages must be 1..65536");
+  for (int64_t offset : w.offsets)
+    if (offset < 0 || offset % 64 != 0 || offset >= w.memory_pages * 65536)
+      throw std::invalid_argument("wasm: offsets must be 64-byte aligned and inside the memory");
+  return w;
+}
+
 bj::object KernelArtifact::to_json() const {
   bj::array in;
   for (const TensorLayout& l : inputs) in.push_back(l.to_json());
-  return bj::object{{"target", std::string(target_name(target))},
-                    {"source", source},
-                    {"inputs", std::move(in)},
-                    {"output", output.to_json()},
-                    {"dispatch", triple(dispatch)},
-                    {"workgroup", triple(workgroup)},
-                    {"shared_memory_bytes", shared_memory_bytes}};
+  bj::object o{{"target", std::string(target_name(target))},
+               {"source", source},
+               {"inputs", std::move(in)},
+               {"output", output.to_json()},
+               {"dispatch", triple(dispatch)},
+               {"workgroup", triple(workgroup)},
+               {"shared_memory_bytes", shared_memory_bytes}};
+  if (target == Target::kWasm) o["wasm"] = wasm.to_json();
+  return o;
 }
 
 KernelArtifact KernelArtifact::from_json(const bj::value& value) {
@@ -167,6 +195,7 @@ KernelArtifact KernelArtifact::from_json(const bj::value& value) {
   if (o.contains("dispatch")) a.dispatch = triple_from(o, "dispatch");
   if (o.contains("workgroup")) a.workgroup = triple_from(o, "workgroup");
   a.shared_memory_bytes = json::get_int_or(o, "shared_memory_bytes", 0);
+  if (a.target == Target::kWasm) a.wasm = WasmModuleInfo::from_json(json::field(o, "wasm"));
   return a;
 }
 

@@ -15,6 +15,8 @@ std::string_view target_name(Target target) {
       return "gles-compute";
     case Target::kWebgpu:
       return "webgpu";
+    case Target::kWasm:
+      return "wasm";
   }
   return "unknown";
 }
@@ -23,8 +25,9 @@ Target target_from_name(std::string_view name) {
   if (name == "gles-frag") return Target::kGlesFrag;
   if (name == "gles-compute") return Target::kGlesCompute;
   if (name == "webgpu") return Target::kWebgpu;
+  if (name == "wasm") return Target::kWasm;
   throw std::invalid_argument("unknown target '" + std::string(name) +
-                              "' (known: gles-frag, gles-compute, webgpu)");
+                              "' (known: gles-frag, gles-compute, webgpu, wasm)");
 }
 
 std::string_view target_key(Target target) {
@@ -34,6 +37,8 @@ std::string_view target_key(Target target) {
       return "gles";
     case Target::kWebgpu:
       return "webgpu";
+    case Target::kWasm:
+      return "wasm";
   }
   return "unknown";
 }
@@ -54,11 +59,18 @@ TuneTarget tune_target_from_name(std::string_view name) {
     t.browser = true;
     return t;
   }
+  if (name == "wasm") {
+    // The wasm executor lives in browser tabs only (docs/wasm_abi.md).
+    t.kernel = Target::kWasm;
+    t.key = "wasm";
+    t.browser = true;
+    return t;
+  }
   try {
     t.kernel = target_from_name(name);
   } catch (const std::invalid_argument&) {
     throw std::invalid_argument("unknown target '" + std::string(name) +
-                                "' (known: gles-frag, gles-compute, webgl2, webgpu)");
+                                "' (known: gles-frag, gles-compute, webgl2, webgpu, wasm)");
   }
   t.key = std::string(target_key(t.kernel));
   return t;

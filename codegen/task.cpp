@@ -5,6 +5,7 @@
 #include "codegen/error_no.hpp"
 #include "codegen/glsl_compute_emitter.hpp"
 #include "codegen/glsl_frag_emitter.hpp"
+#include "codegen/wasm_emitter.hpp"
 #include "codegen/wgsl_emitter.hpp"
 
 namespace webtune {
@@ -24,6 +25,9 @@ Task Task::create(const Workload& workload, Target target, const DeviceLimits& l
     case Target::kWebgpu:
       task.space = wgsl_space(workload);
       break;
+    case Target::kWasm:
+      task.space = wasm_space(workload);
+      break;
   }
   task.space->set_device_limits(limits);
   return task;
@@ -41,6 +45,8 @@ KernelArtifact Task::build(const ConfigEntity& entity) const {
       return emit_glsl_compute(workload, entity);
     case Target::kWebgpu:
       return emit_wgsl(workload, entity);
+    case Target::kWasm:
+      return emit_wasm(workload, entity);
   }
   throw MeasureError(MeasureErrorNo::kInstantiation, "no emitter for this target");
 }
@@ -53,6 +59,8 @@ ConfigEntity Task::default_config() const {
       return glsl_compute_default(*space);
     case Target::kWebgpu:
       return wgsl_default(*space);
+    case Target::kWasm:
+      return wasm_default(*space);
   }
   return space->get(0);
 }

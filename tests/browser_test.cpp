@@ -440,3 +440,322 @@ TEST_F(BrowserFarmTest, LostWebgpuDeviceIsRuntimeDeviceAndTheTabGoesOn) {
 
 }  // namespace
 }  // namespace webtune::tracker
+
+// ---- WebAssembly (browser-agent/wasm.mjs; docs/wasm_abi.md) ----
+// Hand-made modules are WAT assembled here by wabt's wat2wasm (installed with the project's
+// packages): kernels the emitter would never produce (traps, endless loops, corrupt bytes) and a
+// plain dense kernel that checks inputs, offsets and the thread split independently of it.
+// (Includes here, not at the top: this section is appended so that it merges cleanly.)
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+namespace webtune::tracker {
+namespace {
+
+/// Runs `command` through the shell; its stdout, or throws when it exits non-zero.
+std::string shell_output(const std::string& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe) throw std::runtime_error("popen failed: " + command);
+  std::string out;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe.get())) out.append(buffer, n);
+  if (::pclose(pipe.release()) != 0) throw std::runtime_error("command failed: " + command);
+  return out;
+}
+
+/// The base64 (standard, padded) of the module that `wat2wasm --enable-threads` makes of `wat`.
+std::string wat_module_base64(const std::string& wat) {
+  char dir_template[] = "/tmp/webtune-wat-XXXXXX";
+  const char* dir = ::mkdtemp(dir_template);
+  if (!dir) throw std::runtime_error("mkdtemp failed");
+  const std::string source = std::string(dir) + "/m.wat", binary = std::string(dir) + "/m.wasm";
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(source.c_str(), "w"), std::fclose);
+    std::fwrite(wat.data(), 1, wat.size(), f.get());
+  }
+  std::string b64 = shell_output("wat2wasm --enable-threads " + source + " -o " + binary +
+                                 " && base64 -w0 " + binary + " && rm -rf " + dir);
+  return b64;
+}
+
+/// The ABI's memory import of a module for T threads (shared iff T > 1), `pages` pages.
+std::string memory_import(int pages, int threads) {
+  return "(import \"env\" \"memory\" (memory " + std::to_string(pages) + " " +
+         std::to_string(pages) + (threads > 1 ? " shared" : "") + "))";
+}
+
+/// dense C[M,N] = A[M,K]·B[K,N] at byte offsets a, b, c; thread tid writes rows tid, tid+T, ….
+std::string dense_wat(int64_t m, int64_t n, int64_t k, int threads, int pages, int64_t a, int64_t b,
+                      int64_t c) {
+  auto s = [](int64_t v) { return std::to_string(v); };
+  return "(module " + memory_import(pages, threads) +
+         R"((func (export "run") (param $tid i32)
+  (local $i i32) (local $j i32) (local $k i32) (local $acc f32)
+  (local.set $i (local.get $tid))
+  (block $rows_done (loop $rows
+    (br_if $rows_done (i32.ge_u (local.get $i) (i32.const )" +
+         s(m) + R"()))
+    (local.set $j (i32.const 0))
+    (block $cols_done (loop $cols
+      (br_if $cols_done (i32.ge_u (local.get $j) (i32.const )" +
+         s(n) + R"()))
+      (local.set $acc (f32.const 0))
+      (local.set $k (i32.const 0))
+      (block $k_done (loop $ks
+        (br_if $k_done (i32.ge_u (local.get $k) (i32.const )" +
+         s(k) + R"()))
+        (local.set $acc (f32.add (local.get $acc) (f32.mul
+          (f32.load (i32.add (i32.const )" +
+         s(a) + R"() (i32.shl (i32.add (i32.mul (local.get $i) (i32.const )" + s(k) +
+         R"()) (local.get $k)) (i32.const 2))))
+          (f32.load (i32.add (i32.const )" +
+         s(b) + R"() (i32.shl (i32.add (i32.mul (local.get $k) (i32.const )" + s(n) +
+         R"()) (local.get $j)) (i32.const 2)))))))
+        (local.set $k (i32.add (local.get $k) (i32.const 1)))
+        (br $ks)))
+      (f32.store (i32.add (i32.const )" +
+         s(c) + R"() (i32.shl (i32.add (i32.mul (local.get $i) (i32.const )" + s(n) +
+         R"()) (local.get $j)) (i32.const 2))) (local.get $acc))
+      (local.set $j (i32.add (local.get $j) (i32.const 1)))
+      (br $cols)))
+    (local.set $i (i32.add (local.get $i) (i32.const )" +
+         s(threads) + R"()))
+    (br $rows)))))
+)";
+}
+
+/// A module whose run(tid) is `body` (WAT instructions; $tid is the parameter).
+std::string body_wat(int threads, const std::string& body) {
+  return "(module " + memory_import(1, threads) + " (func (export \"run\") (param $tid i32) " +
+         body + "))";
+}
+
+/// BrowserFarmTest for wasm tabs: configs of the real emitter (Target::kWasm), and hand-made
+/// artifacts written as JSON.
+class WasmFarmTest : public BrowserFarmTest {
+ protected:
+  static constexpr int64_t kM = 64, kN = 64, kK = 64;
+
+  /// A dense kM×kN×kK measure input of target wasm running module `source` (base64) with
+  /// `threads` threads over one memory of `pages` pages, inputs and output at `offsets`.
+  static boost::json::object wasm_input(const std::string& source, int threads, uint64_t seed,
+                                        int pages = 1,
+                                        std::array<int64_t, 3> offsets = {1024, 17408, 33792}) {
+    const Workload w = Workload::dense(kM, kN, kK);
+    auto layout = [](int64_t rows, int64_t cols) {
+      return boost::json::object{{"shape", boost::json::array{rows, cols}},
+                                 {"pack_axis", -1},
+                                 {"width", 0},
+                                 {"height", 0}};
+    };
+    boost::json::object artifact{
+        {"target", "wasm"},
+        {"source", source},
+        {"inputs", boost::json::array{layout(kM, kK), layout(kK, kN)}},
+        {"output", boost::json::object{{"rows", kM},
+                                       {"cols", kN},
+                                       {"rows_per_item", 1},
+                                       {"channels", 1},
+                                       {"width", 0},
+                                       {"height", 0}}},
+        {"wasm",
+         boost::json::object{{"threads", threads},
+                             {"memory_pages", pages},
+                             {"offsets", boost::json::array{offsets[0], offsets[1], offsets[2]}},
+                             {"simd", false}}}};
+    return boost::json::object{
+        {"workload", w.to_json()},
+        {"artifact", artifact},
+        {"seed", seed},
+        {"samples", samples_to_json(reference_samples(w, seed, 32))},
+        {"options", boost::json::object{
+                        {"number", 2}, {"repeat", 2}, {"min_repeat_ms", 0}, {"timeout_s", 60}}}};
+  }
+
+  /// The hand-made dense kernel for `threads` threads: 64×64×64 at the default offsets, in 1 page
+  /// (3 · 16 KiB past byte 1024).
+  static boost::json::object dense_input(int threads, uint64_t seed) {
+    return wasm_input(wat_module_base64(dense_wat(kM, kN, kK, threads, 1, 1024, 17408, 33792)),
+                      threads, seed);
+  }
+
+  void submit_json(const std::vector<boost::json::object>& inputs, uint64_t first_tag) {
+    std::vector<SubmitItem> items;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SubmitItem item;
+      item.tag = first_tag + i;
+      item.key = family_;
+      item.lease_ms = 120000;
+      item.input = inputs[i];
+      items.push_back(std::move(item));
+    }
+    client_->submit(items);
+  }
+
+  /// `count` distinct random configs of the real wasm emitter's space for `workload`, every third
+  /// forced to 2 threads (where the tab allows 2) so that the threaded path runs; all must match
+  /// the reference with positive costs.
+  void run_random_wasm_configs(const Workload& workload, int count) {
+    Task task = Task::create(workload, Target::kWasm, limits());
+    std::mt19937_64 rng(2025);
+    std::vector<ConfigEntity> configs = task.space->sample_distinct(rng, count);
+    ASSERT_EQ(static_cast<int>(configs.size()), count);
+    for (size_t i = 0; i < configs.size(); i += 3) {
+      if (limits().max_threads < 2) break;
+      boost::json::object json = configs[i].to_json();
+      json.erase("index");  // it names the sampled entity
+      for (auto& item : json["entity"].as_array())
+        if (item.as_array()[0].as_string() == "threads") item.as_array()[2] = 2;
+      // Kept as sampled where 2 threads break a rule (threads <= column blocks) or repeat a config.
+      ConfigEntity forced = task.space->from_json(json);
+      bool repeated = false;
+      for (const ConfigEntity& c : configs) repeated |= c.index() == forced.index();
+      if (task.space->is_valid(forced) && !repeated) configs[i] = forced;
+    }
+    std::vector<MeasureInput> inputs;
+    int threaded = 0;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      inputs.push_back(input_for(task, configs[i], 7 + i));
+      if (inputs.back().artifact.wasm.threads > 1) ++threaded;
+    }
+    if (limits().max_threads >= 2) EXPECT_GE(threaded, count / 4) << "too few threaded configs";
+    // Building 20 modules through LLVM can outlast the tracker's idle timeout (10 s) of a client
+    // that reads nothing meanwhile: submit on a fresh connection.
+    client_ = std::make_unique<TrackerClient>(server_->url(), hello_as(Role::kClient));
+    submit(inputs, 1);
+    auto results = collect(inputs.size(), 600s);
+    ASSERT_EQ(results.size(), inputs.size());
+    for (const auto& [tag, r] : results) {
+      const MeasureInput& input = inputs[tag - 1];
+      EXPECT_EQ(error_no(r), 0) << configs[tag - 1].to_string() << " ("
+                                << input.artifact.wasm.threads
+                                << " threads): " << boost::json::serialize(r.result);
+      if (error_no(r) != 0) continue;
+      const auto& costs = r.result.at("costs").as_array();
+      ASSERT_EQ(costs.size(), 2u);
+      for (const auto& c : costs) EXPECT_GT(c.to_number<double>(), 0.0);
+    }
+  }
+
+  static int error_no(const ClientResult& r) { return r.result.at("error_no").to_number<int>(); }
+  static std::string message(const ClientResult& r) {
+    return std::string(r.result.at("message").as_string());
+  }
+};
+
+TEST_F(WasmFarmTest, TabJoinsAsWasmThreadsWithMaxThreads) {
+  start(1, {}, "wasm");
+  EXPECT_EQ(key_, "wasm:threads") << boost::json::serialize(device_);
+  // COOP/COEP from the tracker's /agent make the page cross-origin isolated: threads work.
+  EXPECT_TRUE(device_.at("cross_origin_isolated").as_bool()) << boost::json::serialize(device_);
+  const auto& limits = device_.at("limits").as_object();
+  EXPECT_GE(limits.at("max_threads").to_number<int>(), 1) << boost::json::serialize(device_);
+  EXPECT_LE(limits.at("max_threads").to_number<int>(), 8);
+}
+
+TEST_F(WasmFarmTest, TwentyRandomDense64ConfigsMatchTheReference) {
+  start(1, {}, "wasm");
+  run_random_wasm_configs(Workload::dense(64, 64, 64), 20);
+}
+
+TEST_F(WasmFarmTest, TwentyRandomSmallConv2dConfigsMatchTheReference) {
+  start(1, {}, "wasm");
+  run_random_wasm_configs(Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1), 20);
+}
+
+TEST_F(WasmFarmTest, HandMadeDenseKernelMatchesTheReferenceOnOneToFourThreads) {
+  start(1, {}, "wasm");
+  std::vector<boost::json::object> inputs;
+  for (int threads = 1; threads <= 4; ++threads)
+    inputs.push_back(dense_input(threads, 10 + threads));
+  submit_json(inputs, 1);
+  auto results = collect(inputs.size(), 300s);
+  ASSERT_EQ(results.size(), inputs.size());
+  for (const auto& [tag, r] : results) {
+    EXPECT_EQ(error_no(r), 0) << "threads " << tag << ": " << boost::json::serialize(r.result);
+    if (error_no(r) != 0) continue;
+    for (const auto& c : r.result.at("costs").as_array()) EXPECT_GT(c.to_number<double>(), 0.0);
+  }
+}
+
+TEST_F(WasmFarmTest, ModuleTheBrowserRejectsIsCompileDeviceWithItsMessage) {
+  start(1, {}, "wasm");
+  // The magic number and version, then a type section that claims 0x7f bytes it does not have.
+  boost::json::object corrupt = wasm_input("AGFzbQEAAAABfwE=", 1, 1);
+  submit_json({corrupt, dense_input(2, 1)}, 1);
+  auto results = collect(2, 120s);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(error_no(results[1]), 3) << boost::json::serialize(results[1].result);
+  EXPECT_NE(message(results[1]).find("WebAssembly.compile failed: CompileError"), std::string::npos)
+      << message(results[1]);
+  EXPECT_EQ(error_no(results[2]), 0) << boost::json::serialize(results[2].result);
+}
+
+TEST_F(WasmFarmTest, TrapIsRuntimeDeviceAndTheTabGoesOn) {
+  start(1, {}, "wasm");
+  // unreachable on the page's leader worker (T = 1); an out-of-bounds load on helper 1 (T = 2).
+  const boost::json::object unreachable =
+      wasm_input(wat_module_base64(body_wat(1, "unreachable")), 1, 1);
+  const boost::json::object out_of_bounds =
+      wasm_input(wat_module_base64(body_wat(
+                     2,
+                     "(if (i32.eq (local.get $tid) (i32.const 1)) (then (drop (i32.load (i32.const "
+                     "-16)))))")),
+                 2, 1);
+  submit_json({unreachable, out_of_bounds, dense_input(2, 3)}, 1);
+  auto results = collect(3, 180s);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(error_no(results[1]), 4) << boost::json::serialize(results[1].result);
+  EXPECT_NE(message(results[1]).find("unreachable"), std::string::npos) << message(results[1]);
+  EXPECT_EQ(error_no(results[2]), 4) << boost::json::serialize(results[2].result);
+  EXPECT_NE(message(results[2]).find("thread 1"), std::string::npos) << message(results[2]);
+  EXPECT_NE(message(results[2]).find("out of bounds"), std::string::npos) << message(results[2]);
+  EXPECT_EQ(error_no(results[3]), 0) << boost::json::serialize(results[3].result);
+}
+
+TEST_F(WasmFarmTest, OffsetsOutsideTheMemoryAreInstantiation) {
+  start(1, {}, "wasm");
+  // The output (16 KiB) would end past the module's one page: the host cannot read it there.
+  boost::json::object input = dense_input(1, 1);
+  input["artifact"].as_object()["wasm"].as_object()["offsets"] =
+      boost::json::array{1024, 17408, 65536 - 1024};
+  submit_json({input, dense_input(1, 2)}, 1);
+  auto results = collect(2, 120s);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(error_no(results[1]), 1) << boost::json::serialize(results[1].result);
+  EXPECT_NE(message(results[1]).find("ends past the memory"), std::string::npos)
+      << message(results[1]);
+  EXPECT_EQ(error_no(results[2]), 0) << boost::json::serialize(results[2].result);
+}
+
+TEST_F(WasmFarmTest, EndlessKernelIsRunTimeoutOnOneAndTwoThreadsAndTheTabGoesOn) {
+  start(1, {}, "wasm");
+  std::vector<boost::json::object> inputs;
+  // T = 1 loops on the leader; T = 2 loops on helper 1 only, so the leader waits for it.
+  for (auto [threads, body] : {std::pair{1, std::string("(loop $l (br $l))")},
+                               std::pair{2, std::string("(if (i32.eq (local.get $tid) (i32.const "
+                                                        "1)) (then (loop $l (br $l))))")}}) {
+    boost::json::object input = wasm_input(wat_module_base64(body_wat(threads, body)), threads, 1);
+    input["options"].as_object()["timeout_s"] = 2;
+    inputs.push_back(input);
+  }
+  inputs.push_back(dense_input(2, 4));
+  submit_json(inputs, 1);
+  auto results = collect(3, 180s);
+  ASSERT_EQ(results.size(), 3u);
+  for (uint64_t tag : {1u, 2u}) {
+    EXPECT_EQ(error_no(results[tag]), 7) << boost::json::serialize(results[tag].result);
+    EXPECT_NE(message(results[tag]).find("timeout of 2 s"), std::string::npos)
+        << message(results[tag]);
+    // Cut off by the executor at the timeout, not by the agent's watchdog 5 s later.
+    EXPECT_LT(results[tag].result.at("all_cost").to_number<double>(), 4.0)
+        << boost::json::serialize(results[tag].result);
+  }
+  EXPECT_EQ(error_no(results[3]), 0) << boost::json::serialize(results[3].result);
+}
+
+}  // namespace
+}  // namespace webtune::tracker

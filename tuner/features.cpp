@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "codegen/error_no.hpp"
+#include "codegen/wasm_emitter.hpp"
 
 namespace webtune {
 
@@ -146,6 +147,29 @@ std::vector<float> config_features(const Task& task, const ConfigEntity& entity)
 
   const size_t start = features.size();
   features.resize(start + kAnalyticCount, 0.0f);
+  if (task.target == Target::kWasm) {
+    // Read off the plan, not a built module: a build is an LLVM O3 compile and a link (tens of
+    // ms), and the tuner asks for features of thousands of candidates.
+    WasmPlan p;
+    try {
+      p = wasm_plan(task.workload, entity);
+    } catch (const MeasureError&) {
+      return features;
+    }
+    float* a = features.data() + start;
+    const double tile = static_cast<double>(p.mr) * static_cast<double>(p.nr);
+    const double vectors = tile / (p.simd ? 4.0 : 1.0);
+    a[0] = log2f_of(tile);                                                     // outputs per tile
+    a[1] = log2f_of(static_cast<double>(p.threads));                           // run(tid) calls
+    a[2] = log2f_of(static_cast<double>(task.workload.output_size()) / tile);  // micro-tiles
+    a[3] = log2p1(static_cast<double>(p.scratch_bytes_per_thread));            // packed panel
+    // A register tile of MR × NR loads MR + NR values per K step for MR·NR outputs.
+    a[4] = log2p1(4.0 * static_cast<double>(p.k) * (1.0 / p.mr + 1.0 / p.nr));
+    // Instructions in the K loop body: loads, splats, mul + add per accumulator, times unroll.
+    a[5] = log2f_of((2.0 * vectors + p.mr + p.nr) * p.unroll_k);
+    a[6] = a[7] = a[8] = 1.0f;  // plain row-major floats
+    return features;
+  }
   KernelArtifact artifact;
   try {
     artifact = task.build(entity);

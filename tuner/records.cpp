@@ -694,12 +694,13 @@ Target parse_target(std::string_view target_string, std::string_view task_name) 
     if (key == target_name(Target::kGlesFrag)) return Target::kGlesFrag;
     if (key == target_name(Target::kGlesCompute)) return Target::kGlesCompute;
     if (key == target_name(Target::kWebgpu)) return Target::kWebgpu;
+    if (key == target_name(Target::kWasm)) return Target::kWasm;
     begin = end + 1;
   }
   const size_t dot = task_name.rfind('.');
   if (dot != std::string_view::npos) return target_from_name(task_name.substr(dot + 1));
   throw std::invalid_argument("no webtune target in '" + std::string(target_string) +
-                              "' (expected -keys=gles-frag or -keys=gles-compute)");
+                              "' (expected -keys=gles-frag, gles-compute, webgpu or wasm)");
 }
 
 ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& device_key) {

@@ -76,13 +76,16 @@ class ConfigEntity {
 /// What a device allows; the device-limit filters of a space read these.
 /// Sources: GL_MAX_TEXTURE_SIZE, GL_MAX_DRAW_BUFFERS, GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS,
 /// GL_MAX_COMPUTE_WORK_GROUP_SIZE, GL_MAX_COMPUTE_SHARED_MEMORY_SIZE (WebGPU's
-/// maxComputeInvocationsPerWorkgroup etc. map onto the same fields).
+/// maxComputeInvocationsPerWorkgroup etc. map onto the same fields); max_threads is what a wasm
+/// tab reports (navigator.hardwareConcurrency capped at 8, 1 without cross-origin isolation,
+/// docs/wasm_abi.md).
 struct DeviceLimits {
   int64_t max_texture_size = 4096;
   int64_t max_draw_buffers = 4;
   int64_t max_workgroup_invocations = 128;
   int64_t max_workgroup_size_x = 128, max_workgroup_size_y = 128, max_workgroup_size_z = 64;
   int64_t max_shared_memory_bytes = 16384;
+  int64_t max_threads = 1;  ///< threads a wasm kernel may use (JSON "max_threads"; 1 if absent)
 
   boost::json::object to_json() const;
   static DeviceLimits from_json(const boost::json::value& value);

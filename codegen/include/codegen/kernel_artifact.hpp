@@ -67,10 +67,25 @@ struct OutputLayout {
   static OutputLayout from_json(const boost::json::value& value);
 };
 
+/// How a wasm module (target wasm) sits in linear memory and is run; docs/wasm_abi.md.
+struct WasmModuleInfo {
+  int threads = 1;           ///< T: the calls run(0) … run(T−1) that make one execution
+  int64_t memory_pages = 0;  ///< P: 64 KiB pages of the imported memory (initial = maximum)
+  /// Byte offsets in linear memory of data, weight and output (64-byte aligned, inside P pages).
+  std::array<int64_t, 3> offsets = {0, 0, 0};
+  bool simd = false;  ///< the module uses SIMD128
+
+  boost::json::object to_json() const;
+  /// Throws std::invalid_argument on a missing or out-of-range field.
+  static WasmModuleInfo from_json(const boost::json::value& value);
+};
+
 /// Everything an agent needs to run one candidate.
 struct KernelArtifact {
   Target target = Target::kGlesFrag;
-  std::string source;  ///< GLSL ES; fragment shaders pair with the fixed full-screen vertex shader
+  /// GLSL ES (fragment shaders pair with the fixed full-screen vertex shader), WGSL, or for
+  /// target wasm the linked module in base64 (standard alphabet, padded).
+  std::string source;
   /// Inputs in binding order: 0 = data (sampler "in0" on texture unit 0, or SSBO binding 0),
   /// 1 = weight ("in1" / binding 1). The output is SSBO binding 2 for compute targets.
   std::vector<TensorLayout> inputs;
@@ -81,6 +96,8 @@ struct KernelArtifact {
   std::array<int64_t, 3> workgroup = {1, 1, 1};
   /// Bytes of `shared` (workgroup) memory the source declares (compute targets).
   int64_t shared_memory_bytes = 0;
+  /// Target wasm only: memory layout and threads; serialized as "wasm" only for wasm artifacts.
+  WasmModuleInfo wasm;
 
   boost::json::object to_json() const;
   static KernelArtifact from_json(const boost::json::value& value);

@@ -1,0 +1,164 @@
+// wasm.test.mjs — node --test checks of the wasm executor (wasm.mjs + wasm_worker.mjs) in
+// node 20, with worker_threads standing in for the browser's module workers: base64 decoding,
+// the memory plan, T = 1 and T = 2 runs of a hand-made dense kernel against values computed
+// here, and traps, link errors, corrupt modules and endless kernels as error results after which
+// the executor goes on.
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { ErrorNo } from '../measure.mjs';
+import { seededTensor } from '../seeded_random.mjs';
+import { PAGE_BYTES, WasmExecutor, createMemory, decodeBase64, memoryPlan, writeFloats } from '../wasm.mjs';
+import { denseWat, haveWat2wasm, loopWat, trapWat, wat2wasm } from './wasm_modules.mjs';
+
+const skip = haveWat2wasm() ? false : 'wat2wasm (wabt) is not installed';
+
+test('decodeBase64: standard padded base64 only', () => {
+  assert.deepEqual([...decodeBase64('AGFzbQ==')], [0, 0x61, 0x73, 0x6d]);
+  assert.deepEqual([...decodeBase64('AGFz\nbQEA')], [0, 0x61, 0x73, 0x6d, 1, 0]);
+  assert.deepEqual([...decodeBase64('')], []);
+  for (const bad of ['AGFzbQ', 'AGF-bQ==', 'AG=zbQ==', 'A===']) {
+    assert.throws(() => decodeBase64(bad), (e) => e.errorNo === ErrorNo.INSTANTIATION, bad);
+  }
+  assert.throws(() => decodeBase64(undefined), (e) => e.errorNo === ErrorNo.INSTANTIATION);
+});
+
+test('memoryPlan checks offsets, alignment and size; createMemory follows the ABI', () => {
+  const sizes = { data: 16, weight: 16, output: 16 };
+  const plan = memoryPlan({ threads: 2, memory_pages: 1, offsets: [1024, 1088, 1152], simd: true }, sizes);
+  assert.deepEqual(plan, { threads: 2, pages: 1, offsets: [1024, 1088, 1152], simd: true });
+  const refuse = (wasm, pattern) => assert.throws(() => memoryPlan(wasm, sizes),
+    (e) => e.errorNo === ErrorNo.INSTANTIATION && pattern.test(e.message), JSON.stringify(wasm));
+  refuse(undefined, /missing/);
+  refuse({ threads: 0, memory_pages: 1, offsets: [0, 64, 128] }, /threads 0/);
+  refuse({ threads: 1, memory_pages: 0, offsets: [0, 64, 128] }, /memory_pages 0/);
+  refuse({ threads: 1, memory_pages: 1, offsets: [0, 64] }, /offsets must be/);
+  refuse({ threads: 1, memory_pages: 1, offsets: [0, 65, 128] }, /weight offset 65 is not a 64-byte aligned/);
+  refuse({ threads: 1, memory_pages: 1, offsets: [0, 64, PAGE_BYTES] }, /output \(16 floats at byte 65536\) ends past/);
+
+  const shared = createMemory(plan);
+  assert.ok(shared.buffer instanceof SharedArrayBuffer);
+  assert.equal(shared.buffer.byteLength, PAGE_BYTES);
+  const plain = createMemory({ ...plan, threads: 1, pages: 3 });
+  assert.ok(plain.buffer instanceof ArrayBuffer);
+  assert.throws(() => plain.grow(1), RangeError);  // maximum = initial
+  writeFloats(plain, 64, new Float32Array([1.5, -2]));
+  assert.deepEqual([...new Float32Array(plain.buffer, 64, 3)], [1.5, -2, 0]);
+});
+
+// ---- the executor over worker_threads ----
+
+/** The dense reference in double, then [index, value, abs_sum, tolerance] samples. */
+function denseSamples(M, N, K, seed, count = 24) {
+  const A = seededTensor(seed, 0, M * K);
+  const B = seededTensor(seed, 1, K * N);
+  const samples = [];
+  for (let s = 0; s < count; ++s) {
+    const index = (s * 7919) % (M * N);
+    const i = Math.floor(index / N);
+    const j = index % N;
+    let value = 0;
+    let absSum = 0;
+    for (let k = 0; k < K; ++k) {
+      value += A[i * K + k] * B[k * N + j];
+      absSum += Math.abs(A[i * K + k] * B[k * N + j]);
+    }
+    samples.push([index, value, absSum, 1e-5 * absSum + 1e-6]);
+  }
+  return samples;
+}
+
+function denseInput({ M = 12, N = 10, K = 9, threads = 1, seed = 42, wat = null, source = null, options = {} } = {}) {
+  const pages = 1;
+  const offsets = [1024, 1024 + 64 * Math.ceil((M * K * 4) / 64), 0];
+  offsets[2] = offsets[1] + 64 * Math.ceil((K * N * 4) / 64);
+  const text = wat ?? denseWat({ M, N, K, threads, pages, offsets });
+  return {
+    workload: { op: 'dense', M, N, K },
+    seed,
+    samples: denseSamples(M, N, K, seed),
+    options: { number: 2, repeat: 2, timeout_s: 10, ...options },
+    artifact: {
+      target: 'wasm',
+      source: source ?? Buffer.from(wat2wasm(text)).toString('base64'),
+      inputs: [{ shape: [M, K], pack_axis: -1 }, { shape: [K, N], pack_axis: -1 }],
+      output: { rows: M, cols: N, rows_per_item: 1, channels: 1 },
+      wasm: { threads, memory_pages: pages, offsets, simd: false },
+    },
+  };
+}
+
+async function expectError(executor, input, errorNo, pattern) {
+  await assert.rejects(executor.measure(input, { start: performance.now() }), (e) => {
+    assert.equal(e.errorNo, errorNo, e.message);
+    assert.match(e.message, pattern);
+    return true;
+  });
+}
+
+test('the executor runs T = 1 and T = 2 dense kernels, and survives traps, bad modules and endless loops', { skip, timeout: 120000 }, async (t) => {
+  const executor = await WasmExecutor.create({ max_threads: 4 });
+  t.after(() => executor.resetPool());
+  assert.equal(executor.key(), 'wasm:threads');  // node has SharedArrayBuffer
+  assert.equal(executor.device().limits.max_threads >= 1, true);
+
+  await t.test('T = 1 matches the reference and gives positive costs', async () => {
+    const { costs } = await executor.measure(denseInput({ threads: 1 }));
+    assert.equal(costs.length, 2);
+    for (const c of costs) assert.ok(c > 0);
+  });
+  await t.test('T = 2 and T = 3 split the rows over workers and match', async () => {
+    for (const threads of [2, 3]) {
+      const { costs } = await executor.measure(denseInput({ threads, seed: 7 }));
+      assert.equal(costs.length, 2);
+    }
+    assert.equal(executor.pool.length, 3);  // workers are kept between jobs
+  });
+  await t.test('a kernel that skips rows is WRONG_ANSWER', async () => {
+    // A T = 2 module run as T = 1 computes only the even rows: the odd ones stay NaN.
+    const offsets = denseInput().artifact.wasm.offsets;
+    const half = denseWat({ M: 12, N: 10, K: 9, threads: 2, pages: 1, offsets }).replace(' shared', '');
+    await expectError(executor, denseInput({ wat: half }), ErrorNo.WRONG_ANSWER, /sampled outputs differ.*= nan/);
+  });
+  await t.test('corrupt bytes are COMPILE_DEVICE with the engine message', async () => {
+    const source = Buffer.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 0x01, 0xff]).toString('base64');
+    await expectError(executor, denseInput({ source }), ErrorNo.COMPILE_DEVICE, /WebAssembly.compile failed: CompileError/);
+  });
+  await t.test('a module whose memory import disagrees is COMPILE_DEVICE (link error)', async () => {
+    const input = denseInput({ threads: 2 });
+    input.artifact.wasm.threads = 1;  // a shared-memory module given a plain memory
+    await expectError(executor, input, ErrorNo.COMPILE_DEVICE, /does not instantiate.*LinkError/);
+  });
+  await t.test('a trap on the leader or a helper is RUNTIME_DEVICE, and the next job runs', async () => {
+    await expectError(executor, denseInput({ wat: trapWat({ threads: 1, pages: 1 }) }),
+      ErrorNo.RUNTIME_DEVICE, /trapped: RuntimeError: unreachable/);
+    await expectError(executor, denseInput({ threads: 2, wat: trapWat({ threads: 2, pages: 1, trapTid: 1 }) }),
+      ErrorNo.RUNTIME_DEVICE, /trapped: Error: thread 1: RuntimeError: unreachable/);
+    await executor.measure(denseInput({ threads: 2 }));
+  });
+  await t.test('a kernel that never ends is RUN_TIMEOUT; fresh workers run the next job', async () => {
+    for (const [threads, loopTid] of [[1, -1], [2, 1], [2, -1]]) {
+      const input = denseInput({ threads, wat: loopWat({ threads, pages: 1, loopTid }), options: { timeout_s: 1 } });
+      const begin = performance.now();
+      await expectError(executor, input, ErrorNo.RUN_TIMEOUT, /past its timeout of 1 s while running the kernel/);
+      assert.ok(performance.now() - begin < 3000);
+      assert.equal(executor.pool.length, 0);
+      await executor.measure(denseInput({ threads }));
+    }
+  });
+  await t.test('threads on a page that is not cross-origin isolated are RUNTIME_DEVICE', async () => {
+    const isolated = executor.threads;
+    executor.threads = false;
+    try {
+      await expectError(executor, denseInput({ threads: 2 }), ErrorNo.RUNTIME_DEVICE, /threads need a cross-origin isolated page/);
+    } finally {
+      executor.threads = isolated;
+    }
+  });
+  await t.test('a cancelled job stops at once', async () => {
+    const input = denseInput({ wat: loopWat({ threads: 1, pages: 1 }), options: { timeout_s: 60 } });
+    let stop = false;
+    setTimeout(() => { stop = true; }, 300);
+    await assert.rejects(executor.measure(input, { shouldStop: () => stop }), (e) => e.errorNo === ErrorNo.RUN_TIMEOUT);
+  });
+});

@@ -1,0 +1,170 @@
+// wasm_worker.mjs — one thread of the wasm executor (wasm.mjs): a module worker in the browser,
+// a worker_threads worker in node (the unit tests). It instantiates the job's compiled module
+// (a WebAssembly.Module posted by the page) and runs `run(tid)` as docs/wasm_abi.md says.
+//
+// Kernel code never runs on the page's thread: a kernel that loops forever would freeze the page
+// and no timer could ever fire. Every execution runs here, so the page can always terminate the
+// workers of a job that ran past its timeout (RUN_TIMEOUT) and start fresh ones.
+//
+// Roles, given by the 'load' message:
+// - leader (tid 0): answers 'run' messages with {seconds, output}; one execution is run(0) here
+//   plus, for T > 1, one call of run(tid) in each helper, started and joined through Atomics on
+//   the control block. Workers may block (Atomics.wait), the page may not: so the leader, not the
+//   page, drives the executions and the page pays one message per timed batch.
+// - helper (tid ≥ 1, T > 1 only): after loading it sits in a loop — spin a little, then
+//   Atomics.wait on the generation word — running run(tid) once per new generation, until the
+//   page sets STOP (then it returns to its event loop and can load the next job's module).
+//
+// Control block (Int32Array over a SharedArrayBuffer, layout: CONTROL in wasm.mjs): a trap in a helper
+// stores its tid and message there, so that the leader reports it like a trap of its own.
+
+import { CONTROL } from './wasm.mjs';
+
+/**
+ * Polls of a shared word before a thread blocks in Atomics.wait. 0: block at once. Measured in
+ * headless Chromium on a busy 2-core machine (test/wasm_sync_bench.mjs, T = 2, empty kernel):
+ * 3–6 µs per execution with 0 or 50 polls, 8–10 µs with 200, 27–32 µs with 1000 and about
+ * 500 µs with 4000 — a spinning thread takes the core from the thread it waits for.
+ */
+const DEFAULT_SPIN = 0;
+
+let port = null;  // {post(message), on(handler)}
+if (typeof WorkerGlobalScope !== 'undefined') {
+  port = {
+    post: (m) => self.postMessage(m),
+    on: (h) => { self.onmessage = (e) => h(e.data); },
+  };
+} else {
+  const { parentPort } = await import('node:worker_threads');
+  port = { post: (m) => parentPort.postMessage(m), on: (h) => parentPort.on('message', h) };
+}
+
+let job = null;  // {run, tid, threads, ctl, memory, spin}
+
+function errorText(e) {
+  return `${e?.name || 'Error'}: ${e?.message || e}`;
+}
+
+function storeTrap(ctl, tid, message) {
+  if (Atomics.compareExchange(ctl, CONTROL.TRAP_TID, 0, tid + 1) !== 0) return;
+  const bytes = new TextEncoder().encode(message).subarray(0, CONTROL.BYTES - CONTROL.MESSAGE_AT);
+  new Uint8Array(ctl.buffer, CONTROL.MESSAGE_AT, bytes.length).set(bytes);
+  Atomics.store(ctl, CONTROL.MESSAGE_LEN, bytes.length);
+}
+
+function storedTrap(ctl) {
+  const tid = Atomics.load(ctl, CONTROL.TRAP_TID) - 1;
+  if (tid < 0) return null;
+  const length = Atomics.load(ctl, CONTROL.MESSAGE_LEN);
+  const bytes = new Uint8Array(length);
+  bytes.set(new Uint8Array(ctl.buffer, CONTROL.MESSAGE_AT, length));
+  return `thread ${tid}: ${new TextDecoder().decode(bytes)}`;
+}
+
+/** Waits until ctl[index] != value: `spin` polls, then Atomics.wait. */
+function waitChange(ctl, index, value, spin) {
+  for (let i = 0; i < spin; ++i) if (Atomics.load(ctl, index) !== value) return;
+  while (Atomics.load(ctl, index) === value) Atomics.wait(ctl, index, value);
+}
+
+function helperLoop(generation) {
+  const { ctl, run, tid, spin } = job;
+  let seen = generation;
+  for (;;) {
+    waitChange(ctl, CONTROL.GEN, seen, spin);
+    seen = Atomics.load(ctl, CONTROL.GEN);
+    if (Atomics.load(ctl, CONTROL.STOP)) return;
+    try {
+      run(tid);
+    } catch (e) {
+      storeTrap(ctl, tid, errorText(e));
+    }
+    Atomics.add(ctl, CONTROL.DONE, 1);
+    Atomics.notify(ctl, CONTROL.DONE);
+  }
+}
+
+/** One execution: start the helpers, run(0) here, join them. Throws the first trap. */
+function execute() {
+  const { ctl, run, threads, spin } = job;
+  if (threads === 1) {
+    run(0);
+    return;
+  }
+  Atomics.store(ctl, CONTROL.DONE, 0);
+  Atomics.add(ctl, CONTROL.GEN, 1);
+  Atomics.notify(ctl, CONTROL.GEN);
+  let trap = null;
+  try {
+    run(0);
+  } catch (e) {
+    trap = e;
+  }
+  // Join even after a trap: helpers must be idle before the page reads or reuses the memory.
+  for (let done; (done = Atomics.load(ctl, CONTROL.DONE)) < threads - 1;) waitChange(ctl, CONTROL.DONE, done, spin);
+  if (trap) throw trap;
+  const helperTrap = storedTrap(ctl);
+  if (helperTrap) throw new Error(helperTrap);
+}
+
+function load(m) {
+  let memory = m.memory;
+  try {
+    if (!memory) {
+      // T = 1: the ABI's memory is not shared and so cannot be posted; it is made here and the
+      // page sends the inputs instead.
+      memory = new WebAssembly.Memory({ initial: m.pages, maximum: m.pages });
+    }
+    for (const { offset, values } of m.inputs || []) {
+      new Float32Array(memory.buffer, offset, values.length).set(values);
+    }
+  } catch (e) {
+    return { error: `cannot set up ${m.pages} pages of memory: ${errorText(e)}`, kind: 'memory' };
+  }
+  let instance;
+  try {
+    instance = new WebAssembly.Instance(m.module, { env: { memory } });
+  } catch (e) {
+    return { error: errorText(e), kind: 'link' };
+  }
+  const run = instance.exports.run;
+  if (typeof run !== 'function') return { error: 'the module exports no function run(tid)', kind: 'link' };
+  job = { run, tid: m.tid, threads: m.threads, memory, spin: m.spin ?? DEFAULT_SPIN,
+    ctl: m.control ? new Int32Array(m.control) : null };
+  return { ok: true };
+}
+
+function runBatch(m) {
+  const begin = performance.now();
+  try {
+    for (let i = 0; i < m.number; ++i) execute();
+  } catch (e) {
+    return { error: errorText(e), kind: 'trap' };
+  }
+  const seconds = (performance.now() - begin) / 1e3;
+  let output = null;
+  if (m.output) output = new Float32Array(job.memory.buffer, m.output.offset, m.output.count).slice();
+  return { seconds, output };
+}
+
+port.on((m) => {
+  switch (m.cmd) {
+    case 'load': {
+      const reply = load(m);
+      // A helper answers, then serves executions until STOP; its next message is the next load.
+      // It reads the generation before answering: the leader may start an execution as soon as
+      // the page has every answer.
+      const helper = reply.ok && m.tid > 0;
+      const generation = helper ? Atomics.load(job.ctl, CONTROL.GEN) : 0;
+      port.post(reply);
+      if (helper) helperLoop(generation);
+      break;
+    }
+    case 'run':
+      port.post(runBatch(m));
+      break;
+    default:
+      port.post({ error: `unknown command '${m.cmd}'`, kind: 'protocol' });
+  }
+});
+port.post({ ready: true });

@@ -1,0 +1,305 @@
+/// \file wasm_emitter.cpp
+/// WebAssembly template (target wasm): config space, memory layout, default, and the artifact
+/// around the module that wasm_module_builder.cpp builds with LLVM and lld.
+///
+/// ## The kernel: a register-blocked GEMM (BLIS-style micro-kernel)
+///
+/// Per batch image b, C_b[M,N] = A[M,K] · B_b[K,N] (WasmPlan says which tensor is which: dense
+/// A = data, B = weight; conv2d A = weight [K_out, C·R·S], B_b = im2col(X_b) [C·R·S, OH·OW],
+/// C_b = Y_b [K_out, OH·OW], the implicit GEMM of cuDNN's and XNNPACK's convolutions).
+/// C is cut into micro-tiles of MR rows × NR columns; a micro-tile keeps its MR·NR sums in
+/// registers (wasm locals) over the whole K loop, so each step loads MR values of A and NR of B
+/// for MR·NR multiply-adds: the arithmetic intensity that register blocking buys (Goto and van
+/// de Geijn, "Anatomy of High-Performance Matrix Multiplication", TOMS 2008). With SIMD128 the
+/// NR columns are NR/4 f32x4 vectors: a_i is splat, b_j loaded as v128, acc += a·b (mul then
+/// add: wasm SIMD has no fused multiply-add), as XNNPACK's wasmsimd GEMM micro-kernels do.
+///
+/// Threads: the column blocks (ceil(N/NR) of them) are split statically, thread tid owning
+/// [tid·nb/T, (tid+1)·nb/T), so each thread packs or gathers only its own B panel and no
+/// barrier is needed; every output element is written by exactly one run(tid).
+///
+/// ## Knobs
+///  - mr {1, 2, 4, 6, 8}: rows of C per micro-tile (A values splat per K step).
+///  - nr {1, 2, 4, 8, 16, 24, 32}: columns of C per micro-tile; with simd a multiple of 4
+///    (NR/4 vector accumulators per row), scalar at most 8.
+///  - unroll_k {1, 2, 4, 8}: copies of the K step in the loop body (must divide K).
+///  - simd {0, 1}: SIMD128 (f32x4) accumulators and loads.
+///  - order {rows_outer, cols_outer}: loop order of the micro-tiles. rows_outer sweeps all the
+///    thread's column blocks for one MR-row strip of A (A strip hot in L1, B streamed);
+///    cols_outer sweeps all row blocks for one NR-column panel of B (B panel hot, A streamed).
+///  - pack_b {0, 1}: 1 copies the thread's B columns into a contiguous panel
+///    panel[block][k][0..NR) in its scratch slice first (timed: part of run), so the K loop reads
+///    NR consecutive floats per step instead of a row N floats apart. conv2d's im2col always
+///    writes this packed panel, so for im2col pack_b must be 1; a 1×1 stride-1 unpadded conv2d
+///    reads X_b as B_b directly (pack_b 0) or packs it (pack_b 1).
+///  - threads {1, 2, 4, 8}: run(tid) calls per execution (static column split above).
+///
+/// ## Constraints
+///  - simd needs nr % 4 == 0; scalar needs nr ≤ 8.
+///  - accumulators: mr·nr/4 ≤ 24 vectors with simd, mr·nr ≤ 32 scalars without (x86-64 has 16
+///    XMM registers; beyond that V8's register allocator spills and the tile stops paying).
+///  - unroll_k divides K (no remainder loop).
+///  - mr ≤ M and nr ≤ N rounded up to 4 (larger tiles only repeat the edge work).
+///  - im2col needs pack_b = 1.
+///  - threads ≤ column blocks (every thread gets work).
+///  - linear memory ≤ 1 GiB (browsers refuse much more; the kernel's index arithmetic is i32).
+/// Device limit: threads ≤ DeviceLimits::max_threads (1 in a tab without cross-origin
+/// isolation).
+///
+/// ## Memory layout (docs/wasm_abi.md)
+/// data, weight and output at 64 KiB, then each 64-byte aligned with 256 bytes of slack after
+/// it (a micro-tile past column N reads up to NR−1 floats beyond its row without packing), then T
+/// scratch slices of K·NR·ceil(nb/T) floats when pack_b. The module's stack is 4 KiB below
+/// 64 KiB, so every offset is past __heap_base.
+#include "codegen/wasm_emitter.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/error_no.hpp"
+#include "wasm_kernel.hpp"
+
+namespace webtune {
+
+namespace {
+
+constexpr int64_t kPage = 65536;
+constexpr int64_t kFirstTensor = kPage;  // past the 4 KiB stack and __heap_base
+constexpr int64_t kSlack = 256;
+constexpr int64_t kMaxMemory = int64_t{1} << 30;
+constexpr int kMaxSimdAccumulators = 24;
+constexpr int kMaxScalarAccumulators = 32;
+
+const std::vector<std::string> kOrders = {"rows_outer", "cols_outer"};
+
+int64_t align64(int64_t v) {
+  return (v + 63) / 64 * 64;
+}
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw MeasureError(MeasureErrorNo::kInstantiation, "wasm: " + why);
+}
+
+int64_t knob_int(const ConfigEntity& e, const std::string& name) {
+  try {
+    return e.get_int(name);
+  } catch (const std::exception& ex) {
+    refuse("knob '" + name + "': " + ex.what());
+  }
+}
+
+/// Decodes the knobs and shapes; no constraint checked yet.
+WasmPlan decode(const Workload& wl, const ConfigEntity& e) {
+  WasmPlan p;
+  if (wl.op == OpKind::kDense) {
+    p.m = wl.m, p.n = wl.n, p.k = wl.k, p.batch = 1;
+  } else if (wl.op == OpKind::kConv2d) {
+    p.m = wl.out_channels;
+    p.n = wl.out_h() * wl.out_w();
+    p.k = wl.in_channels * wl.kernel_h * wl.kernel_w;
+    p.batch = wl.batch;
+    p.im2col = !(wl.kernel_h == 1 && wl.kernel_w == 1 && wl.stride == 1 && wl.pad == 0);
+  } else {
+    refuse("no wasm template for " + std::string(op_name(wl.op)));
+  }
+  p.mr = static_cast<int>(knob_int(e, "mr"));
+  p.nr = static_cast<int>(knob_int(e, "nr"));
+  p.unroll_k = static_cast<int>(knob_int(e, "unroll_k"));
+  p.simd = knob_int(e, "simd") != 0;
+  try {
+    p.cols_outer = e.get_string("order") == "cols_outer";
+  } catch (const std::exception& ex) {
+    refuse(std::string("knob 'order': ") + ex.what());
+  }
+  p.pack_b = knob_int(e, "pack_b") != 0;
+  p.threads = static_cast<int>(knob_int(e, "threads"));
+  if (p.mr < 1 || p.nr < 1 || p.unroll_k < 1 || p.threads < 1)
+    refuse("mr, nr, unroll_k and threads must be at least 1");
+  // Memory layout.
+  const int64_t data = wl.data_size() * 4, weight = wl.weight_size() * 4;
+  const int64_t output = wl.output_size() * 4;
+  p.offsets[0] = kFirstTensor;
+  p.offsets[1] = align64(p.offsets[0] + data + kSlack);
+  p.offsets[2] = align64(p.offsets[1] + weight + kSlack);
+  p.scratch_offset = align64(p.offsets[2] + output + kSlack);
+  const int64_t blocks_per_thread = (p.col_blocks() + p.threads - 1) / p.threads;
+  p.scratch_bytes_per_thread = p.pack_b ? align64(p.k * p.nr * blocks_per_thread * 4) : 0;
+  const int64_t end = p.scratch_offset + p.threads * p.scratch_bytes_per_thread + kSlack;
+  p.memory_pages = (end + kPage - 1) / kPage;
+  return p;
+}
+
+struct Rule {
+  const char* description;
+  bool (*holds)(const WasmPlan&);
+};
+
+const Rule kRules[] = {
+    {"simd needs nr to be a multiple of 4; scalar needs nr <= 8",
+     [](const WasmPlan& p) { return p.simd ? p.nr % 4 == 0 : p.nr <= 8; }},
+    {"accumulators: mr*nr/4 <= 24 vectors with simd, mr*nr <= 32 scalars without",
+     [](const WasmPlan& p) {
+       return p.simd ? p.mr * p.nr / 4 <= kMaxSimdAccumulators
+                     : p.mr * p.nr <= kMaxScalarAccumulators;
+     }},
+    {"unroll_k divides the reduction length K",
+     [](const WasmPlan& p) { return p.k % p.unroll_k == 0; }},
+    {"mr <= M and nr <= N rounded up to 4",
+     [](const WasmPlan& p) { return p.mr <= p.m && p.nr <= (p.n + 3) / 4 * 4; }},
+    {"im2col writes a packed panel: pack_b must be 1",
+     [](const WasmPlan& p) { return !p.im2col || p.pack_b; }},
+    {"threads <= column blocks (ceil(N/nr))",
+     [](const WasmPlan& p) { return p.threads <= p.col_blocks(); }},
+    {"linear memory <= 1 GiB",
+     [](const WasmPlan& p) { return p.memory_pages * kPage <= kMaxMemory; }},
+};
+
+WasmKernelSpec to_spec(const Workload& wl, const WasmPlan& p) {
+  WasmKernelSpec s;
+  s.m = p.m, s.n = p.n, s.k = p.k, s.batch = p.batch;
+  if (wl.op == OpKind::kDense) {
+    s.a_offset = p.offsets[0];
+    s.b_offset = p.offsets[1];
+  } else {
+    s.a_offset = p.offsets[1];
+    s.b_offset = p.offsets[0];
+    s.b_batch_bytes = wl.in_channels * wl.height * wl.width * 4;
+    s.c_batch_bytes = p.m * p.n * 4;
+    s.im2col = p.im2col;
+    s.channels = wl.in_channels, s.height = wl.height, s.width = wl.width;
+    s.kernel_h = wl.kernel_h, s.kernel_w = wl.kernel_w, s.stride = wl.stride, s.pad = wl.pad;
+    s.out_w = wl.out_w();
+  }
+  s.c_offset = p.offsets[2];
+  s.mr = p.mr, s.nr = p.nr, s.unroll_k = p.unroll_k;
+  s.simd = p.simd, s.cols_outer = p.cols_outer, s.pack_b = p.pack_b, s.threads = p.threads;
+  s.scratch_offset = p.scratch_offset;
+  s.scratch_bytes_per_thread = p.scratch_bytes_per_thread;
+  s.memory_pages = p.memory_pages;
+  return s;
+}
+
+}  // namespace
+
+WasmPlan wasm_plan(const Workload& workload, const ConfigEntity& entity) {
+  const WasmPlan p = decode(workload, entity);
+  for (const Rule& rule : kRules)
+    if (!rule.holds(p)) refuse(std::string("config breaks: ") + rule.description);
+  return p;
+}
+
+std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
+  workload.validate();
+  if (workload.op != OpKind::kDense && workload.op != OpKind::kConv2d)
+    throw std::invalid_argument("no wasm template for " + std::string(op_name(workload.op)));
+  const Workload wl = workload;
+  auto space = std::make_shared<ConfigSpace>();
+  space->define_knob("mr", std::vector<int64_t>{1, 2, 4, 6, 8});
+  space->define_knob("nr", std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32});
+  space->define_knob("unroll_k", std::vector<int64_t>{1, 2, 4, 8});
+  space->define_knob("simd", std::vector<int64_t>{0, 1});
+  space->define_knob("order", kOrders);
+  space->define_knob("pack_b", std::vector<int64_t>{0, 1});
+  space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
+  for (const Rule& rule : kRules) {
+    space->add_constraint(rule.description, [wl, holds = rule.holds](const ConfigEntity& e) {
+      try {
+        return holds(decode(wl, e));
+      } catch (const MeasureError&) {
+        return false;
+      }
+    });
+  }
+  space->add_device_limit("threads <= max_threads",
+                          [](const ConfigEntity& e, const DeviceLimits& d) {
+                            return e.get_int("threads") <= d.max_threads;
+                          });
+  return space;
+}
+
+KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
+  const WasmPlan p = wasm_plan(workload, entity);
+  KernelArtifact artifact;
+  artifact.target = Target::kWasm;
+  for (int i = 0; i < 2; ++i) {
+    TensorLayout layout;
+    layout.shape = workload.input_shape(i);
+    layout.pack_axis = -1;
+    layout.width = layout.packed_elements();
+    layout.height = 1;
+    artifact.inputs.push_back(std::move(layout));
+  }
+  // The plain row-major output viewed as [rows, cols]: C[M,N] or Y[N·K, OH·OW].
+  const std::vector<int64_t> out = workload.output_shape();
+  artifact.output.cols = out.back();
+  artifact.output.rows = workload.output_size() / artifact.output.cols;
+  artifact.output.width = artifact.output.cols;
+  artifact.output.height = artifact.output.rows;
+  artifact.wasm.threads = p.threads;
+  artifact.wasm.memory_pages = p.memory_pages;
+  artifact.wasm.offsets = p.offsets;
+  artifact.wasm.simd = p.simd;
+#ifdef WEBTUNE_HAVE_LLVM
+  const WasmBuildResult built = build_wasm_module(to_spec(workload, p));
+  if (built.module.empty()) throw MeasureError(MeasureErrorNo::kCompileHost, built.error);
+  artifact.source = base64_encode(built.module);
+#else
+  (void)to_spec;
+  throw MeasureError(MeasureErrorNo::kCompileHost, "webtune was built without LLVM");
+#endif
+  return artifact;
+}
+
+ConfigEntity wasm_default(const ConfigSpace& space) {
+  // Scalar, 1×1 tiles, no unroll, rows outer, 1 thread; no packing unless im2col needs it.
+  const KnobList& knobs = space.knobs();
+  for (int64_t pack : {0, 1}) {
+    std::vector<int> choices(knobs.size(), 0);
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      if (knobs[k].name != "pack_b") continue;
+      for (size_t c = 0; c < knobs[k].candidates.size(); ++c)
+        if (std::get<int64_t>(knobs[k].candidates[c]) == pack) choices[k] = static_cast<int>(c);
+    }
+    ConfigEntity e = space.from_choices(choices);
+    if (space.is_valid(e)) return e;
+  }
+  const std::vector<int64_t>& valid = space.valid_indices();
+  if (valid.empty()) throw std::runtime_error("wasm: the config space has no valid config");
+  return space.get(valid.front());
+}
+
+bool wasm_emitter_available() {
+#ifdef WEBTUNE_HAVE_LLVM
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string base64_encode(const std::string& bytes) {
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) |
+                       (uint32_t(uint8_t(bytes[i + 1])) << 8) | uint32_t(uint8_t(bytes[i + 2]));
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
+    if (i + 1 < bytes.size()) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace webtune

@@ -1,0 +1,51 @@
+/// \file wasm_kernel.hpp
+/// The plain description of one wasm kernel that wasm_emitter.cpp hands to the LLVM module
+/// builder (wasm_module_builder.cpp), and the builder's entry point.
+///
+/// Private to codegen. Deliberately free of Boost and of LLVM types: the builder's translation
+/// unit is compiled with LLVM's flags and includes, the emitter's with Boost's (see
+/// codegen/CMakeLists.txt and ../shared/platform-notes.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace webtune {
+
+/// What the module computes; wasm_emitter.cpp's file comment is the full statement.
+/// Per batch image b: C_b[M,N] (row stride N) = A[M,K] (row stride K) · B_b[K,N], where B_b is
+/// either a row-major matrix in memory (dense weight, or a 1×1 stride-1 unpadded conv's X_b
+/// viewed as [C, H·W]) or gathered from X_b by im2col. All offsets are bytes in linear memory.
+struct WasmKernelSpec {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t a_offset = 0;                     ///< A, shared by all images
+  int64_t b_offset = 0, b_batch_bytes = 0;  ///< B_0 (or X_0 with im2col), bytes between images
+  int64_t c_offset = 0, c_batch_bytes = 0;  ///< C_0, bytes between images
+  // im2col geometry (im2col true): X_b[C,H,W], kernel R×S, output width OW; K = C·R·S,
+  // N = OH·OW.
+  bool im2col = false;
+  int64_t channels = 0, height = 0, width = 0, kernel_h = 0, kernel_w = 0, stride = 1, pad = 0;
+  int64_t out_w = 0;
+  // Schedule.
+  int mr = 1, nr = 1, unroll_k = 1;
+  bool simd = false, cols_outer = false, pack_b = false;
+  int threads = 1;
+  int64_t scratch_offset = 0, scratch_bytes_per_thread = 0;
+  // Module.
+  int64_t memory_pages = 1;
+};
+
+/// The result of build_wasm_module: the linked module, or an error message.
+struct WasmBuildResult {
+  std::string module;  ///< wasm binary bytes; empty on failure
+  std::string error;   ///< LLVM's or lld's messages when module is empty
+  double codegen_ms = 0, link_ms = 0;
+};
+
+/// Builds the IR for `spec`, optimizes it at O3 (new pass manager), emits a wasm32 object
+/// (+simd128 with simd; +atomics,+bulk-memory with threads > 1) and links it with lld in process
+/// (serialized by a mutex: lld 15 keeps global state). Never throws; failures come back in
+/// `error`. Defined only when webtune is built with LLVM.
+WasmBuildResult build_wasm_module(const WasmKernelSpec& spec);
+
+}  // namespace webtune

@@ -1,0 +1,547 @@
+/// \file wasm_module_builder.cpp
+/// Builds a wasm kernel (wasm_kernel.hpp) with LLVM's C++ API and links it with lld in process.
+///
+/// Compiled with LLVM's include paths and definitions only (codegen/CMakeLists.txt); no Boost
+/// here, and nothing throws: LLVM and lld report through return values and error streams, which
+/// come back as WasmBuildResult::error.
+///
+/// The generated `run(tid)` is, with nb = ceil(N/NR) column blocks and [b0, b1) = this thread's
+/// blocks (b0 = tid·nb/T):
+///
+///     for b in 0 .. batch:
+///       if pack_b: panel[lb][kk][0..NR) = B_b[kk][(b0+lb)·NR + 0..NR)   (im2col gathers from X_b;
+///                  columns past N are 0)
+///       for each micro-tile (ib over ceil(M/MR) row blocks, lb over b1−b0 column blocks; which
+///                  one is outer is the order knob):
+///         acc[MR][NR/w] = 0                       (w = 4 with simd: f32x4 locals, else f32)
+///         for kk in 0 .. K step unroll_k:  (unroll_k copies of)
+///           a_i = A[min(i0+i, M−1)][kk]           (splat to f32x4 with simd)
+///           b_j = B row kk, columns j·w .. j·w+w  (v128 load with simd: panel or B_b itself)
+///           acc[i][j] += a_i · b_j               (mul then add: wasm SIMD has no FMA)
+///         C_b[i0+i][col0 + ..] = acc             (rows ≥ M and columns ≥ N skipped)
+///
+/// Accumulators are SSA values carried by phi nodes across the K loop, so they become wasm
+/// locals (the backend has unlimited locals and never spills to the shadow stack, which the
+/// ABI forbids). Edge tiles: rows past M read row M−1 (clamped) and are not stored; columns past
+/// N are zero in a panel, or read the neighbouring memory without packing (lanes are
+/// independent, the memory layout leaves slack past every tensor) and are not stored.
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "lld/Common/Driver.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "wasm_kernel.hpp"
+
+// lld 15's wasm driver keeps its well-known symbols in static pointers (lld::wasm::WasmSym, in
+// lld/wasm/Symbols.h, a header Debian does not install) and sets some of them only under some
+// options: a link with --shared-memory sets WasmSym::initMemory and the TLS symbols, and the next
+// link without it finds them still set, pointing into the freed context, and crashes in
+// Writer::createFunction. Before each link every one of them is reset to null, as a fresh
+// process has them; these declarations name the 24 pointers by their mangled names
+// (`nm liblldWasm.a`), all of them plain pointers. LLVM 17 moved them into a context.
+extern void* lld_wasm_sym_globalBase __asm__("_ZN3lld4wasm7WasmSym10globalBaseE");
+extern void* lld_wasm_sym_initMemory __asm__("_ZN3lld4wasm7WasmSym10initMemoryE");
+extern void* lld_wasm_sym_memoryBase __asm__("_ZN3lld4wasm7WasmSym10memoryBaseE");
+extern void* lld_wasm_sym_tableBase32 __asm__("_ZN3lld4wasm7WasmSym11tableBase32E");
+extern void* lld_wasm_sym_stackPointer __asm__("_ZN3lld4wasm7WasmSym12stackPointerE");
+extern void* lld_wasm_sym_startFunction __asm__("_ZN3lld4wasm7WasmSym13startFunctionE");
+extern void* lld_wasm_sym_initMemoryFlag __asm__("_ZN3lld4wasm7WasmSym14initMemoryFlagE");
+extern void* lld_wasm_sym_applyDataRelocs __asm__("_ZN3lld4wasm7WasmSym15applyDataRelocsE");
+extern void* lld_wasm_sym_definedTableBase __asm__("_ZN3lld4wasm7WasmSym16definedTableBaseE");
+extern void* lld_wasm_sym_applyGlobalRelocs __asm__("_ZN3lld4wasm7WasmSym17applyGlobalRelocsE");
+extern void* lld_wasm_sym_definedMemoryBase __asm__("_ZN3lld4wasm7WasmSym17definedMemoryBaseE");
+extern void* lld_wasm_sym_definedTableBase32 __asm__("_ZN3lld4wasm7WasmSym18definedTableBase32E");
+extern void* lld_wasm_sym_applyGlobalTLSRelocs __asm__(
+    "_ZN3lld4wasm7WasmSym20applyGlobalTLSRelocsE");
+extern void* lld_wasm_sym_indirectFunctionTable __asm__(
+    "_ZN3lld4wasm7WasmSym21indirectFunctionTableE");
+extern void* lld_wasm_sym_dataEnd __asm__("_ZN3lld4wasm7WasmSym7dataEndE");
+extern void* lld_wasm_sym_initTLS __asm__("_ZN3lld4wasm7WasmSym7initTLSE");
+extern void* lld_wasm_sym_tlsBase __asm__("_ZN3lld4wasm7WasmSym7tlsBaseE");
+extern void* lld_wasm_sym_tlsSize __asm__("_ZN3lld4wasm7WasmSym7tlsSizeE");
+extern void* lld_wasm_sym_heapBase __asm__("_ZN3lld4wasm7WasmSym8heapBaseE");
+extern void* lld_wasm_sym_tlsAlign __asm__("_ZN3lld4wasm7WasmSym8tlsAlignE");
+extern void* lld_wasm_sym_callCtors __asm__("_ZN3lld4wasm7WasmSym9callCtorsE");
+extern void* lld_wasm_sym_callDtors __asm__("_ZN3lld4wasm7WasmSym9callDtorsE");
+extern void* lld_wasm_sym_dsoHandle __asm__("_ZN3lld4wasm7WasmSym9dsoHandleE");
+extern void* lld_wasm_sym_tableBase __asm__("_ZN3lld4wasm7WasmSym9tableBaseE");
+
+namespace webtune {
+
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Value;
+
+/// Writes the kernel's IR into one function `run(i32 tid)`.
+class KernelWriter {
+ public:
+  KernelWriter(const WasmKernelSpec& spec, llvm::Module& module)
+      : s_(spec), module_(module), ctx_(module.getContext()), b_(ctx_) {
+    i32_ = b_.getInt32Ty();
+    f32_ = b_.getFloatTy();
+    v4_ = llvm::FixedVectorType::get(f32_, 4);
+    ptr_ = llvm::PointerType::get(ctx_, 0);
+  }
+
+  void write() {
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i32_}, false);
+    fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "run", module_);
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry);
+    Value* tid = fn_->getArg(0);
+    const int64_t nb = (s_.n + s_.nr - 1) / s_.nr;
+    // Static split of the column blocks: thread t owns [t·nb/T, (t+1)·nb/T).
+    Value* b0 = b_.CreateUDiv(b_.CreateMul(tid, c(nb)), c(s_.threads));
+    Value* b1 = b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(tid, c(1)), c(nb)), c(s_.threads));
+    Value* panel =
+        addr(b_.CreateAdd(c(s_.scratch_offset), b_.CreateMul(tid, c(s_.scratch_bytes_per_thread))));
+    loop(c(0), c(s_.batch), 1, [&](Value* image) {
+      Value* bsrc = addr(b_.CreateAdd(c(s_.b_offset), b_.CreateMul(image, c(s_.b_batch_bytes))));
+      Value* cdst = addr(b_.CreateAdd(c(s_.c_offset), b_.CreateMul(image, c(s_.c_batch_bytes))));
+      if (s_.pack_b) {
+        if (s_.im2col)
+          write_im2col(bsrc, panel, b0, b1);
+        else
+          write_pack(bsrc, panel, b0, b1);
+      }
+      const int64_t row_blocks = (s_.m + s_.mr - 1) / s_.mr;
+      Value* local_blocks = b_.CreateSub(b1, b0);
+      auto tile = [&](Value* ib, Value* lb) {
+        write_micro_tile(bsrc, cdst, panel, b_.CreateMul(ib, c(s_.mr)), b_.CreateAdd(b0, lb), lb);
+      };
+      if (s_.cols_outer) {
+        loop(c(0), local_blocks, 1,
+             [&](Value* lb) { loop(c(0), c(row_blocks), 1, [&](Value* ib) { tile(ib, lb); }); });
+      } else {
+        loop(c(0), c(row_blocks), 1,
+             [&](Value* ib) { loop(c(0), local_blocks, 1, [&](Value* lb) { tile(ib, lb); }); });
+      }
+    });
+    b_.CreateRetVoid();
+  }
+
+ private:
+  Value* c(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+  Value* addr(Value* byte_offset) { return b_.CreateIntToPtr(byte_offset, ptr_); }
+  Value* at(Value* base, Value* index) { return b_.CreateInBoundsGEP(f32_, base, index); }
+  Value* load_f32(Value* base, Value* index) {
+    return b_.CreateAlignedLoad(f32_, at(base, index), llvm::Align(4));
+  }
+  void store_f32(Value* v, Value* base, Value* index) {
+    b_.CreateAlignedStore(v, at(base, index), llvm::Align(4));
+  }
+  int width() const { return s_.simd ? 4 : 1; }
+
+  /// for (iv = start; iv < end; iv += step) body(iv): a top-tested loop, so empty ranges run
+  /// nothing. `carried` values flow through phi nodes; body returns their next values.
+  std::vector<Value*> loop_carried(
+      Value* start, Value* end, int64_t step, const std::vector<Value*>& carried,
+      const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body) {
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* head = BasicBlock::Create(ctx_, "loop", fn_);
+    BasicBlock* inner = BasicBlock::Create(ctx_, "body", fn_);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* iv = b_.CreatePHI(i32_, 2);
+    iv->addIncoming(start, pre);
+    std::vector<llvm::PHINode*> phis;
+    std::vector<Value*> current;
+    for (Value* v : carried) {
+      llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+      phi->addIncoming(v, pre);
+      phis.push_back(phi);
+      current.push_back(phi);
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), inner, exit);
+    b_.SetInsertPoint(inner);
+    std::vector<Value*> next = body(iv, current);
+    Value* iv_next = b_.CreateAdd(iv, c(step), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    BasicBlock* latch = b_.GetInsertBlock();
+    b_.CreateBr(head);
+    iv->addIncoming(iv_next, latch);
+    for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
+    b_.SetInsertPoint(exit);
+    return current;
+  }
+  void loop(Value* start, Value* end, int64_t step, const std::function<void(Value*)>& body) {
+    loop_carried(start, end, step, {}, [&](Value* iv, const std::vector<Value*>&) {
+      body(iv);
+      return std::vector<Value*>{};
+    });
+  }
+  /// if (cond) then(); no else.
+  void when(Value* cond, const std::function<void()>& then) {
+    BasicBlock* yes = BasicBlock::Create(ctx_, "then", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, "endif", fn_);
+    b_.CreateCondBr(cond, yes, done);
+    b_.SetInsertPoint(yes);
+    then();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  /// panel[(lb·K + kk)·NR + j] = B[kk·N + (b0+lb)·NR + j], 0 past column N.
+  void write_pack(Value* bsrc, Value* panel, Value* b0, Value* b1) {
+    loop(c(0), b_.CreateSub(b1, b0), 1, [&](Value* lb) {
+      Value* col0 = b_.CreateMul(b_.CreateAdd(b0, lb), c(s_.nr));
+      Value* dst0 = b_.CreateMul(lb, c(s_.k * s_.nr));
+      loop(c(0), c(s_.k), 1, [&](Value* kk) {
+        Value* src = b_.CreateAdd(b_.CreateMul(kk, c(s_.n)), col0);
+        Value* dst = b_.CreateAdd(dst0, b_.CreateMul(kk, c(s_.nr)));
+        for (int j = 0; j < s_.nr; ++j) {
+          Value* v = load_f32(bsrc, b_.CreateAdd(src, c(j)));
+          if (s_.n % s_.nr != 0) {
+            // Past column N the load reads the next row (or the slack): replace it by 0.
+            Value* inside = b_.CreateICmpSLT(b_.CreateAdd(col0, c(j)), c(s_.n));
+            v = b_.CreateSelect(inside, v, llvm::ConstantFP::get(f32_, 0.0));
+          }
+          store_f32(v, panel, b_.CreateAdd(dst, c(j)));
+        }
+      });
+    });
+  }
+
+  /// The im2col panel of this thread's column blocks: panel[(lb·CRS + (ch·R + r)·S + q)·NR + j]
+  /// = X_b[ch][oh·stride − pad + r][ow·stride − pad + q] for output pixel p = (b0+lb)·NR + j =
+  /// oh·OW + ow, 0 in the padding and past pixel N.
+  void write_im2col(Value* x, Value* panel, Value* b0, Value* b1) {
+    const int64_t crs = s_.k;
+    loop(c(0), b_.CreateSub(b1, b0), 1, [&](Value* lb) {
+      Value* p0 = b_.CreateMul(b_.CreateAdd(b0, lb), c(s_.nr));
+      Value* dst0 = b_.CreateMul(lb, c(crs * s_.nr));
+      loop(c(0), c(s_.nr), 1, [&](Value* j) {
+        Value* p = b_.CreateAdd(p0, j);
+        Value* valid = b_.CreateICmpSLT(p, c(s_.n));
+        Value* pc = b_.CreateSelect(valid, p, c(s_.n - 1));
+        Value* oh = b_.CreateUDiv(pc, c(s_.out_w));
+        Value* ow = b_.CreateURem(pc, c(s_.out_w));
+        Value* h0 = b_.CreateSub(b_.CreateMul(oh, c(s_.stride)), c(s_.pad));
+        Value* w0 = b_.CreateSub(b_.CreateMul(ow, c(s_.stride)), c(s_.pad));
+        Value* dst_j = b_.CreateAdd(dst0, j);
+        loop(c(0), c(s_.channels), 1, [&](Value* ch) {
+          Value* plane = b_.CreateMul(ch, c(s_.height * s_.width));
+          Value* row_base = b_.CreateMul(ch, c(s_.kernel_h * s_.kernel_w));
+          for (int64_t r = 0; r < s_.kernel_h; ++r) {
+            Value* ih = b_.CreateAdd(h0, c(r));
+            // Unsigned compare: negative ih wraps to a huge value and fails too.
+            Value* row_ok = b_.CreateAnd(valid, b_.CreateICmpULT(ih, c(s_.height)));
+            for (int64_t q = 0; q < s_.kernel_w; ++q) {
+              Value* iw = b_.CreateAdd(w0, c(q));
+              Value* ok = b_.CreateAnd(row_ok, b_.CreateICmpULT(iw, c(s_.width)));
+              Value* src = b_.CreateAdd(plane, b_.CreateAdd(b_.CreateMul(ih, c(s_.width)), iw));
+              Value* v = load_f32(x, b_.CreateSelect(ok, src, c(0)));
+              v = b_.CreateSelect(ok, v, llvm::ConstantFP::get(f32_, 0.0));
+              Value* kk = b_.CreateAdd(row_base, c(r * s_.kernel_w + q));
+              store_f32(v, panel, b_.CreateAdd(dst_j, b_.CreateMul(kk, c(s_.nr))));
+            }
+          }
+        });
+      });
+    });
+  }
+
+  /// One MR × NR tile of C_b at rows i0.., global column block jb, local block lb.
+  void write_micro_tile(Value* bsrc, Value* cdst, Value* panel, Value* i0, Value* jb, Value* lb) {
+    const int w = width();
+    const int nv = s_.nr / w;
+    Value* a = addr(c(s_.a_offset));
+    std::vector<Value*> a_row;  // float index of A[min(i0+i, M−1)][0]
+    for (int i = 0; i < s_.mr; ++i) {
+      Value* row = b_.CreateAdd(i0, c(i));
+      if (s_.m % s_.mr != 0)
+        row = b_.CreateSelect(b_.CreateICmpSLT(row, c(s_.m)), row, c(s_.m - 1));
+      a_row.push_back(b_.CreateMul(row, c(s_.k)));
+    }
+    Value* col0 = b_.CreateMul(jb, c(s_.nr));
+    Value* bbase;
+    int64_t ldb;
+    if (s_.pack_b) {
+      bbase = at(panel, b_.CreateMul(lb, c(s_.k * s_.nr)));
+      ldb = s_.nr;
+    } else {
+      bbase = at(bsrc, col0);
+      ldb = s_.n;
+    }
+    llvm::Type* acc_type = s_.simd ? static_cast<llvm::Type*>(v4_) : f32_;
+    Value* zero = llvm::Constant::getNullValue(acc_type);
+    std::vector<Value*> init(static_cast<size_t>(s_.mr * nv), zero);
+    std::vector<Value*> acc =
+        loop_carried(c(0), c(s_.k), s_.unroll_k, init, [&](Value* k0, std::vector<Value*> acc) {
+          for (int u = 0; u < s_.unroll_k; ++u) {
+            Value* kk = b_.CreateAdd(k0, c(u));
+            std::vector<Value*> bv;
+            Value* brow = b_.CreateMul(kk, c(ldb));
+            for (int j = 0; j < nv; ++j) {
+              Value* p = at(bbase, b_.CreateAdd(brow, c(j * w)));
+              bv.push_back(b_.CreateAlignedLoad(acc_type, p, llvm::Align(4)));
+            }
+            for (int i = 0; i < s_.mr; ++i) {
+              Value* av = load_f32(a, b_.CreateAdd(a_row[i], kk));
+              if (s_.simd) av = b_.CreateVectorSplat(4, av);
+              for (int j = 0; j < nv; ++j) {
+                Value*& slot = acc[static_cast<size_t>(i * nv + j)];
+                slot = b_.CreateFAdd(slot, b_.CreateFMul(av, bv[j]));
+              }
+            }
+          }
+          return acc;
+        });
+    // Stores: guards only where the shapes need them.
+    for (int i = 0; i < s_.mr; ++i) {
+      auto store_row = [&, i]() {
+        Value* crow = b_.CreateMul(b_.CreateAdd(i0, c(i)), c(s_.n));
+        for (int j = 0; j < nv; ++j) {
+          Value* v = acc[static_cast<size_t>(i * nv + j)];
+          Value* col = b_.CreateAdd(col0, c(j * w));
+          Value* index = b_.CreateAdd(crow, col);
+          auto full = [&]() { b_.CreateAlignedStore(v, at(cdst, index), llvm::Align(4)); };
+          if (s_.n % s_.nr == 0) {
+            full();
+            continue;
+          }
+          if (w == 1) {
+            when(b_.CreateICmpSLT(col, c(s_.n)), full);
+            continue;
+          }
+          // A vector straddling column N: the lanes inside, one by one.
+          BasicBlock* whole = BasicBlock::Create(ctx_, "whole", fn_);
+          BasicBlock* part = BasicBlock::Create(ctx_, "part", fn_);
+          BasicBlock* done = BasicBlock::Create(ctx_, "stored", fn_);
+          b_.CreateCondBr(b_.CreateICmpSLE(b_.CreateAdd(col, c(4)), c(s_.n)), whole, part);
+          b_.SetInsertPoint(whole);
+          full();
+          b_.CreateBr(done);
+          b_.SetInsertPoint(part);
+          for (int l = 0; l < 4; ++l) {
+            when(b_.CreateICmpSLT(b_.CreateAdd(col, c(l)), c(s_.n)), [&]() {
+              store_f32(b_.CreateExtractElement(v, static_cast<uint64_t>(l)), cdst,
+                        b_.CreateAdd(index, c(l)));
+            });
+          }
+          b_.CreateBr(done);
+          b_.SetInsertPoint(done);
+        }
+      };
+      if (s_.m % s_.mr != 0)
+        when(b_.CreateICmpSLT(b_.CreateAdd(i0, c(i)), c(s_.m)), store_row);
+      else
+        store_row();
+    }
+  }
+
+  const WasmKernelSpec& s_;
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Type* i32_ = nullptr;
+  llvm::Type* f32_ = nullptr;
+  llvm::Type* v4_ = nullptr;
+  llvm::PointerType* ptr_ = nullptr;
+  llvm::Function* fn_ = nullptr;
+};
+
+void init_llvm_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeWebAssemblyTargetInfo();
+    LLVMInitializeWebAssemblyTarget();
+    LLVMInitializeWebAssemblyTargetMC();
+    LLVMInitializeWebAssemblyAsmPrinter();
+  });
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// IR → optimized IR → wasm32 object bytes; false with `error` set on failure.
+bool compile_object(const WasmKernelSpec& spec, std::string* object, std::string* error) {
+  init_llvm_once();
+  const std::string triple = "wasm32-unknown-unknown";
+  std::string lookup_error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, lookup_error);
+  if (target == nullptr) {
+    *error = "LLVM has no wasm32 target: " + lookup_error;
+    return false;
+  }
+  std::string features = spec.simd ? "+simd128" : "";
+  if (spec.threads > 1)
+    features += std::string(features.empty() ? "" : ",") + "+atomics,+bulk-memory";
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(
+      target->createTargetMachine(triple, "generic", features, options, llvm::Reloc::Static,
+                                  llvm::None, llvm::CodeGenOpt::Aggressive));
+  if (!machine) {
+    *error = "LLVM could not create a wasm32 target machine";
+    return false;
+  }
+
+  llvm::LLVMContext ctx;
+  llvm::Module module("webtune_kernel", ctx);
+  module.setTargetTriple(triple);
+  module.setDataLayout(machine->createDataLayout());
+  KernelWriter(spec, module).write();
+  std::string verify;
+  llvm::raw_string_ostream verify_os(verify);
+  if (llvm::verifyModule(module, &verify_os)) {
+    *error = "invalid kernel IR: " + verify_os.str();
+    return false;
+  }
+
+  // The new pass manager's O3 pipeline, with the target's cost model (PassBuilder docs).
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(machine.get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile)) {
+    *error = "the wasm32 target cannot emit object files";
+    return false;
+  }
+  codegen.run(module);
+  object->assign(buffer.data(), buffer.size());
+  return true;
+}
+
+/// A file that removes itself.
+struct TempFile {
+  llvm::SmallString<128> path;
+  ~TempFile() {
+    if (!path.empty()) llvm::sys::fs::remove(path);
+  }
+};
+
+void reset_lld_wasm_symbols() {
+  void** const symbols[] = {
+      &lld_wasm_sym_globalBase,
+      &lld_wasm_sym_initMemory,
+      &lld_wasm_sym_memoryBase,
+      &lld_wasm_sym_tableBase32,
+      &lld_wasm_sym_stackPointer,
+      &lld_wasm_sym_startFunction,
+      &lld_wasm_sym_initMemoryFlag,
+      &lld_wasm_sym_applyDataRelocs,
+      &lld_wasm_sym_definedTableBase,
+      &lld_wasm_sym_applyGlobalRelocs,
+      &lld_wasm_sym_definedMemoryBase,
+      &lld_wasm_sym_definedTableBase32,
+      &lld_wasm_sym_applyGlobalTLSRelocs,
+      &lld_wasm_sym_indirectFunctionTable,
+      &lld_wasm_sym_dataEnd,
+      &lld_wasm_sym_initTLS,
+      &lld_wasm_sym_tlsBase,
+      &lld_wasm_sym_tlsSize,
+      &lld_wasm_sym_heapBase,
+      &lld_wasm_sym_tlsAlign,
+      &lld_wasm_sym_callCtors,
+      &lld_wasm_sym_callDtors,
+      &lld_wasm_sym_dsoHandle,
+      &lld_wasm_sym_tableBase,
+  };
+  for (void** symbol : symbols) *symbol = nullptr;
+}
+
+std::mutex& lld_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// Links one object into the module the ABI asks for; false with `error` set on failure.
+bool link_module(const WasmKernelSpec& spec, const std::string& object, std::string* module,
+                 std::string* error) {
+  TempFile in, out;
+  if (llvm::sys::fs::createTemporaryFile("webtune-kernel", "o", in.path) ||
+      llvm::sys::fs::createTemporaryFile("webtune-kernel", "wasm", out.path)) {
+    *error = "cannot create temporary files for wasm-ld";
+    return false;
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(in.path, ec);
+    if (ec) {
+      *error = "cannot write " + std::string(in.path) + ": " + ec.message();
+      return false;
+    }
+    file << object;
+  }
+  const std::string memory = std::to_string(spec.memory_pages * 65536);
+  const std::string initial = "--initial-memory=" + memory;
+  const std::string maximum = "--max-memory=" + memory;
+  std::vector<const char*> args = {"wasm-ld", in.path.c_str(), "-o", out.path.c_str(), "--no-entry",
+                                   "--export=run", "--import-memory", initial.c_str(),
+                                   maximum.c_str(),
+                                   // The kernel keeps everything in locals; a small stack keeps
+                                   // __heap_base far below the first tensor (64 KiB).
+                                   "-z", "stack-size=4096", "--strip-all"};
+  if (spec.threads > 1) args.push_back("--shared-memory");
+  std::string out_text, err_text;
+  llvm::raw_string_ostream out_os(out_text), err_os(err_text);
+  bool ok;
+  {
+    // lld 15 keeps its state in globals (the CommonLinkerContext): one link at a time, and the
+    // context destroyed after each so that the next link starts clean.
+    std::lock_guard<std::mutex> lock(lld_mutex());
+    reset_lld_wasm_symbols();
+    ok = lld::wasm::link(args, out_os, err_os, /*exitEarly=*/false, /*disableOutput=*/false);
+    lld::CommonLinkerContext::destroy();
+  }
+  if (!ok) {
+    *error = "wasm-ld failed: " + err_os.str() + out_os.str();
+    return false;
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes = llvm::MemoryBuffer::getFile(out.path);
+  if (!bytes) {
+    *error = "cannot read the linked module: " + bytes.getError().message();
+    return false;
+  }
+  module->assign((*bytes)->getBufferStart(), (*bytes)->getBufferSize());
+  return true;
+}
+
+}  // namespace
+
+WasmBuildResult build_wasm_module(const WasmKernelSpec& spec) {
+  WasmBuildResult result;
+  std::string object;
+  auto start = std::chrono::steady_clock::now();
+  if (!compile_object(spec, &object, &result.error)) return result;
+  result.codegen_ms = ms_since(start);
+  start = std::chrono::steady_clock::now();
+  std::string module;
+  if (!link_module(spec, object, &module, &result.error)) return result;
+  result.link_ms = ms_since(start);
+  result.module = std::move(module);
+  return result;
+}
+
+}  // namespace webtune

@@ -1,0 +1,323 @@
+/// \file wasm_emitter_test.cpp
+/// The wasm target without a browser: config space sizes and constraints, the device-limit
+/// filter on threads, the artifact's JSON round trip, and correctness of built modules run under
+/// Node 20 (tests/run_wasm_artifact.mjs) against the C++ reference at its full tolerance, for the
+/// default and random configs of dense and conv2d (edge tiles, stride 2, 1×1, batch 2), plus
+/// build times and repeated in-process links. Module tests skip when webtune was built without
+/// LLVM (WEBTUNE_WITH_LLVM=OFF).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "codegen/error_no.hpp"
+#include "codegen/reference.hpp"
+#include "codegen/seeded_random.hpp"
+#include "codegen/task.hpp"
+#include "codegen/wasm_emitter.hpp"
+
+namespace webtune {
+namespace {
+
+namespace fs = std::filesystem;
+
+DeviceLimits threads_limit(int64_t max_threads) {
+  DeviceLimits d;
+  d.max_threads = max_threads;
+  return d;
+}
+
+TEST(WasmEmitter, TargetNamesAndTuneTarget) {
+  EXPECT_EQ(target_name(Target::kWasm), "wasm");
+  EXPECT_EQ(target_from_name("wasm"), Target::kWasm);
+  EXPECT_EQ(target_key(Target::kWasm), "wasm");
+  const TuneTarget t = tune_target_from_name("wasm");
+  EXPECT_EQ(t.kernel, Target::kWasm);
+  EXPECT_EQ(t.key, "wasm");
+  EXPECT_TRUE(t.browser);
+}
+
+TEST(WasmEmitter, SpaceSizesAndConstraints) {
+  const Task task = Task::create(Workload::dense(64, 64, 64), Target::kWasm, threads_limit(8));
+  const ConfigSpace& space = *task.space;
+  EXPECT_EQ(space.raw_size(), 5 * 7 * 4 * 2 * 2 * 2 * 4);
+  const std::vector<int64_t>& valid = space.valid_indices();
+  ASSERT_FALSE(valid.empty());
+  EXPECT_LT(static_cast<int64_t>(valid.size()), space.raw_size());
+  bool has_fast_kernel = false;
+  for (int64_t index : valid) {
+    const ConfigEntity e = space.get(index);
+    const int64_t mr = e.get_int("mr"), nr = e.get_int("nr");
+    if (e.get_int("simd")) {
+      EXPECT_EQ(nr % 4, 0) << e.to_string();
+      EXPECT_LE(mr * nr / 4, 24) << e.to_string();
+    } else {
+      EXPECT_LE(nr, 8) << e.to_string();
+      EXPECT_LE(mr * nr, 32) << e.to_string();
+    }
+    EXPECT_EQ(64 % e.get_int("unroll_k"), 0);
+    has_fast_kernel |= e.get_int("simd") == 1 && mr == 4 && nr == 16 && e.get_int("threads") == 2 &&
+                       e.get_int("pack_b") == 1;
+  }
+  EXPECT_TRUE(has_fast_kernel) << "the space must hold a packed, threaded f32x4 micro-kernel";
+  // im2col needs the packed panel; a 1×1 stride-1 conv may read X directly.
+  const Task conv = Task::create(Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1), Target::kWasm);
+  for (int64_t index : conv.space->valid_indices())
+    EXPECT_EQ(conv.space->get(index).get_int("pack_b"), 1);
+  const Task pointwise = Task::create(Workload::conv2d(1, 16, 7, 7, 8, 1, 1, 0), Target::kWasm);
+  std::set<int64_t> packs;
+  for (int64_t index : pointwise.space->valid_indices())
+    packs.insert(pointwise.space->get(index).get_int("pack_b"));
+  EXPECT_EQ(packs, (std::set<int64_t>{0, 1}));
+  EXPECT_THROW(Task::create(Workload::depthwise_conv2d(1, 8, 10, 10, 3, 1, 1), Target::kWasm),
+               std::invalid_argument);
+}
+
+TEST(WasmEmitter, DeviceLimitDropsThreads) {
+  for (int64_t max_threads : {1, 2, 4}) {
+    const Task task =
+        Task::create(Workload::dense(64, 64, 64), Target::kWasm, threads_limit(max_threads));
+    std::set<int64_t> threads;
+    for (int64_t index : task.space->valid_indices())
+      threads.insert(task.space->get(index).get_int("threads"));
+    EXPECT_EQ(*threads.rbegin(), max_threads);
+  }
+  // DeviceLimits JSON carries max_threads and tolerates its absence.
+  EXPECT_EQ(DeviceLimits::from_json(threads_limit(4).to_json()).max_threads, 4);
+  EXPECT_EQ(DeviceLimits::from_json(boost::json::object{}).max_threads, 1);
+}
+
+TEST(WasmEmitter, DefaultIsTheScalarBaseline) {
+  const Task task = Task::create(Workload::dense(64, 64, 64), Target::kWasm, threads_limit(8));
+  const ConfigEntity e = task.default_config();
+  EXPECT_TRUE(task.space->is_valid(e));
+  EXPECT_EQ(e.get_int("mr"), 1);
+  EXPECT_EQ(e.get_int("nr"), 1);
+  EXPECT_EQ(e.get_int("unroll_k"), 1);
+  EXPECT_EQ(e.get_int("simd"), 0);
+  EXPECT_EQ(e.get_int("threads"), 1);
+  const Task conv = Task::create(Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1), Target::kWasm);
+  EXPECT_TRUE(conv.space->is_valid(conv.default_config()));
+}
+
+TEST(WasmEmitter, ArtifactJsonRoundTrip) {
+  KernelArtifact a;
+  a.target = Target::kWasm;
+  a.source = base64_encode(std::string("\0asm\1\0\0\0", 8));
+  EXPECT_EQ(a.source, "AGFzbQEAAAA=");
+  TensorLayout l;
+  l.shape = {4, 4};
+  l.width = 16;
+  l.height = 1;
+  a.inputs = {l, l};
+  a.output.rows = a.output.height = 4;
+  a.output.cols = a.output.width = 4;
+  a.wasm.threads = 2;
+  a.wasm.memory_pages = 3;
+  a.wasm.offsets = {65536, 65664, 65792};
+  a.wasm.simd = true;
+  const boost::json::object o = a.to_json();
+  ASSERT_TRUE(o.contains("wasm"));
+  const KernelArtifact b = KernelArtifact::from_json(boost::json::parse(boost::json::serialize(o)));
+  EXPECT_EQ(b.target, Target::kWasm);
+  EXPECT_EQ(b.source, a.source);
+  EXPECT_EQ(b.wasm.threads, 2);
+  EXPECT_EQ(b.wasm.memory_pages, 3);
+  EXPECT_EQ(b.wasm.offsets, a.wasm.offsets);
+  EXPECT_TRUE(b.wasm.simd);
+  // Other targets carry no "wasm" field; a wasm artifact without one is refused.
+  KernelArtifact gl = a;
+  gl.target = Target::kGlesCompute;
+  EXPECT_FALSE(gl.to_json().contains("wasm"));
+  boost::json::object broken = o;
+  broken.erase("wasm");
+  EXPECT_THROW(KernelArtifact::from_json(broken), std::invalid_argument);
+  boost::json::object misaligned = o;
+  misaligned["wasm"].as_object()["offsets"] = boost::json::array{65536, 65537, 65792};
+  EXPECT_THROW(KernelArtifact::from_json(misaligned), std::invalid_argument);
+}
+
+TEST(WasmEmitter, WithoutLlvmEmitIsACompileHostError) {
+  if (wasm_emitter_available()) GTEST_SKIP() << "built with LLVM";
+  const Task task = Task::create(Workload::dense(8, 8, 8), Target::kWasm);
+  try {
+    task.build(task.default_config());
+    FAIL() << "expected MeasureError";
+  } catch (const MeasureError& e) {
+    EXPECT_EQ(e.error(), MeasureErrorNo::kCompileHost);
+    EXPECT_STREQ(e.what(), "webtune was built without LLVM");
+  }
+}
+
+// ---- modules under Node ---------------------------------------------------------------------
+
+void write_floats(const fs::path& path, const std::vector<float>& values) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+}
+
+std::vector<float> read_floats(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+class WasmModules : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!wasm_emitter_available()) GTEST_SKIP() << "webtune was built without LLVM";
+    if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no node on PATH";
+    dir_ = fs::temp_directory_path() /
+           ("webtune-wasm-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  /// Runs `artifact` under node; returns the output, or empty with a failure recorded.
+  std::vector<float> run(const Workload& wl, const KernelArtifact& artifact, uint64_t seed,
+                         int repeat = 0, double* seconds = nullptr) {
+    write_floats(dir_ / "data.bin", seeded_tensor(seed, 0, wl.data_size()));
+    write_floats(dir_ / "weight.bin", seeded_tensor(seed, 1, wl.weight_size()));
+    std::ofstream(dir_ / "artifact.json") << boost::json::serialize(artifact.to_json());
+    fs::remove(dir_ / "out.bin");
+    std::string cmd = "node '" WEBTUNE_SOURCE_DIR "/tests/run_wasm_artifact.mjs' '" +
+                      (dir_ / "artifact.json").string() + "' '" + (dir_ / "data.bin").string() +
+                      "' '" + (dir_ / "weight.bin").string() + "' '" + (dir_ / "out.bin").string() +
+                      "'";
+    if (repeat > 0)
+      cmd += " --repeat " + std::to_string(repeat) + " > '" + (dir_ / "time.json").string() + "'";
+    if (std::system(cmd.c_str()) != 0) {
+      ADD_FAILURE() << "node failed: " << cmd;
+      return {};
+    }
+    if (seconds != nullptr) {
+      std::ifstream in(dir_ / "time.json");
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      *seconds = boost::json::parse(text).at("seconds").to_number<double>();
+    }
+    return read_floats(dir_ / "out.bin");
+  }
+
+  /// Builds and runs one entity; checks every output element against the reference.
+  void check(const Task& task, const ConfigEntity& e, uint64_t seed = 7) {
+    const auto start = std::chrono::steady_clock::now();
+    const KernelArtifact artifact = task.build(e);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("  %-28s %-72s build %.1f ms, %zu base64 chars\n", task.workload.key().c_str(),
+                e.to_string().c_str(), ms, artifact.source.size());
+    const Workload& wl = task.workload;
+    const std::vector<float> out = run(wl, artifact, seed);
+    ASSERT_EQ(static_cast<int64_t>(out.size()), wl.output_size()) << e.to_string();
+    const std::vector<float> data = seeded_tensor(seed, 0, wl.data_size());
+    const std::vector<float> weight = seeded_tensor(seed, 1, wl.weight_size());
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < wl.output_size(); ++i) {
+      const ReferenceSample r = reference_at(wl, data, weight, i);
+      if (!(std::abs(out[i] - r.value) <= r.tolerance)) {
+        if (++wrong <= 3)
+          ADD_FAILURE() << e.to_string() << ": output " << i << " = " << out[i] << ", expected "
+                        << r.value << " ± " << r.tolerance;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << e.to_string();
+  }
+
+  /// The default plus `count` random valid configs of `wl`.
+  void check_random(const Workload& wl, int count, uint64_t rng_seed) {
+    const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
+    check(task, task.default_config());
+    std::mt19937_64 rng(rng_seed);
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, count)) check(task, e);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(WasmModules, DenseRandomConfigsMatchTheReference) {
+  check_random(Workload::dense(64, 64, 64), 20, 1);
+}
+
+TEST_F(WasmModules, DenseEdgeTilesMatchTheReference) {
+  // M, N not multiples of any tile; K prime-ish so only unroll 1.
+  check_random(Workload::dense(33, 50, 17), 8, 2);
+  const Task task = Task::create(Workload::dense(33, 50, 16), Target::kWasm, threads_limit(8));
+  // The widest simd tile with packing and threads: edge rows (33 % 4) and columns (50 % 24).
+  for (int64_t pack : {0, 1}) {
+    const ConfigEntity e = task.space->from_json(boost::json::parse(
+        R"({"entity":[["mr","ot",4],["nr","ot",24],["unroll_k","ot",4],["simd","ot",1],)"
+        R"(["order","ot","cols_outer"],["pack_b","ot",)" +
+        std::to_string(pack) + R"(],["threads","ot",2]]})"));
+    check(task, e);
+  }
+}
+
+TEST_F(WasmModules, Conv2dRandomConfigsMatchTheReference) {
+  check_random(Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1), 20, 3);
+}
+
+TEST_F(WasmModules, Conv2dStride2BatchAndPointwiseMatchTheReference) {
+  check_random(Workload::conv2d(2, 8, 11, 11, 16, 3, 2, 1), 8, 4);
+  check_random(Workload::conv2d(1, 16, 7, 7, 8, 1, 1, 0), 8, 5);
+}
+
+TEST_F(WasmModules, RelinksManyTimesInOneProcess) {
+  // lld's in-process link keeps global state: it must stay usable over hundreds of links.
+  const Task task = Task::create(Workload::dense(16, 16, 16), Target::kWasm, threads_limit(8));
+  std::mt19937_64 rng(6);
+  const auto configs = task.space->sample_distinct(rng, 200);
+  const auto start = std::chrono::steady_clock::now();
+  std::string first;
+  for (const ConfigEntity& e : configs) {
+    const KernelArtifact a = task.build(e);
+    ASSERT_FALSE(a.source.empty());
+    if (first.empty()) first = a.source;
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("  %zu builds (LLVM O3 + lld) in %.0f ms, %.1f ms each\n", configs.size(), ms,
+              ms / static_cast<double>(configs.size()));
+  // The same config builds the same module again.
+  EXPECT_EQ(task.build(configs.front()).source, first);
+  check(task, configs.back());
+}
+
+TEST_F(WasmModules, Dense512SpeedUnderNode) {
+  // Not a timed assertion: prints GFLOP/s of a few configs (single thread, run(0) only).
+  const Workload wl = Workload::dense(512, 512, 512);
+  const Task task = Task::create(wl, Target::kWasm, threads_limit(1));
+  const char* configs[] = {
+      R"({"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",0],["threads","ot",1]]})",
+      R"({"entity":[["mr","ot",4],["nr","ot",16],["unroll_k","ot",4],["simd","ot",1],["order","ot","rows_outer"],["pack_b","ot",1],["threads","ot",1]]})",
+      R"({"entity":[["mr","ot",6],["nr","ot",16],["unroll_k","ot",2],["simd","ot",1],["order","ot","cols_outer"],["pack_b","ot",1],["threads","ot",1]]})",
+      R"({"entity":[["mr","ot",4],["nr","ot",24],["unroll_k","ot",4],["simd","ot",1],["order","ot","cols_outer"],["pack_b","ot",1],["threads","ot",1]]})",
+      R"({"entity":[["mr","ot",8],["nr","ot",8],["unroll_k","ot",4],["simd","ot",1],["order","ot","cols_outer"],["pack_b","ot",1],["threads","ot",1]]})",
+  };
+  for (const char* text : configs) {
+    const ConfigEntity e = task.space->from_json(boost::json::parse(text));
+    const KernelArtifact artifact = task.build(e);
+    double seconds = 0;
+    const std::vector<float> out = run(wl, artifact, 11, 5, &seconds);
+    ASSERT_EQ(static_cast<int64_t>(out.size()), wl.output_size());
+    std::printf("  dense 512 %-90s %.2f GFLOP/s\n", e.to_string().c_str(),
+                wl.flops() / seconds * 1e-9);
+  }
+}
+
+}  // namespace
+}  // namespace webtune
