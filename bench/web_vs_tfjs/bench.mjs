@@ -4,6 +4,7 @@
 //
 //   node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
 //        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--repeat 15]
+//        [--tfjs-wasm-threads N]
 //
 // DIR holds `webtune artifact` outputs named <target>-<task>.json (bench/web_vs_tfjs/run writes
 // them from the tuning databases). A target × task without one is still timed on the TensorFlow.js
@@ -37,6 +38,8 @@ const { values: opts } = parseArgs({
     tasks: { type: 'string', default: 'dense512,C2,C5,C8' },
     targets: { type: 'string', default: 'webgl2,webgpu,wasm' },
     repeat: { type: 'string', default: '15' },
+    // tfjs wasm's thread count; default: its own choice (what a user gets).
+    'tfjs-wasm-threads': { type: 'string', default: '' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
   },
 });
@@ -164,12 +167,14 @@ async function main() {
       if (['error', 'warn'].includes(m.type())) console.error(`page ${m.type()}: ${m.text()}`);
     });
     page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
-    await page.goto(`${origin}/`, { waitUntil: 'load' });
+    const query = opts['tfjs-wasm-threads'] ? `?wasm_threads=${opts['tfjs-wasm-threads']}` : '';
+    await page.goto(`${origin}/${query}`, { waitUntil: 'load' });
     await page.waitForFunction(() => window.bench?.ready === true, { timeout: 60000 });
     env = await page.evaluate(() => window.bench.environment());
     env.chromium = await browser.version();
     env.flags = args;
     env.gl = opts.gl;
+    env.tfjs_wasm_threads_requested = opts['tfjs-wasm-threads'] || 'default';
     console.error(`bench: ${env.chromium}, ${opts.gl}, WebGL2 ${env.webgl2_renderer}, WebGPU ${env.webgpu_adapter}, ` +
       `cross-origin isolated: ${env.cross_origin_isolated}`);
 

@@ -71,6 +71,10 @@ async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300 } = 
 async function useBackend(backend) {
   if (backend === 'wasm') {
     tf.wasm.setWasmPaths('/tfjs/tfjs-backend-wasm/dist/');
+    // ?wasm_threads=N overrides tfjs's own thread count (it must be set before the backend
+    // starts; its default here, on 2 cores, is 1).
+    const threads = Number(new URLSearchParams(location.search).get('wasm_threads'));
+    if (threads > 0) tf.wasm.setThreadsCount(threads);
   }
   const ok = await tf.setBackend(backend);
   if (!ok) throw new Error(`tf.setBackend('${backend}') failed`);
