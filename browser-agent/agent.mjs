@@ -205,10 +205,35 @@ class Agent {
         show();
         // A result whose socket is gone is dropped: the tracker re-queues the job elsewhere.
         if (!this.send({ type: 'result', job: job.job, result })) log(`result of job ${job.job} dropped: not connected`);
+        if (this.executors.some((e) => e.failed)) this.dropFailedExecutors();
       }
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * Executors that can no longer work (WebGPU: the adapter is gone) leave the agent. The tab
+   * reconnects advertising the remaining keys; with none left it reports itself 'failed' and
+   * closes its socket (the farm reloads such a tab). Jobs queued here are not answered: the
+   * tracker re-queues a disconnected session's jobs.
+   */
+  dropFailedExecutors() {
+    const failed = this.executors.filter((e) => e.failed);
+    this.executors = this.executors.filter((e) => !e.failed);
+    window.webtuneAgent.executors = this.executors;
+    state.lastError = failed.map((e) => e.failedMessage).join('; ');
+    log(`dropping ${failed.map((e) => e.constructor.family).join(', ')}: ${state.lastError}`);
+    this.queue = [];
+    const socket = this.socket;
+    this.socket = null;  // its close event must not schedule a reconnect
+    if (!this.executors.length) {
+      setStatus('failed');
+      log('failed: no executor works any more');
+    }
+    // close() sends the result written just before it first.
+    if (socket) socket.close(1000, this.executors.length ? 'executor failed' : 'agent failed');
+    if (this.executors.length) this.connect();
   }
 
   async runJob(job) {
