@@ -4,7 +4,10 @@
 // a hello advertising one key per executor (`webgl2:<renderer>`, `webgpu:<adapter>`; later
 // `wasm:<simd|threads>`), then one job at a time, each answered with a MeasureResult. Jobs go to
 // the executor whose artifactTargets include the artifact's target, so a new target plugs in by
-// adding its executor class to EXECUTORS.
+// adding its executor class to EXECUTORS. An executor that can no longer work (`failed`, e.g.
+// WebGPU once requestAdapter() returns null) is dropped after the job it failed: the tab
+// reconnects with its other keys, or, with none left, reports status 'failed' and closes its
+// socket (farm.mjs reloads such tabs).
 //
 // URL parameters: token (the tracker's agent token; else the form asks for it), name (shown in
 // the farm), targets (comma-separated executor families, default all that work here), tracker
@@ -269,7 +272,11 @@ class Agent {
           this.executors[this.executors.indexOf(executor)] = fresh;
           window.webtuneAgent.executors = this.executors;
         } catch (e) {
-          log(`cannot replace the ${executor.constructor.family} executor: ${e.message}`);
+          // No fresh one (e.g. requestAdapter() returned null): the stuck one is of no use
+          // either, so it fails and pump() drops it after this result.
+          executor.failed = true;
+          executor.failedMessage = `the ${executor.constructor.family} executor hung and cannot be replaced: ${e.message}`;
+          log(executor.failedMessage);
         }
         return makeResult(ErrorNo.RUN_TIMEOUT, `the job ran past its timeout of ${timeoutS} s (+${WATCHDOG_GRACE_S} s grace)`, [], elapsed());
       }
