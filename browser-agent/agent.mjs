@@ -4,7 +4,10 @@
 // a hello advertising one key per executor (`webgl2:<renderer>`, `webgpu:<adapter>`,
 // `wasm:threads` or `wasm:simd`), then one job at a time, each answered with a MeasureResult. Jobs go to
 // the executor whose artifactTargets include the artifact's target, so a new target plugs in by
-// adding its executor class to EXECUTORS.
+// adding its executor class to EXECUTORS. An executor that can no longer work (`failed`, e.g.
+// WebGPU once requestAdapter() returns null) is dropped after the job it failed: the tab
+// reconnects with its other keys, or, with none left, reports status 'failed' and closes its
+// socket (farm.mjs reloads such tabs).
 //
 // URL parameters: token (the tracker's agent token; else the form asks for it), name (shown in
 // the farm), targets (comma-separated executor families, default all that work here), tracker
@@ -207,10 +210,35 @@ class Agent {
         show();
         // A result whose socket is gone is dropped: the tracker re-queues the job elsewhere.
         if (!this.send({ type: 'result', job: job.job, result })) log(`result of job ${job.job} dropped: not connected`);
+        if (this.executors.some((e) => e.failed)) this.dropFailedExecutors();
       }
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * Executors that can no longer work (WebGPU: the adapter is gone) leave the agent. The tab
+   * reconnects advertising the remaining keys; with none left it reports itself 'failed' and
+   * closes its socket (the farm reloads such a tab). Jobs queued here are not answered: the
+   * tracker re-queues a disconnected session's jobs.
+   */
+  dropFailedExecutors() {
+    const failed = this.executors.filter((e) => e.failed);
+    this.executors = this.executors.filter((e) => !e.failed);
+    window.webtuneAgent.executors = this.executors;
+    state.lastError = failed.map((e) => e.failedMessage).join('; ');
+    log(`dropping ${failed.map((e) => e.constructor.family).join(', ')}: ${state.lastError}`);
+    this.queue = [];
+    const socket = this.socket;
+    this.socket = null;  // its close event must not schedule a reconnect
+    if (!this.executors.length) {
+      setStatus('failed');
+      log('failed: no executor works any more');
+    }
+    // close() sends the result written just before it first.
+    if (socket) socket.close(1000, this.executors.length ? 'executor failed' : 'agent failed');
+    if (this.executors.length) this.connect();
   }
 
   async runJob(job) {
@@ -246,7 +274,11 @@ class Agent {
           this.executors[this.executors.indexOf(executor)] = fresh;
           window.webtuneAgent.executors = this.executors;
         } catch (e) {
-          log(`cannot replace the ${executor.constructor.family} executor: ${e.message}`);
+          // No fresh one (e.g. requestAdapter() returned null): the stuck one is of no use
+          // either, so it fails and pump() drops it after this result.
+          executor.failed = true;
+          executor.failedMessage = `the ${executor.constructor.family} executor hung and cannot be replaced: ${e.message}`;
+          log(executor.failedMessage);
         }
         return makeResult(ErrorNo.RUN_TIMEOUT, `the job ran past its timeout of ${timeoutS} s (+${WATCHDOG_GRACE_S} s grace)`, [], elapsed());
       }

@@ -9,7 +9,8 @@
 //
 // Chromium is Debian's (`/usr/bin/chromium`), driven through puppeteer-core: no browser is ever
 // downloaded. A tab that crashes or closes is reopened, a browser that dies is relaunched with
-// all its tabs, each after a short backoff. The agent page's "[webtune]" console lines are
+// all its tabs, each after a short backoff. A tab whose agent reports status 'failed' (no
+// executor works any more, e.g. its WebGPU adapter is gone) is reloaded the same way. The agent page's "[webtune]" console lines are
 // printed as "farm: tab N: ...".
 //
 // Lines on stdin control the farm (for tests and operators): "close N" closes tab N (reopened
@@ -154,6 +155,16 @@ class Tab {
     if (page) await page.close();
   }
 
+  /** Closes (and so reopens, like a crashed tab) a page whose agent says 'failed'. */
+  async reloadIfFailed() {
+    const page = this.page;
+    if (!page || this.opening) return;
+    const s = await page.evaluate(() => window.webtuneAgent?.state ?? null).catch(() => null);
+    if (s?.status !== 'failed' || this.page !== page) return;
+    say(`tab ${this.index}: agent failed (${s.lastError || 'no reason given'})`);
+    await page.close().catch(() => {});
+  }
+
   async state() {
     if (!this.page) return { tab: this.index, open: false };
     try {
@@ -166,6 +177,12 @@ class Tab {
 }
 
 let browserRestarts = 0;
+
+// How often tabs are asked whether their agent failed.
+const FAILED_POLL_MS = 1000;
+setInterval(() => {
+  for (const tab of tabs) tab.reloadIfFailed();
+}, FAILED_POLL_MS).unref();
 
 async function launchBrowser() {
   profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webtune-farm-'));

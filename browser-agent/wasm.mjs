@@ -327,10 +327,12 @@ class Trial {
     if (this.plan.simd && !hasSimd()) {
       throw new MeasureError(ErrorNo.COMPILE_DEVICE, 'the module uses SIMD128, which this browser does not validate');
     }
+    // A SIMD module that does not validate says so first; compile() then gives the engine's reason.
+    const what = this.plan.simd && !WebAssembly.validate(bytes) ? 'the SIMD128 module does not validate: ' : '';
     try {
       this.module = await WebAssembly.compile(bytes);
     } catch (e) {
-      throw new MeasureError(ErrorNo.COMPILE_DEVICE, `WebAssembly.compile failed: ${e?.name || 'Error'}: ${e?.message || e}`);
+      throw new MeasureError(ErrorNo.COMPILE_DEVICE, `${what}WebAssembly.compile failed: ${e?.name || 'Error'}: ${e?.message || e}`);
     }
   }
 

@@ -7,8 +7,14 @@
 //
 // A WGSL error (getCompilationInfo, or a validation error while building the pipeline) fails the
 // trial with COMPILE_DEVICE and the browser's message. A lost device fails it with
-// RUNTIME_DEVICE; the executor then requests a fresh device for the next one. Every trial owns
-// its buffers and destroys them however it ends.
+// RUNTIME_DEVICE; the executor then requests a fresh device for the next one. When that fails
+// too (requestAdapter() returns null: Chromium stops handing out adapters once its GPU process
+// has gone), the job in flight fails with RUNTIME_DEVICE saying the adapter is gone and the
+// executor is marked failed (`failed`, `failedMessage`): the agent then stops serving its key.
+// Every trial owns its buffers and destroys them however it ends.
+//
+// Test hook (option / URL parameter `test_hook=webgpu-no-adapter-after-loss`): after a device
+// loss, requestAdapter() is treated as returning null, to exercise the failed path in tests.
 //
 // WebGPU needs a secure context (http://127.0.0.1 is one) and, in headless Chromium,
 // --enable-unsafe-webgpu (farm.mjs adds it); the adapter is then SwiftShader.
@@ -27,6 +33,9 @@ export function shortAdapterName(info = {}) {
     .replace(/\((r|tm)\)/g, '').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
   return name || 'unknown';
 }
+
+/** The test hook that makes the adapter disappear after a device loss (see the file comment). */
+export const TEST_HOOK_NO_ADAPTER_AFTER_LOSS = 'webgpu-no-adapter-after-loss';
 
 /** Dispatches per command buffer in a timed batch: bounds encoding work and memory. */
 const RUNS_PER_SUBMIT = 1024;
@@ -52,14 +61,26 @@ export class WebGPUExecutor {
     this.generation = 0;
     this.gpu = null;  // the GPUDevice (device() is the hello's description)
     this.lost = false;
+    // Set once no fresh device can be had: the agent stops advertising this executor's key.
+    this.failed = false;
+    this.failedMessage = '';
+  }
+
+  /** navigator.gpu.requestAdapter(), or null under the test hook once a device was lost. */
+  async requestAdapter() {
+    if (this.options.test_hook === TEST_HOOK_NO_ADAPTER_AFTER_LOSS && this.generation > 0) {
+      console.warn('[webtune] test hook: requestAdapter() returns null after the device loss');
+      return null;
+    }
+    return navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
   }
 
   async createDevice() {
     if (typeof navigator === 'undefined' || !navigator.gpu) {
       throw new Error('this browser offers no WebGPU (navigator.gpu is missing: it needs a secure context, and headless Chromium --enable-unsafe-webgpu)');
     }
-    const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
-    if (!adapter) throw new Error('navigator.gpu.requestAdapter() found no adapter');
+    const adapter = await this.requestAdapter();
+    if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
     const a = adapter.limits;
     // The device gets the adapter's own compute limits, not the spec defaults, so that configs up
     // to what the device reports (e.g. SwiftShader's 32 KiB of workgroup storage) can run.
@@ -125,15 +146,32 @@ export class WebGPUExecutor {
    * is polled between timed batches (a cancelled job or the agent's watchdog).
    */
   async measure(input, { start = performance.now(), shouldStop = () => false } = {}) {
-    if (this.lost) await this.createDevice();
+    if (this.failed) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, this.failedMessage);
+    if (this.lost) await this.recreateDevice();
     const trial = new Trial(this, input, start, shouldStop);
     try {
       return await trial.run();
     } finally {
       trial.release();
-      if (this.lost) {
-        try { await this.createDevice(); } catch (e) { console.error('[webtune] cannot recreate the WebGPU device', e); }
-      }
+      // A throw here replaces the trial's own outcome: the job reports that the adapter is gone.
+      if (this.lost) await this.recreateDevice();
+    }
+  }
+
+  /**
+   * A fresh device after a loss; when none can be had the executor is failed for good and this
+   * throws RUNTIME_DEVICE saying so.
+   */
+  async recreateDevice() {
+    const lostMessage = this.lostMessage || 'no reason given';
+    try {
+      await this.createDevice();
+    } catch (e) {
+      this.failed = true;
+      this.failedMessage = `the WebGPU device was lost (${lostMessage}) and the adapter is gone: ` +
+        `no fresh device (${e.message}); this tab stops serving webgpu`;
+      console.error(`[webtune] ${this.failedMessage}`);
+      throw new MeasureError(ErrorNo.RUNTIME_DEVICE, this.failedMessage);
     }
   }
 

@@ -100,7 +100,8 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
   cmd->add_option("--target", args->target,
                   "gles-frag, gles-compute, webgl2 (gles-frag kernels in browser tabs), webgpu "
-                  "(WGSL, dense) or wasm (LLVM-built WebAssembly, dense and conv2d, browser tabs)")
+                  "(WGSL, dense and conv2d) or wasm (LLVM-built WebAssembly, dense and conv2d, "
+                  "browser tabs)")
       ->capture_default_str();
   cmd->add_option("--trials", args->options.trials, "trials per task")->capture_default_str();
   cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();

@@ -25,8 +25,11 @@
 ///  - unroll_k {1, 2, 4, 8}: copies of the K step in the loop body (must divide K).
 ///  - simd {0, 1}: SIMD128 (f32x4) accumulators and loads.
 ///  - order {rows_outer, cols_outer}: loop order of the micro-tiles. rows_outer sweeps all the
-///    thread's column blocks for one MR-row strip of A (A strip hot in L1, B streamed);
-///    cols_outer sweeps all row blocks for one NR-column panel of B (B panel hot, A streamed).
+///    thread's column blocks for one MR-row strip of A (A strip hot in L1, B streamed; with
+///    pack_b the thread's whole panel is packed first); cols_outer sweeps all row blocks for one
+///    NR-column block of B (B block hot, A streamed; with pack_b each block is packed right
+///    before its sweep, into one K·NR panel block of scratch, so conv2d's im2col output never
+///    leaves the cache).
 ///  - pack_b {0, 1}: 1 copies the thread's B columns into a contiguous panel
 ///    panel[block][k][0..NR) in its scratch slice first (timed: part of run), so the K loop reads
 ///    NR consecutive floats per step instead of a row N floats apart. conv2d's im2col always
@@ -49,8 +52,8 @@
 /// ## Memory layout (docs/wasm_abi.md)
 /// data, weight and output at 64 KiB, then each 64-byte aligned with 256 bytes of slack after
 /// it (a micro-tile past column N reads up to NR−1 floats beyond its row without packing), then T
-/// scratch slices of K·NR·ceil(nb/T) floats when pack_b. The module's stack is 4 KiB below
-/// 64 KiB, so every offset is past __heap_base.
+/// scratch slices when pack_b: K·NR·ceil(nb/T) floats rows_outer, K·NR cols_outer. The module's
+/// stack is 4 KiB below 64 KiB, so every offset is past __heap_base.
 #include "codegen/wasm_emitter.hpp"
 
 #include <stdexcept>
@@ -123,7 +126,8 @@ WasmPlan decode(const Workload& wl, const ConfigEntity& e) {
   p.offsets[1] = align64(p.offsets[0] + data + kSlack);
   p.offsets[2] = align64(p.offsets[1] + weight + kSlack);
   p.scratch_offset = align64(p.offsets[2] + output + kSlack);
-  const int64_t blocks_per_thread = (p.col_blocks() + p.threads - 1) / p.threads;
+  // cols_outer packs one column block at a time, rows_outer all of the thread's blocks first.
+  const int64_t blocks_per_thread = p.cols_outer ? 1 : (p.col_blocks() + p.threads - 1) / p.threads;
   p.scratch_bytes_per_thread = p.pack_b ? align64(p.k * p.nr * blocks_per_thread * 4) : 0;
   const int64_t end = p.scratch_offset + p.threads * p.scratch_bytes_per_thread + kSlack;
   p.memory_pages = (end + kPage - 1) / kPage;

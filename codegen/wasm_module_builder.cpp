@@ -9,10 +9,12 @@
 /// blocks (b0 = tid·nb/T):
 ///
 ///     for b in 0 .. batch:
-///       if pack_b: panel[lb][kk][0..NR) = B_b[kk][(b0+lb)·NR + 0..NR)   (im2col gathers from X_b;
-///                  columns past N are 0)
-///       for each micro-tile (ib over ceil(M/MR) row blocks, lb over b1−b0 column blocks; which
-///                  one is outer is the order knob):
+///       pack(jb) = panel block [kk][0..NR) of B_b[kk][jb·NR + 0..NR)  (im2col gathers it from
+///                  X_b; columns past N are 0)
+///       rows_outer: pack every block of the thread (with pack_b), then for ib over ceil(M/MR)
+///                  row blocks, for lb over b1−b0 column blocks: tile(ib, lb)
+///       cols_outer: for lb: pack(b0+lb) into one panel block (with pack_b), then for ib: tile
+///       tile:
 ///         acc[MR][NR/w] = 0                       (w = 4 with simd: f32x4 locals, else f32)
 ///         for kk in 0 .. K step unroll_k:  (unroll_k copies of)
 ///           a_i = A[min(i0+i, M−1)][kk]           (splat to f32x4 with simd)
@@ -115,23 +117,32 @@ class KernelWriter {
     loop(c(0), c(s_.batch), 1, [&](Value* image) {
       Value* bsrc = addr(b_.CreateAdd(c(s_.b_offset), b_.CreateMul(image, c(s_.b_batch_bytes))));
       Value* cdst = addr(b_.CreateAdd(c(s_.c_offset), b_.CreateMul(image, c(s_.c_batch_bytes))));
-      if (s_.pack_b) {
-        if (s_.im2col)
-          write_im2col(bsrc, panel, b0, b1);
-        else
-          write_pack(bsrc, panel, b0, b1);
-      }
       const int64_t row_blocks = (s_.m + s_.mr - 1) / s_.mr;
       Value* local_blocks = b_.CreateSub(b1, b0);
-      auto tile = [&](Value* ib, Value* lb) {
-        write_micro_tile(bsrc, cdst, panel, b_.CreateMul(ib, c(s_.mr)), b_.CreateAdd(b0, lb), lb);
+      // Packs (or gathers) global column block jb into panel block `slot`.
+      auto pack = [&](Value* jb, Value* slot) {
+        Value* dst = at(panel, b_.CreateMul(slot, c(s_.k * s_.nr)));
+        if (s_.im2col)
+          write_im2col_block(bsrc, dst, jb);
+        else
+          write_pack_block(bsrc, dst, jb);
+      };
+      auto tile = [&](Value* ib, Value* lb, Value* slot) {
+        write_micro_tile(bsrc, cdst, panel, b_.CreateMul(ib, c(s_.mr)), b_.CreateAdd(b0, lb), slot);
       };
       if (s_.cols_outer) {
-        loop(c(0), local_blocks, 1,
-             [&](Value* lb) { loop(c(0), c(row_blocks), 1, [&](Value* ib) { tile(ib, lb); }); });
+        // Pack one column block, then use it for every row block while it is hot in L1/L2:
+        // one panel block of scratch per thread.
+        loop(c(0), local_blocks, 1, [&](Value* lb) {
+          if (s_.pack_b) pack(b_.CreateAdd(b0, lb), c(0));
+          loop(c(0), c(row_blocks), 1, [&](Value* ib) { tile(ib, lb, c(0)); });
+        });
       } else {
+        // Rows outer sweeps every column block per row strip: the whole panel first.
+        if (s_.pack_b)
+          loop(c(0), local_blocks, 1, [&](Value* lb) { pack(b_.CreateAdd(b0, lb), lb); });
         loop(c(0), c(row_blocks), 1,
-             [&](Value* ib) { loop(c(0), local_blocks, 1, [&](Value* lb) { tile(ib, lb); }); });
+             [&](Value* ib) { loop(c(0), local_blocks, 1, [&](Value* lb) { tile(ib, lb, lb); }); });
       }
     });
     b_.CreateRetVoid();
@@ -198,68 +209,61 @@ class KernelWriter {
     b_.SetInsertPoint(done);
   }
 
-  /// panel[(lb·K + kk)·NR + j] = B[kk·N + (b0+lb)·NR + j], 0 past column N.
-  void write_pack(Value* bsrc, Value* panel, Value* b0, Value* b1) {
-    loop(c(0), b_.CreateSub(b1, b0), 1, [&](Value* lb) {
-      Value* col0 = b_.CreateMul(b_.CreateAdd(b0, lb), c(s_.nr));
-      Value* dst0 = b_.CreateMul(lb, c(s_.k * s_.nr));
-      loop(c(0), c(s_.k), 1, [&](Value* kk) {
-        Value* src = b_.CreateAdd(b_.CreateMul(kk, c(s_.n)), col0);
-        Value* dst = b_.CreateAdd(dst0, b_.CreateMul(kk, c(s_.nr)));
-        for (int j = 0; j < s_.nr; ++j) {
-          Value* v = load_f32(bsrc, b_.CreateAdd(src, c(j)));
-          if (s_.n % s_.nr != 0) {
-            // Past column N the load reads the next row (or the slack): replace it by 0.
-            Value* inside = b_.CreateICmpSLT(b_.CreateAdd(col0, c(j)), c(s_.n));
-            v = b_.CreateSelect(inside, v, llvm::ConstantFP::get(f32_, 0.0));
+  /// dst[kk·NR + j] = B[kk·N + jb·NR + j], 0 past column N.
+  void write_pack_block(Value* bsrc, Value* dst, Value* jb) {
+    Value* col0 = b_.CreateMul(jb, c(s_.nr));
+    loop(c(0), c(s_.k), 1, [&](Value* kk) {
+      Value* src = b_.CreateAdd(b_.CreateMul(kk, c(s_.n)), col0);
+      Value* row = b_.CreateMul(kk, c(s_.nr));
+      for (int j = 0; j < s_.nr; ++j) {
+        Value* v = load_f32(bsrc, b_.CreateAdd(src, c(j)));
+        if (s_.n % s_.nr != 0) {
+          // Past column N the load reads the next row (or the slack): replace it by 0.
+          Value* inside = b_.CreateICmpSLT(b_.CreateAdd(col0, c(j)), c(s_.n));
+          v = b_.CreateSelect(inside, v, llvm::ConstantFP::get(f32_, 0.0));
+        }
+        store_f32(v, dst, b_.CreateAdd(row, c(j)));
+      }
+    });
+  }
+
+  /// The im2col panel block of column block jb: dst[((ch·R + r)·S + q)·NR + j] =
+  /// X_b[ch][oh·stride − pad + r][ow·stride − pad + q] for output pixel p = jb·NR + j =
+  /// oh·OW + ow, 0 in the padding and past pixel N.
+  void write_im2col_block(Value* x, Value* dst, Value* jb) {
+    Value* p0 = b_.CreateMul(jb, c(s_.nr));
+    loop(c(0), c(s_.nr), 1, [&](Value* j) {
+      Value* p = b_.CreateAdd(p0, j);
+      Value* valid = b_.CreateICmpSLT(p, c(s_.n));
+      Value* pc = b_.CreateSelect(valid, p, c(s_.n - 1));
+      Value* oh = b_.CreateUDiv(pc, c(s_.out_w));
+      Value* ow = b_.CreateURem(pc, c(s_.out_w));
+      Value* h0 = b_.CreateSub(b_.CreateMul(oh, c(s_.stride)), c(s_.pad));
+      Value* w0 = b_.CreateSub(b_.CreateMul(ow, c(s_.stride)), c(s_.pad));
+      loop(c(0), c(s_.channels), 1, [&](Value* ch) {
+        Value* plane = b_.CreateMul(ch, c(s_.height * s_.width));
+        Value* row_base = b_.CreateMul(ch, c(s_.kernel_h * s_.kernel_w));
+        for (int64_t r = 0; r < s_.kernel_h; ++r) {
+          Value* ih = b_.CreateAdd(h0, c(r));
+          // Unsigned compare: negative ih wraps to a huge value and fails too.
+          Value* row_ok = b_.CreateAnd(valid, b_.CreateICmpULT(ih, c(s_.height)));
+          for (int64_t q = 0; q < s_.kernel_w; ++q) {
+            Value* iw = b_.CreateAdd(w0, c(q));
+            Value* ok = b_.CreateAnd(row_ok, b_.CreateICmpULT(iw, c(s_.width)));
+            Value* src = b_.CreateAdd(plane, b_.CreateAdd(b_.CreateMul(ih, c(s_.width)), iw));
+            Value* v = load_f32(x, b_.CreateSelect(ok, src, c(0)));
+            v = b_.CreateSelect(ok, v, llvm::ConstantFP::get(f32_, 0.0));
+            Value* kk = b_.CreateAdd(row_base, c(r * s_.kernel_w + q));
+            store_f32(v, dst, b_.CreateAdd(j, b_.CreateMul(kk, c(s_.nr))));
           }
-          store_f32(v, panel, b_.CreateAdd(dst, c(j)));
         }
       });
     });
   }
 
-  /// The im2col panel of this thread's column blocks: panel[(lb·CRS + (ch·R + r)·S + q)·NR + j]
-  /// = X_b[ch][oh·stride − pad + r][ow·stride − pad + q] for output pixel p = (b0+lb)·NR + j =
-  /// oh·OW + ow, 0 in the padding and past pixel N.
-  void write_im2col(Value* x, Value* panel, Value* b0, Value* b1) {
-    const int64_t crs = s_.k;
-    loop(c(0), b_.CreateSub(b1, b0), 1, [&](Value* lb) {
-      Value* p0 = b_.CreateMul(b_.CreateAdd(b0, lb), c(s_.nr));
-      Value* dst0 = b_.CreateMul(lb, c(crs * s_.nr));
-      loop(c(0), c(s_.nr), 1, [&](Value* j) {
-        Value* p = b_.CreateAdd(p0, j);
-        Value* valid = b_.CreateICmpSLT(p, c(s_.n));
-        Value* pc = b_.CreateSelect(valid, p, c(s_.n - 1));
-        Value* oh = b_.CreateUDiv(pc, c(s_.out_w));
-        Value* ow = b_.CreateURem(pc, c(s_.out_w));
-        Value* h0 = b_.CreateSub(b_.CreateMul(oh, c(s_.stride)), c(s_.pad));
-        Value* w0 = b_.CreateSub(b_.CreateMul(ow, c(s_.stride)), c(s_.pad));
-        Value* dst_j = b_.CreateAdd(dst0, j);
-        loop(c(0), c(s_.channels), 1, [&](Value* ch) {
-          Value* plane = b_.CreateMul(ch, c(s_.height * s_.width));
-          Value* row_base = b_.CreateMul(ch, c(s_.kernel_h * s_.kernel_w));
-          for (int64_t r = 0; r < s_.kernel_h; ++r) {
-            Value* ih = b_.CreateAdd(h0, c(r));
-            // Unsigned compare: negative ih wraps to a huge value and fails too.
-            Value* row_ok = b_.CreateAnd(valid, b_.CreateICmpULT(ih, c(s_.height)));
-            for (int64_t q = 0; q < s_.kernel_w; ++q) {
-              Value* iw = b_.CreateAdd(w0, c(q));
-              Value* ok = b_.CreateAnd(row_ok, b_.CreateICmpULT(iw, c(s_.width)));
-              Value* src = b_.CreateAdd(plane, b_.CreateAdd(b_.CreateMul(ih, c(s_.width)), iw));
-              Value* v = load_f32(x, b_.CreateSelect(ok, src, c(0)));
-              v = b_.CreateSelect(ok, v, llvm::ConstantFP::get(f32_, 0.0));
-              Value* kk = b_.CreateAdd(row_base, c(r * s_.kernel_w + q));
-              store_f32(v, panel, b_.CreateAdd(dst_j, b_.CreateMul(kk, c(s_.nr))));
-            }
-          }
-        });
-      });
-    });
-  }
-
-  /// One MR × NR tile of C_b at rows i0.., global column block jb, local block lb.
-  void write_micro_tile(Value* bsrc, Value* cdst, Value* panel, Value* i0, Value* jb, Value* lb) {
+  /// One MR × NR tile of C_b at rows i0.., global column block jb, read from panel block
+  /// `slot` (with pack_b) or from B_b itself.
+  void write_micro_tile(Value* bsrc, Value* cdst, Value* panel, Value* i0, Value* jb, Value* slot) {
     const int w = width();
     const int nv = s_.nr / w;
     Value* a = addr(c(s_.a_offset));
@@ -274,7 +278,7 @@ class KernelWriter {
     Value* bbase;
     int64_t ldb;
     if (s_.pack_b) {
-      bbase = at(panel, b_.CreateMul(lb, c(s_.k * s_.nr)));
+      bbase = at(panel, b_.CreateMul(slot, c(s_.k * s_.nr)));
       ldb = s_.nr;
     } else {
       bbase = at(bsrc, col0);

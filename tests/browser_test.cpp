@@ -395,6 +395,61 @@ TEST_F(BrowserFarmTest, TwentyRandomDense64WebgpuConfigsMatchTheReference) {
   run_random_configs(Workload::dense(64, 64, 64), 20, Target::kWebgpu);
 }
 
+// The webgpu conv2d template (implicit GEMM, im2col gathered in the shader) on a small conv: 20
+// random configs compile in the tab, run on the SwiftShader adapter and match the reference.
+TEST_F(BrowserFarmTest, TwentyRandomSmallConv2dWebgpuConfigsMatchTheReference) {
+  start(1, {}, "webgpu");
+  run_random_configs(Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1), 20, Target::kWebgpu);
+}
+
+// Stride 2 with an odd output (5x5: Y stored as floats), fewer configs, same check.
+TEST_F(BrowserFarmTest, RandomStride2Conv2dWebgpuConfigsMatchTheReference) {
+  start(1, {}, "webgpu");
+  run_random_configs(Workload::conv2d(1, 4, 9, 9, 8, 3, 2, 1), 8, Target::kWebgpu);
+}
+
+// A 1x1 window without padding over two images (the dispatch's z dimension).
+TEST_F(BrowserFarmTest, RandomBatched1x1Conv2dWebgpuConfigsMatchTheReference) {
+  start(1, {}, "webgpu");
+  run_random_configs(Workload::conv2d(2, 8, 8, 8, 16, 1, 2, 0), 8, Target::kWebgpu);
+}
+
+// A tab whose WebGPU adapter is gone after a device loss (the test hook makes requestAdapter()
+// return null then, as Chromium does once its GPU process has gone): the job in flight comes
+// back once, as RUNTIME_DEVICE naming the gone adapter; the tab reports itself failed and
+// leaves, and the farm reloads it, after which it serves jobs again.
+TEST_F(BrowserFarmTest, WebgpuTabWhoseAdapterIsGoneFailsItsJobOnceAndIsReloaded) {
+  ::setenv("WEBTUNE_AGENT_PARAMS", "test_hook=webgpu-no-adapter-after-loss", 1);
+  start(1, {}, "webgpu");
+  ::unsetenv("WEBTUNE_AGENT_PARAMS");
+  submit({long_input(5, Target::kWebgpu)}, 1);
+  ASSERT_FALSE(busy_agent().empty());
+  std::this_thread::sleep_for(1000ms);
+  farm_->command("lose 0");
+  auto lost = collect(1, 120s);
+  ASSERT_EQ(lost.size(), 1u);
+  const auto& result = lost[1].result;
+  EXPECT_EQ(result.at("error_no").to_number<int>(), 4) << boost::json::serialize(result);
+  EXPECT_NE(std::string(result.at("message").as_string()).find("adapter is gone"),
+            std::string::npos)
+      << boost::json::serialize(result);
+  EXPECT_EQ(lost[1].attempt, 1);
+  // The failed tab leaves the tracker (its only key is gone) ...
+  const auto gone = std::chrono::steady_clock::now() + 30s;
+  while (viewer_->summary()["agents"].to_number<int>() != 0 &&
+         std::chrono::steady_clock::now() < gone)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(viewer_->summary()["agents"].to_number<int>(), 0);
+  // ... and the farm reloads it: the fresh page gets an adapter and passes the next job.
+  wait_for_tabs(1);
+  Task task = Task::create(Workload::dense(32, 32, 32), Target::kWebgpu, limits());
+  submit({input_for(task, task.default_config(), 5)}, 2);
+  auto next = collect(1, 120s);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[2].result.at("error_no").to_number<int>(), 0)
+      << boost::json::serialize(next[2].result);
+}
+
 TEST_F(BrowserFarmTest, WgslTheBrowserRejectsIsCompileDeviceWithItsMessage) {
   start(1, {}, "webgpu");
   Task task = Task::create(Workload::dense(16, 16, 16), Target::kWebgpu, limits());

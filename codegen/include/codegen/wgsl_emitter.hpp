@@ -1,15 +1,21 @@
 /// \file wgsl_emitter.hpp
-/// WGSL compute-shader template (target webgpu): dense as a register-blocked GEMM.
+/// WGSL compute-shader template (target webgpu): dense and conv2d as a register-blocked GEMM.
 ///
-/// Tensors live in storage buffers, row-major: `@group(0) @binding(0)` A = data[M,K] (read),
-/// `@binding(1)` B = weight[K,N] (read), `@binding(2)` C = output[M,N] (read_write), each an
-/// `array<f32>` or, with the vec4 knob, an `array<vec4<f32>>` view of the same bytes.
+/// Tensors live in storage buffers, row-major: `@group(0) @binding(0)` = data (read),
+/// `@binding(1)` = weight (read), `@binding(2)` = output (read_write), each an `array<f32>` or,
+/// with the vec4 knob, an `array<vec4<f32>>` view of the same bytes.
+///  - dense: A = data[M,K], B = weight[K,N], C = output[M,N].
+///  - conv2d (NCHW): implicit GEMM per image, Y[K, OH·OW] = W[K, C·R·S] · im2col(X)[C·R·S, OH·OW],
+///    with X = data[N,C,H,W] (always f32: im2col is gathered element by element, zero padding
+///    computed on the fly), W = weight[K,C,R,S] (its rows are already [K, C·R·S]) and
+///    Y = output[N,K,OH,OW]; the dispatch's z dimension runs over the N images.
 /// Knobs: workgroup shape (threads_x, threads_y via the tile_x / tile_y splits), per-invocation
 /// register tile (regs ≤ 8 per dimension), vec4 loads and stores, `var<workgroup>` tiling on/off
 /// with its reduction depth (tile_k), unroll. Knobs, constraints, device limits and the thread →
 /// element mapping are documented in the .cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -28,7 +34,7 @@ namespace webtune {
 DeviceLimits webgpu_default_limits();
 
 /// The config space of `workload` for webgpu (device limits not yet applied).
-/// Throws std::invalid_argument for an op without a template (only dense has one).
+/// Throws std::invalid_argument for an op without a template (dense and conv2d have one).
 std::shared_ptr<ConfigSpace> wgsl_space(const Workload& workload);
 
 /// The WGSL shader, buffers and dispatch for one entity of wgsl_space(workload).
@@ -40,11 +46,20 @@ KernelArtifact emit_wgsl(const Workload& workload, const ConfigEntity& entity);
 /// output per invocation, no workgroup memory, no vec4, no unroll.
 ConfigEntity wgsl_default(const ConfigSpace& space);
 
-/// The outputs (row, col) of C that invocation (tx, ty) of workgroup (bx, by) computes and
-/// stores under `entity`, in the emitter's own index arithmetic: the kernel's stores go exactly
-/// there. For tests (every output written exactly once) and for logs. Throws like emit_wgsl.
+/// The outputs (row, col) of the GEMM view's C that invocation (tx, ty) of workgroup (bx, by)
+/// computes and stores under `entity`, in the emitter's own index arithmetic: the kernel's
+/// stores go exactly there. Dense: C[M, N]. conv2d: Y[K, OH·OW] of the image the workgroup's z
+/// index selects (col = oh·OW + ow). For tests (every output written exactly once) and for
+/// logs. Throws like emit_wgsl.
 std::vector<std::pair<int64_t, int64_t>> wgsl_owned_outputs(const Workload& workload,
                                                             const ConfigEntity& entity, int64_t bx,
                                                             int64_t by, int64_t tx, int64_t ty);
+
+/// The flat indices into the output tensor (row-major, [M,N] or [N,K,OH,OW]) that invocation
+/// `invocation` (x, y, z) of workgroup `group` (x, y, z) of the dispatch stores: the same
+/// mapping as wgsl_owned_outputs, with the image (group z) added. Throws like emit_wgsl.
+std::vector<int64_t> wgsl_owned_output_indices(const Workload& workload, const ConfigEntity& entity,
+                                               const std::array<int64_t, 3>& group,
+                                               const std::array<int64_t, 3>& invocation);
 
 }  // namespace webtune

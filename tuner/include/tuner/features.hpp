@@ -20,7 +20,10 @@ namespace webtune {
 ///    source length (a proxy for unrolling and registers); then the channels (1 or 4) of the
 ///    data, weight and output textures (compute buffers: 1, their vec4 views are a knob).
 /// Builds the artifact to read those off (tens of µs; XgbTuner caches per config); invalid
-/// entities (MeasureError from Task::build) get all-zero analytic features.
+/// entities (MeasureError from Task::build) get all-zero analytic features. Target wasm reads
+/// them off wasm_plan() instead, since a build is an LLVM compile and a link: outputs per
+/// micro-tile, threads, micro-tiles, scratch bytes per thread, the register-tile traffic
+/// estimate, and the size of the K-loop body; channels are 1.
 std::vector<float> config_features(const Task& task, const ConfigEntity& entity);
 /// Names of the features, for logs and tests.
 std::vector<std::string> feature_names(const Task& task);
