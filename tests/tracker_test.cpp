@@ -290,5 +290,28 @@ TEST(Tracker, ClientThatLeavesCancelsItsQueuedJobs) {
   EXPECT_TRUE(viewer.summary()["keys"].as_object().empty());
 }
 
+// A tuner does not read while it builds a batch or fits its cost model, so it cannot answer
+// pings; the tracker must keep it (a dropped client loses its jobs: "send to tracker failed:
+// Broken pipe" while tuning wasm on a loaded machine), yet still drop a silent agent quickly.
+TEST(Tracker, SilentClientIsKeptWhileASilentAgentIsDropped) {
+  TrackerConfig config = local_config();
+  config.heartbeat_ms = 400;
+  config.client_heartbeat_ms = 30000;
+  TrackerServer server(config);
+  server.start_background();
+  TrackerClient agent(server.url(), hello_as(Role::kAgent, {}, {"gles:test"}));
+  TrackerClient client(server.url(), hello_as(Role::kClient));
+  std::this_thread::sleep_for(2s);  // neither reads: no pongs, no frames
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 20; ++i) agent.next_message(100ms);
+      },
+      std::runtime_error);
+  boost::json::object summary = client.summary(5s);
+  EXPECT_EQ(summary["agents"].to_number<int>(), 0);
+  auto ids = client.submit(batch(dense_input(16, 1, 1), 2, 1));
+  EXPECT_EQ(ids.size(), 2u);
+}
+
 }  // namespace
 }  // namespace webtune::tracker

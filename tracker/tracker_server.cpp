@@ -31,6 +31,8 @@ TrackerConfig TrackerConfig::from_file(const std::string& path) {
     c.max_frame_bytes =
         static_cast<size_t>(json::get_int_or(o, "max_frame_bytes", int64_t(c.max_frame_bytes)));
     c.heartbeat_ms = static_cast<int>(json::get_int_or(o, "heartbeat_ms", c.heartbeat_ms));
+    c.client_heartbeat_ms =
+        static_cast<int>(json::get_int_or(o, "client_heartbeat_ms", c.client_heartbeat_ms));
     c.agent_root = json::get_string_or(o, "agent_root", c.agent_root);
     c.scheduler.max_attempts =
         static_cast<int>(json::get_int_or(o, "max_attempts", c.scheduler.max_attempts));
@@ -47,7 +49,7 @@ TrackerConfig TrackerConfig::from_file(const std::string& path) {
 struct TrackerServer::Impl {
   explicit Impl(TrackerConfig c)
       : config(std::move(c)),
-        state(config.tokens, config.scheduler, config.heartbeat_ms),
+        state(config.tokens, config.scheduler, config.heartbeat_ms, config.client_heartbeat_ms),
         acceptor(ioc),
         tick_timer(ioc) {}
 

@@ -10,8 +10,12 @@ namespace webtune::tracker {
 
 namespace bj = boost::json;
 
-TrackerState::TrackerState(AccessTokens tokens, SchedulerOptions options, int heartbeat_ms)
-    : tokens_(std::move(tokens)), heartbeat_ms_(heartbeat_ms), scheduler_(options) {}
+TrackerState::TrackerState(AccessTokens tokens, SchedulerOptions options, int heartbeat_ms,
+                           int client_heartbeat_ms)
+    : tokens_(std::move(tokens)),
+      heartbeat_ms_(heartbeat_ms),
+      client_heartbeat_ms_(client_heartbeat_ms),
+      scheduler_(options) {}
 
 uint64_t TrackerState::on_open(std::shared_ptr<PeerConnection> peer) {
   const uint64_t id = next_session_++;
@@ -114,7 +118,11 @@ void TrackerState::handle_hello(uint64_t id, const bj::object& message, TimePoin
   info.name = hello.name;
   info.keys = hello.keys;
   info.device_json = bj::serialize(hello.device);
-  send(id, make_welcome(id, heartbeat_ms_));
+  const int heartbeat = hello.role == Role::kAgent ? heartbeat_ms_ : client_heartbeat_ms_;
+  if (heartbeat != heartbeat_ms_)
+    if (auto c = connections_.find(id); c != connections_.end())
+      c->second->set_idle_timeout(std::chrono::milliseconds(heartbeat));
+  send(id, make_welcome(id, heartbeat));
   if (hello.role == Role::kAgent) {
     scheduler_.add_agent(id, hello.keys, now);
     execute({}, now);

@@ -91,6 +91,16 @@ void WebsocketSession::on_write(beast::error_code ec, size_t) {
     start_close();
 }
 
+void WebsocketSession::set_idle_timeout(std::chrono::milliseconds timeout) {
+  // Called from this session's own read handler (the hello), so the stream is not in use on
+  // another thread; Beast reads the new timeout when its idle timer next fires.
+  websocket::stream_base::timeout options{};
+  options.handshake_timeout = std::chrono::seconds(10);
+  options.idle_timeout = timeout;
+  options.keep_alive_pings = true;
+  ws_.set_option(options);
+}
+
 void WebsocketSession::close(int code, const std::string& reason) {
   if (closing_ || finished_) return;
   closing_ = true;

@@ -22,6 +22,7 @@ class WebsocketSession : public PeerConnection,
 
   void send(std::shared_ptr<const std::string> frame) override;
   void close(int code, const std::string& reason) override;
+  void set_idle_timeout(std::chrono::milliseconds timeout) override;
 
  private:
   void on_accept(beast::error_code ec);

@@ -27,7 +27,9 @@ struct TrackerConfig {
   uint16_t port = 9190;  ///< 0 picks a free port (see TrackerServer::port)
   AccessTokens tokens;
   size_t max_frame_bytes = 16u << 20;  ///< larger frames close the connection with code 1009
-  int heartbeat_ms = 10000;            ///< idle peers are pinged at half of it, dropped after it
+  int heartbeat_ms = 10000;            ///< idle agents are pinged at half of it, dropped after it
+  /// The same for clients and viewers (see TrackerState): a tuner does not read while it builds.
+  int client_heartbeat_ms = 300000;
   /// The browser agent's files, served under /agent (see agent_page.hpp).
   std::string agent_root = default_agent_root();
   SchedulerOptions scheduler;
@@ -38,7 +40,7 @@ struct TrackerConfig {
   bool websocket = true;
 
   /// Reads configs/tracker.json-style files: {"host","port","tokens":{"agent","client","viewer"},
-  /// "max_frame_bytes","heartbeat_ms","agent_root","max_attempts","quarantine_after","quarantine_ms"};
+  /// "max_frame_bytes","heartbeat_ms","client_heartbeat_ms","agent_root","max_attempts","quarantine_after","quarantine_ms"};
   /// every field optional. Throws std::runtime_error naming the file and the bad field.
   static TrackerConfig from_file(const std::string& path);
 };

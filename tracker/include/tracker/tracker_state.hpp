@@ -26,6 +26,9 @@ class PeerConnection {
   virtual void send(std::shared_ptr<const std::string> frame) = 0;
   /// Closes with a WebSocket close code (1000 normal, 1008 policy, 1009 too big) and a reason.
   virtual void close(int code, const std::string& reason) = 0;
+  /// Changes how long the peer may stay silent (no frame, no pong) before it is dropped; pings
+  /// go out at half of it. Connections without a heartbeat (test fakes) ignore it.
+  virtual void set_idle_timeout(std::chrono::milliseconds /*timeout*/) {}
 };
 
 /// Who may connect: an empty token accepts anyone of that role.
@@ -54,7 +57,12 @@ struct TrackerCounters {
 
 class TrackerState {
  public:
-  TrackerState(AccessTokens tokens, SchedulerOptions options, int heartbeat_ms);
+  /// `heartbeat_ms`: how long an agent may stay silent before it is dropped (and its lease
+  /// re-queued). `client_heartbeat_ms`: the same for clients and viewers, which may be busy
+  /// for long stretches without reading (a tuner building a batch of LLVM modules or fitting
+  /// its cost model does not answer pings), and whose death the closed socket shows anyway.
+  TrackerState(AccessTokens tokens, SchedulerOptions options, int heartbeat_ms,
+               int client_heartbeat_ms = 300000);
 
   /// A new connection; returns its session id.
   uint64_t on_open(std::shared_ptr<PeerConnection> peer);
@@ -99,6 +107,7 @@ class TrackerState {
 
   AccessTokens tokens_;
   int heartbeat_ms_;
+  int client_heartbeat_ms_;
   Scheduler scheduler_;
   uint64_t next_session_ = 1;
   std::map<uint64_t, std::shared_ptr<PeerConnection>> connections_;
