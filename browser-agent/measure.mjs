@@ -60,6 +60,46 @@ export function inputShapes(w) {
   throw new MeasureError(ErrorNo.INSTANTIATION, `unknown workload op '${w.op}'`);
 }
 
+/**
+ * The soft job timeout, checked between timed batches (work in flight cannot be interrupted):
+ * throws RUN_TIMEOUT once the job is cancelled (`shouldStop()` is true) or more than
+ * `input.options.timeout_s` seconds (default 10; 0 or less: no limit) have passed since
+ * `startMs` (a performance.now() time). `timedRuns` and `lastRunS` (seconds) go into the message.
+ */
+export function checkJobDeadline({ input, start: startMs, shouldStop }, timedRuns, lastRunS) {
+  const limit = input.options?.timeout_s ?? 10;
+  if (shouldStop()) throw new MeasureError(ErrorNo.RUN_TIMEOUT, 'the job was cancelled or its time ran out');
+  if (limit <= 0) return;
+  const elapsed = (performance.now() - startMs) / 1e3;
+  if (elapsed <= limit) return;
+  let message = `measurement ran past its timeout of ${limit} s (${elapsed.toPrecision(4)} s`;
+  if (timedRuns > 0) message += ` after ${timedRuns} timed runs of about ${(lastRunS * 1e3).toPrecision(4)} ms`;
+  throw new MeasureError(ErrorNo.RUN_TIMEOUT, `${message})`);
+}
+
+/**
+ * Checks that `artifact` feeds exactly the two inputs of `workload` (JSON form) with their
+ * shapes, unpacked (plain row-major buffers, as compute and wasm kernels read them); throws
+ * INSTANTIATION naming what differs. `reader` names what reads them in the message
+ * ("WGSL kernels read plain row-major buffers").
+ */
+export function checkPlainInputs(artifact, workload, reader) {
+  const shapes = inputShapes(workload);
+  if (!Array.isArray(artifact.inputs) || artifact.inputs.length !== 2) {
+    throw new MeasureError(ErrorNo.INSTANTIATION,
+      `the artifact has ${artifact.inputs?.length ?? 0} input layouts; the runtime feeds exactly 2 (data, weight)`);
+  }
+  artifact.inputs.forEach((layout, i) => {
+    if (JSON.stringify(layout.shape) !== JSON.stringify(shapes[i])) {
+      throw new MeasureError(ErrorNo.INSTANTIATION,
+        `artifact input ${i} has shape [${layout.shape}] but the workload's ${i === 0 ? 'data' : 'weight'} is [${shapes[i]}]`);
+    }
+    if (layout.pack_axis !== -1 && layout.pack_axis !== undefined) {
+      throw new MeasureError(ErrorNo.INSTANTIATION, `input ${i} is packed along axis ${layout.pack_axis}; ${reader}`);
+    }
+  });
+}
+
 // C++ streams print doubles with 6 significant digits ("%g"); keep messages alike.
 function g(x) {
   if (!Number.isFinite(x)) return String(x).toLowerCase();

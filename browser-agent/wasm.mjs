@@ -16,7 +16,7 @@
 // Keys: `wasm:threads` on a cross-origin isolated page (SharedArrayBuffer exists) that validates
 // SIMD128, else `wasm:simd`. In node (the unit tests) worker_threads stand in for module workers.
 
-import { ErrorNo, MeasureError, checkSamples, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, checkSamples, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
 /**
@@ -304,18 +304,7 @@ class Trial {
       this.instantiation(`the wasm executor runs wasm kernels, not '${artifact.target}'`);
     }
     this.sizes = workloadSizes(input.workload);
-    const shapes = inputShapes(input.workload);
-    if (!Array.isArray(artifact.inputs) || artifact.inputs.length !== 2) {
-      this.instantiation(`the artifact has ${artifact.inputs?.length ?? 0} input layouts; the runtime feeds exactly 2 (data, weight)`);
-    }
-    artifact.inputs.forEach((layout, i) => {
-      if (JSON.stringify(layout.shape) !== JSON.stringify(shapes[i])) {
-        this.instantiation(`artifact input ${i} has shape [${layout.shape}] but the workload's ${i === 0 ? 'data' : 'weight'} is [${shapes[i]}]`);
-      }
-      if (layout.pack_axis !== -1 && layout.pack_axis !== undefined) {
-        this.instantiation(`input ${i} is packed along axis ${layout.pack_axis}; wasm kernels read plain row-major memory`);
-      }
-    });
+    checkPlainInputs(artifact, input.workload, 'wasm kernels read plain row-major memory');
     this.plan = memoryPlan(artifact.wasm, this.sizes);
     if (this.plan.threads > 1 && !this.executor.threads) {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel uses ${this.plan.threads} threads; threads need a cross-origin isolated page`);
@@ -416,14 +405,7 @@ class Trial {
 
   /** The timeout between batches (a batch in flight is cut off by reply()). */
   checkDeadline(timedRuns, lastRunS) {
-    const limit = this.input.options?.timeout_s ?? 10;
-    if (this.shouldStop()) throw new MeasureError(ErrorNo.RUN_TIMEOUT, 'the job was cancelled or its time ran out');
-    if (limit <= 0) return;
-    const elapsed = (performance.now() - this.start) / 1e3;
-    if (elapsed <= limit) return;
-    let message = `measurement ran past its timeout of ${limit} s (${elapsed.toPrecision(4)} s`;
-    if (timedRuns > 0) message += ` after ${timedRuns} timed runs of about ${(lastRunS * 1e3).toPrecision(4)} ms`;
-    throw new MeasureError(ErrorNo.RUN_TIMEOUT, `${message})`);
+    checkJobDeadline(this, timedRuns, lastRunS);
   }
 
   /** Lets the helpers leave their loop so that they can load the next job's module. */

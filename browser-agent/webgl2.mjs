@@ -8,7 +8,7 @@
 // resets the GPU process, the page calls WEBGL_lose_context, ...) fails the trial with
 // RUNTIME_DEVICE; the executor then builds a fresh canvas and context for the next one.
 
-import { ErrorNo, MeasureError, checkSamples, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, checkSamples, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
 import { channels, pack, packedShape, shapeSize, unpack } from './layout.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
@@ -474,14 +474,7 @@ class Trial {
 
   /** The soft timeout, checked between batches: a draw in flight cannot be interrupted. */
   checkDeadline(timedRuns, lastRunS) {
-    const limit = this.input.options?.timeout_s ?? 10;
-    if (this.shouldStop()) throw new MeasureError(ErrorNo.RUN_TIMEOUT, 'the job was cancelled or its time ran out');
-    if (limit <= 0) return;
-    const elapsed = (performance.now() - this.start) / 1e3;
-    if (elapsed <= limit) return;
-    let message = `measurement ran past its timeout of ${limit} s (${elapsed.toPrecision(4)} s`;
-    if (timedRuns > 0) message += ` after ${timedRuns} timed runs of about ${(lastRunS * 1e3).toPrecision(4)} ms`;
-    throw new MeasureError(ErrorNo.RUN_TIMEOUT, `${message})`);
+    checkJobDeadline(this, timedRuns, lastRunS);
   }
 
   async timeRuns() {

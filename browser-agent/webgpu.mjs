@@ -19,7 +19,7 @@
 // WebGPU needs a secure context (http://127.0.0.1 is one) and, in headless Chromium,
 // --enable-unsafe-webgpu (farm.mjs adds it); the adapter is then SwiftShader.
 
-import { ErrorNo, MeasureError, checkSamples, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, checkSamples, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
 /** A short, stable adapter name for the key `webgpu:<name>`, from GPUAdapterInfo fields. */
@@ -249,18 +249,7 @@ class Trial {
       this.instantiation(`WebGPU runs webgpu (WGSL) kernels, not '${artifact.target}'`);
     }
     this.sizes = workloadSizes(input.workload);
-    const shapes = inputShapes(input.workload);
-    if (!Array.isArray(artifact.inputs) || artifact.inputs.length !== 2) {
-      this.instantiation(`the artifact has ${artifact.inputs?.length ?? 0} input layouts; the runtime feeds exactly 2 (data, weight)`);
-    }
-    artifact.inputs.forEach((layout, i) => {
-      if (JSON.stringify(layout.shape) !== JSON.stringify(shapes[i])) {
-        this.instantiation(`artifact input ${i} has shape [${layout.shape}] but the workload's ${i === 0 ? 'data' : 'weight'} is [${shapes[i]}]`);
-      }
-      if (layout.pack_axis !== -1 && layout.pack_axis !== undefined) {
-        this.instantiation(`input ${i} is packed along axis ${layout.pack_axis}; WGSL kernels read plain row-major buffers`);
-      }
-    });
+    checkPlainInputs(artifact, input.workload, 'WGSL kernels read plain row-major buffers');
     const out = artifact.output;
     if (out.rows * out.cols !== this.sizes.output) {
       this.instantiation(`the artifact's output is ${out.rows}x${out.cols} = ${out.rows * out.cols} elements but the workload has ${this.sizes.output}`);
@@ -379,14 +368,7 @@ class Trial {
   // ---- timing ----
   /** The soft timeout, checked between batches: a dispatch in flight cannot be interrupted. */
   checkDeadline(timedRuns, lastRunS) {
-    const limit = this.input.options?.timeout_s ?? 10;
-    if (this.shouldStop()) throw new MeasureError(ErrorNo.RUN_TIMEOUT, 'the job was cancelled or its time ran out');
-    if (limit <= 0) return;
-    const elapsed = (performance.now() - this.start) / 1e3;
-    if (elapsed <= limit) return;
-    let message = `measurement ran past its timeout of ${limit} s (${elapsed.toPrecision(4)} s`;
-    if (timedRuns > 0) message += ` after ${timedRuns} timed runs of about ${(lastRunS * 1e3).toPrecision(4)} ms`;
-    throw new MeasureError(ErrorNo.RUN_TIMEOUT, `${message})`);
+    checkJobDeadline(this, timedRuns, lastRunS);
   }
 
   /** `number` runs, submitted in command buffers of at most RUNS_PER_SUBMIT dispatches. */
