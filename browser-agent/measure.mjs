@@ -138,6 +138,15 @@ export function checkSamples(output, samples) {
  * should fill min_repeat_ms, growing by at least the golden ratio (as gl_runtime.cpp does).
  */
 /**
+ * The checked run's verdict: throws WRONG_ANSWER with checkSamples' message when `output`
+ * (the row-major output, all of it) differs from the reference samples the input carries.
+ */
+export function requireSamplesMatch(output, input) {
+  const check = checkSamples(output, input.samples || []);
+  if (!check.ok) throw new MeasureError(ErrorNo.WRONG_ANSWER, check.message);
+}
+
+/**
  * TVM time_evaluator semantics over a kernel: `repeat` costs (s), each the mean of `number` runs,
  * with `number` grown (nextNumber) until one timed batch lasts `min_repeat_ms`.
  * `timeBatch(n)` runs n dispatches, waits for them and resolves to the seconds they took;

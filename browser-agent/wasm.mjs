@@ -16,7 +16,7 @@
 // Keys: `wasm:threads` on a cross-origin isolated page (SharedArrayBuffer exists) that validates
 // SIMD128, else `wasm:simd`. In node (the unit tests) worker_threads stand in for module workers.
 
-import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, checkSamples, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
 /**
@@ -286,8 +286,7 @@ class Trial {
     // The checked run is also TVM's untimed warm-up run; the output starts as NaN so that a
     // kernel that skips outputs cannot pass.
     const first = await this.batch(1, true);
-    const check = checkSamples(first.output, this.input.samples || []);
-    if (!check.ok) throw new MeasureError(ErrorNo.WRONG_ANSWER, check.message);
+    requireSamplesMatch(first.output, this.input);
     this.checkDeadline(0, 0);
     return timeEvaluator(this.input.options || {}, async (number) => (await this.batch(number, false)).seconds,
       (timedRuns, perRunS) => this.checkDeadline(timedRuns, perRunS));

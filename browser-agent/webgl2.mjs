@@ -8,7 +8,7 @@
 // resets the GPU process, the page calls WEBGL_lose_context, ...) fails the trial with
 // RUNTIME_DEVICE; the executor then builds a fresh canvas and context for the next one.
 
-import { ErrorNo, MeasureError, checkJobDeadline, checkSamples, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, requireSamplesMatch, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
 import { channels, pack, packedShape, shapeSize, unpack } from './layout.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
@@ -200,8 +200,7 @@ class Trial {
     this.runOnce();
     const output = this.readOutput();  // readPixels waits for the draw
     this.checkGl('running the kernel');
-    const check = checkSamples(output, this.input.samples || []);
-    if (!check.ok) throw new MeasureError(ErrorNo.WRONG_ANSWER, check.message);
+    requireSamplesMatch(output, this.input);
     this.checkDeadline(0, 0);
     return this.timeRuns();
   }

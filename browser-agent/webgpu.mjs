@@ -19,7 +19,7 @@
 // WebGPU needs a secure context (http://127.0.0.1 is one) and, in headless Chromium,
 // --enable-unsafe-webgpu (farm.mjs adds it); the adapter is then SwiftShader.
 
-import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, checkSamples, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
 /** A short, stable adapter name for the key `webgpu:<name>`, from GPUAdapterInfo fields. */
@@ -200,8 +200,7 @@ class Trial {
     // The checked run is also TVM's untimed warm-up run. The output starts as NaN so that a
     // kernel that skips some outputs cannot pass with values left from an earlier run.
     const output = await this.runChecked();
-    const check = checkSamples(output, this.input.samples || []);
-    if (!check.ok) throw new MeasureError(ErrorNo.WRONG_ANSWER, check.message);
+    requireSamplesMatch(output, this.input);
     this.checkDeadline(0, 0);
     return this.timeRuns();
   }
