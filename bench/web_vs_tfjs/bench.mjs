@@ -3,8 +3,15 @@
 // session (one page), per task × target:
 //
 //   node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
-//        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--repeat 15]
+//        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--rounds 6] [--repeat 5]
 //        [--tfjs-wasm-threads N]
+//
+// Each row takes --rounds rounds, and each round times webtune's kernel (--repeat samples) and
+// then TensorFlow.js's op (--repeat samples): the two sides alternate, so a slow spell of this
+// shared machine (steal time, another tenant; single samples move by up to 2×) falls on both
+// rather than on whichever side happened to run then. Each side's figure is the median of all
+// its rounds × repeat samples; the ratio is of those medians, and the table also gives the
+// spread of the per-round ratios.
 //
 // DIR holds `webtune artifact` outputs named <target>-<task>.json (bench/web_vs_tfjs/run writes
 // them from the tuning databases). A target × task without one is still timed on the TensorFlow.js
@@ -37,7 +44,8 @@ const { values: opts } = parseArgs({
     gl: { type: 'string', default: 'swiftshader' },
     tasks: { type: 'string', default: 'dense512,C2,C5,C8' },
     targets: { type: 'string', default: 'webgl2,webgpu,wasm' },
-    repeat: { type: 'string', default: '15' },
+    rounds: { type: 'string', default: '6' },
+    repeat: { type: 'string', default: '5' },
     // tfjs wasm's thread count; default: its own choice (what a user gets).
     'tfjs-wasm-threads': { type: 'string', default: '' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
@@ -48,8 +56,9 @@ if (!opts.artifacts) {
   process.exit(2);
 }
 const repeat = Number.parseInt(opts.repeat, 10);
-if (!(repeat >= 10)) {
-  console.error('bench: --repeat takes at least 10 (the medians are of ≥ 10 samples)');
+const rounds = Number.parseInt(opts.rounds, 10);
+if (!(repeat >= 1 && rounds >= 1 && repeat * rounds >= 10)) {
+  console.error('bench: --rounds R --repeat N need R, N ≥ 1 and R·N ≥ 10 (medians of ≥ 10 samples per side)');
   process.exit(2);
 }
 
@@ -136,11 +145,29 @@ function fmt(x, digits = 2) {
   return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-';
 }
 
+function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** One side's rounds ({costs_s, ...} each) merged: every sample, their median, GFLOP/s. */
+function mergeRounds(results, flops) {
+  const costs = results.flatMap((r) => r.costs_s);
+  const m = median(costs);
+  return {
+    ...results[0], costs_s: costs, median_s: m, gflops: flops / m / 1e9,
+    round_gflops: results.map((r) => r.gflops),
+  };
+}
+
 function printTable(rows) {
-  const head = ['task', 'target', 'webtune GFLOP/s', 'tfjs GFLOP/s', 'ratio', 'target', 'met?'];
+  const head = ['task', 'target', 'webtune GFLOP/s', 'tfjs GFLOP/s', 'ratio', 'rounds', 'target', 'met?'];
   const lines = [head, ...rows.map((r) => [
     r.task, `${r.target} vs tfjs ${r.tfjs_backend}`, fmt(r.webtune?.gflops), fmt(r.tfjs?.gflops),
-    r.ratio === null ? '-' : `${fmt(r.ratio)}×`, `≥ ${r.target_ratio}×`,
+    r.ratio === null ? '-' : `${fmt(r.ratio)}×`,
+    r.round_ratios?.length ? `${fmt(Math.min(...r.round_ratios))}–${fmt(Math.max(...r.round_ratios))}×` : '-',
+    `≥ ${r.target_ratio}×`,
     r.met === null ? `skipped: ${r.skipped}` : (r.met ? 'yes' : 'no'),
   ])];
   const width = head.map((_, c) => Math.max(...lines.map((l) => l[c].length)));
@@ -187,29 +214,38 @@ async function main() {
           webtune: null, tfjs: null, ratio: null, met: null, skipped: null,
         };
         const { record, skip } = readArtifact(target, w.name);
-        if (record) {
-          try {
-            const r = await page.evaluate((rec, n) => window.bench.runWebtune(rec, { repeat: n }), record, repeat);
-            row.webtune = {
-              ...r, config_index: record.config_index, config: record.config, job: record.job,
-              trials: record.trials, tuned_gflops: record.gflops, device_key: record.device_key,
-            };
-          } catch (e) {
-            row.skipped = `webtune run failed: ${e.message}`;
+        if (!record) row.skipped = skip;
+        const ours = [];
+        const theirs = [];
+        for (let round = 0; round < rounds && !row.tfjs?.error; ++round) {
+          if (record && !row.skipped) {
+            try {
+              ours.push(await page.evaluate((rec, n) => window.bench.runWebtune(rec, { repeat: n }), record, repeat));
+            } catch (e) {
+              row.skipped = `webtune run failed: ${e.message}`;
+            }
           }
-        } else {
-          row.skipped = skip;
+          try {
+            // The first round warms the op up (shader compiles, tier-up); later ones only a little.
+            theirs.push(await page.evaluate((b, wl, f, n, warmup) => window.bench.runTfjs(b, wl, f, { repeat: n, warmup }),
+              backend, w, flops, repeat, round === 0 ? 5 : 2));
+          } catch (e) {
+            row.tfjs = { error: e.message };
+            row.skipped = row.skipped || `tfjs ${backend} failed: ${e.message}`;
+          }
         }
-        try {
-          row.tfjs = await page.evaluate((b, wl, f, n) => window.bench.runTfjs(b, wl, f, { repeat: n }),
-            backend, w, flops, repeat);
-        } catch (e) {
-          row.tfjs = { error: e.message };
-          row.skipped = row.skipped || `tfjs ${backend} failed: ${e.message}`;
+        if (ours.length && !row.skipped) {
+          row.webtune = {
+            ...mergeRounds(ours, flops), config_index: record.config_index, config: record.config,
+            job: record.job, trials: record.trials, tuned_gflops: record.gflops,
+            device_key: record.device_key,
+          };
         }
+        if (theirs.length && !row.tfjs?.error) row.tfjs = mergeRounds(theirs, flops);
         if (row.webtune?.gflops && row.tfjs?.gflops) {
           row.ratio = row.webtune.gflops / row.tfjs.gflops;
           row.met = row.ratio >= goal;
+          row.round_ratios = ours.map((o, i) => o.gflops / theirs[i].gflops);
         }
         console.error(`bench: ${w.name} ${target}: webtune ${fmt(row.webtune?.gflops)} GFLOP/s, ` +
           `tfjs ${backend} ${fmt(row.tfjs?.gflops)} GFLOP/s${row.skipped ? ` (${row.skipped})` : ''}`);
@@ -222,7 +258,7 @@ async function main() {
     fs.rmSync(profileDir, { recursive: true, force: true });
   }
   printTable(rows);
-  const result = { date: new Date().toISOString(), host: { cpus: os.cpus().length, platform: os.platform(), release: os.release() }, env, repeat, rows };
+  const result = { date: new Date().toISOString(), host: { cpus: os.cpus().length, platform: os.platform(), release: os.release() }, env, rounds, repeat, rows };
   if (opts.out) {
     fs.mkdirSync(path.dirname(opts.out), { recursive: true });
     fs.writeFileSync(opts.out, `${JSON.stringify(result, null, 1)}\n`);

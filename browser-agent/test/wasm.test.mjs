@@ -8,7 +8,7 @@ import test from 'node:test';
 
 import { ErrorNo } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
-import { PAGE_BYTES, WasmExecutor, createMemory, decodeBase64, memoryPlan, writeFloats } from '../wasm.mjs';
+import { PAGE_BYTES, WARM_UP, WasmExecutor, createMemory, decodeBase64, memoryPlan, warmUpUntilSteady, writeFloats } from '../wasm.mjs';
 import { denseWat, haveWat2wasm, loopWat, trapWat, wat2wasm } from './wasm_modules.mjs';
 
 const skip = haveWat2wasm() ? false : 'wat2wasm (wabt) is not installed';
@@ -21,6 +21,30 @@ test('decodeBase64: standard padded base64 only', () => {
     assert.throws(() => decodeBase64(bad), (e) => e.errorNo === ErrorNo.INSTANTIATION, bad);
   }
   assert.throws(() => decodeBase64(undefined), (e) => e.errorNo === ErrorNo.INSTANTIATION);
+});
+
+test('warmUpUntilSteady runs until a run is no faster, pausing before each', async () => {
+  const script = (times) => {
+    const calls = { runs: 0, idles: [] };
+    const runOnce = async () => times[calls.runs++];
+    const idle = async (ms) => { calls.idles.push(ms); };
+    return { calls, runOnce, idle };
+  };
+  // Baseline code (17 ms), then the tier-up lands (11 ms), then steady: 2 more runs.
+  let s = script([0.011, 0.0109]);
+  assert.equal(await warmUpUntilSteady(0.017, s.runOnce, s.idle), 2);
+  assert.deepEqual(s.calls.idles, [WARM_UP.IDLE_MS, WARM_UP.IDLE_MS]);
+  // Already steady after the checked run: one more run only.
+  s = script([0.0101]);
+  assert.equal(await warmUpUntilSteady(0.01, s.runOnce, s.idle), 1);
+  assert.equal(s.calls.runs, 1);
+  // Slower runs also end it (noise, not a tier-up).
+  s = script([0.02]);
+  assert.equal(await warmUpUntilSteady(0.01, s.runOnce, s.idle), 1);
+  // Ever faster: capped at ROUNDS runs.
+  s = script(Array.from({ length: 20 }, (_, i) => 0.05 / (i + 2)));
+  assert.equal(await warmUpUntilSteady(0.05, s.runOnce, s.idle), WARM_UP.ROUNDS);
+  assert.equal(s.calls.runs, WARM_UP.ROUNDS);
 });
 
 test('memoryPlan checks offsets, alignment and size; createMemory follows the ABI', () => {
