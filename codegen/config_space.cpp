@@ -205,6 +205,10 @@ void ConfigSpace::define_knob(const std::string& name, std::vector<std::string> 
   valid_cached_ = false;
 }
 
+void ConfigSpace::allow_absent(const std::string& name) {
+  (*knobs_)[knob_index(name)].absent_means_first = true;
+}
+
 void ConfigSpace::add_constraint(std::string description, Predicate predicate) {
   constraints_.emplace_back(std::move(description), std::move(predicate));
   valid_cached_ = false;
@@ -354,8 +358,11 @@ ConfigEntity ConfigSpace::from_json(const bj::value& value) const {
     if (choice < 0) refuse("knob '" + name + "' has no candidate " + bj::serialize(a[2]));
     choices[it->second] = choice;
   }
-  for (size_t k = 0; k < knobs_->size(); ++k)
-    if (choices[k] < 0) refuse("knob '" + (*knobs_)[k].name + "' is missing");
+  for (size_t k = 0; k < knobs_->size(); ++k) {
+    if (choices[k] >= 0) continue;
+    if (!(*knobs_)[k].absent_means_first) refuse("knob '" + (*knobs_)[k].name + "' is missing");
+    choices[k] = 0;
+  }
   ConfigEntity entity = from_choices(choices);
   if (o.contains("index")) {
     int64_t index = -1;

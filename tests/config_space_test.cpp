@@ -97,6 +97,26 @@ TEST(ConfigSpace, FiltersAndRefusals) {
             (std::vector<int64_t>{2, 4}));
 }
 
+TEST(ConfigSpace, AKnobAddedLaterReadsOldRecordsAsItsFirstCandidate) {
+  ConfigSpace old_space = small_space();
+  ConfigSpace s = small_space();
+  s.define_knob("fetch", std::vector<std::string>{"texel", "lod"});
+  const std::string old_record =
+      R"({"entity":[["tile","sp",[2,4]],["unroll","ot",2],["layout","ot","flat"]]})";
+  // Without allow_absent the record is outside the space; with it, it is fetch = texel, and
+  // its index in the old space still holds: the new knob is the most significant digit.
+  EXPECT_THROW(s.parse(old_record), MeasureError);
+  s.allow_absent("fetch");
+  const ConfigEntity e = s.parse(old_record);
+  EXPECT_EQ(e.get_string("fetch"), "texel");
+  EXPECT_EQ(e.index(), old_space.parse(old_record).index());
+  EXPECT_GT(e.index(), 0);
+  EXPECT_EQ(s.raw_size(), 2 * old_space.raw_size());
+  // Other knobs stay required.
+  EXPECT_THROW(s.parse(R"({"entity":[["tile","sp",[2,4]],["layout","ot","2d"]]})"), MeasureError);
+  EXPECT_THROW(s.allow_absent("no_such_knob"), std::out_of_range);
+}
+
 TEST(ConfigSpace, SamplingAndNeighboursStayValid) {
   ConfigSpace s = small_space();
   std::mt19937_64 rng(5);

@@ -107,6 +107,44 @@ TEST(ComputeGemmKnobs, DoubleBufferVec4AndKSplitMatchTheReference) {
   }
 }
 
+/// gles-frag's fetch knob: with "lod" every texel is read by textureLod at its centre in
+/// normalized coordinates, and the kernels still match the reference, including flat layouts
+/// whose heights are not powers of two (C4's data: 2048 × 25 texels), where 1/height is inexact.
+TEST(FragFetchKnob, TextureLodKernelsReadTheSameTexelsAsTexelFetch) {
+  const Workload workloads[] = {Workload::dense(64, 64, 64, "dense64"),
+                                Workload::conv2d(1, 64, 56, 56, 128, 1, 2, 0, "C4"),
+                                Workload::conv2d(1, 6, 10, 9, 7, 3, 1, 1, "conv3x3"),
+                                Workload::depthwise_conv2d(1, 6, 10, 9, 3, 2, 1, "dw3x3")};
+  std::mt19937_64 rng(20261122);
+  int lod_runs = 0, flat_lod_runs = 0;
+  for (const Workload& w : workloads) {
+    Task task = Task::create(w, Target::kGlesFrag, runtime().info().limits);
+    MeasureInput input;
+    input.workload = w;
+    input.seed = 77;
+    input.samples = reference_samples(w, input.seed, 48);
+    input.options.timeout_s = 30;
+    int runs = 0;
+    for (const ConfigEntity& entity : task.space->sample_distinct(rng, 60)) {
+      const bool lod = entity.get_string("fetch") == "lod";
+      input.artifact = task.build(entity);
+      const std::string& source = input.artifact.source;
+      EXPECT_EQ(source.find("textureLod(") != std::string::npos, lod) << entity.to_string();
+      EXPECT_EQ(source.find("texelFetch(") != std::string::npos, !lod) << entity.to_string();
+      if (!lod || runs == 6) continue;
+      ++runs;
+      const bool flat = entity.get_string("layout_data") == "flat" ||
+                        entity.get_string("layout_weight") == "flat";
+      const MeasureResult r = runtime().measure(input);
+      EXPECT_EQ(r.error, MeasureErrorNo::kNoError) << entity.to_string() << ": " << r.message;
+      ++lod_runs;
+      flat_lod_runs += flat;
+    }
+  }
+  EXPECT_EQ(lod_runs, 24);
+  EXPECT_GE(flat_lod_runs, 6);
+}
+
 std::vector<EmitterCase> emitter_cases() {
   std::vector<EmitterCase> cases;
   for (Target t : {Target::kGlesFrag, Target::kGlesCompute}) {

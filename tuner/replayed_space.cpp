@@ -3,10 +3,36 @@
 #include "tuner/replayed_space.hpp"
 
 #include <boost/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace webtune {
+
+namespace {
+
+/// The space the records were made in: a knob added to the template later (allow_absent) that
+/// no stored entity names did not exist then, so it is fixed at its first candidate, the
+/// behaviour from before it (and the records' indices stay those of that space).
+void pin_knobs_added_after(ConfigSpace& space, const std::vector<TrialRecord>& trials) {
+  std::set<std::string> named;
+  for (const TrialRecord& trial : trials) {
+    const boost::json::value config = boost::json::parse(trial.config_json);
+    if (!config.is_object() || !config.as_object().contains("entity")) continue;
+    for (const boost::json::value& item : config.as_object().at("entity").as_array())
+      if (item.is_array() && !item.as_array().empty() && item.as_array()[0].is_string())
+        named.insert(std::string(item.as_array()[0].as_string()));
+  }
+  const KnobList& knobs = space.knobs();
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    if (!knobs[k].absent_means_first || named.count(knobs[k].name)) continue;
+    space.add_constraint("knob '" + knobs[k].name + "' did not exist when these records were made",
+                         [k](const ConfigEntity& e) { return e.choices()[k] == 0; });
+  }
+}
+
+}  // namespace
 
 ReplayedSpace ReplayedSpace::load(const RecordStore& store, int64_t job_id) {
   const std::optional<TuningJobInfo> job = store.job(job_id);
@@ -18,10 +44,12 @@ ReplayedSpace ReplayedSpace::load(const RecordStore& store, int64_t job_id) {
       limits = DeviceLimits::from_json(device.as_object().at("limits"));
   }
   ReplayedSpace space(*job, Task::create(job->workload, job->target, limits));
-  const ConfigSpace& cs = *space.task_.space;
+  ConfigSpace& cs = *space.task_.space;
   const std::string what = "replay of job " + std::to_string(job_id) + " (" + job->workload.key() +
                            " on " + std::string(target_name(job->target)) + ")";
-  for (const TrialRecord& trial : store.trials(job_id)) {
+  const std::vector<TrialRecord> trials = store.trials(job_id);
+  pin_knobs_added_after(cs, trials);
+  for (const TrialRecord& trial : trials) {
     const ConfigEntity stored = cs.from_json(boost::json::parse(trial.config_json));
     if (stored.index() != trial.config_index)
       throw std::runtime_error(what + ": stored config " + std::to_string(trial.config_index) +

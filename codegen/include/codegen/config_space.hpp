@@ -35,6 +35,9 @@ struct Knob {
   Kind kind = Kind::kInt;
   std::vector<KnobValue> candidates;
   int64_t split_extent = 0;  ///< for kSplit: the axis length that the factors multiply to
+  /// Added to its template after records existed (ConfigSpace::allow_absent): an entity JSON
+  /// without this knob means its first candidate.
+  bool absent_means_first = false;
 };
 
 using KnobList = std::vector<Knob>;
@@ -105,6 +108,13 @@ class ConfigSpace {
   void define_knob(const std::string& name, std::vector<int64_t> candidates);
   void define_knob(const std::string& name, std::vector<std::string> candidates);
 
+  /// Marks knob `name` as added to its template after records were made: from_json reads an
+  /// entity without it as its first candidate, which must be the behaviour from before the
+  /// knob. Defined last, such a knob also keeps the old records' indices (its stride is the
+  /// product of all earlier knobs, and choice 0 adds nothing). Throws std::out_of_range when
+  /// there is no such knob.
+  void allow_absent(const std::string& name);
+
   /// A structural constraint, e.g. "unroll divides the K loop". `description` is what
   /// is_valid's explanation says when it fails.
   void add_constraint(std::string description, Predicate predicate);
@@ -143,7 +153,8 @@ class ConfigSpace {
   std::vector<ConfigEntity> neighbours(const ConfigEntity& entity) const;
 
   /// Parses AutoTVM-style entity JSON (see ConfigEntity::to_json), with or without "index".
-  /// Throws MeasureError(kInstantiation) when a knob is missing, unknown, or names a value
+  /// Throws MeasureError(kInstantiation) when a knob is missing (unless allow_absent), unknown,
+  /// or names a value
   /// outside its candidates, or when "index" disagrees with the entity: a config outside the
   /// space is refused with a message that says which knob.
   ConfigEntity from_json(const boost::json::value& value) const;

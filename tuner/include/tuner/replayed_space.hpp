@@ -21,7 +21,9 @@ namespace webtune {
 class ReplayedSpace {
  public:
   /// Loads job `job_id` of `store`. The task is rebuilt with the device limits stored for the
-  /// job's device key, so that config indices mean what they meant when measured; every stored
+  /// job's device key, so that config indices mean what they meant when measured, and a knob
+  /// added to the template after the records (ConfigSpace::allow_absent, named by no stored
+  /// entity) is fixed at its first candidate, the space as it was then. Every stored
   /// trial's entity must equal the entity of its index in that space. Throws
   /// std::runtime_error when the job is unknown, a stored entity disagrees with the rebuilt
   /// space, or a valid config of the space was never measured (the space is not complete).
