@@ -54,11 +54,12 @@
 ///           GL_MAX_TEXTURE_SIZE; flat: width min(elements, kFlatWidth), always fits for
 ///           tensors up to kFlatWidth·max_texture_size texels, costs a shift and a mask per
 ///           fetch. One knob per texture, because usually only one of them is too large.
-/// fetch     {texel,lod}  How ldN reads a texel: texelFetch(ivec2, 0), or textureLod at the
-///           texel's centre in normalized coordinates (NEAREST filtering, level 0: the same
-///           value). Same result, different code in the driver: on SwiftShader (Chromium's CPU
-///           WebGL) textureLod ran an 8×4 dense 512 kernel 1.3–1.4× faster than texelFetch.
-///           Last knob, so that records from before it keep their config indices.
+/// fetch     {texel,lod,texture}  How ldN reads a texel: texelFetch(ivec2, 0), or textureLod
+///           (level 0) or texture() at the texel's centre in normalized coordinates (NEAREST
+///           filtering, one level: the same value). Same result, different code in the
+///           driver: on SwiftShader (Chromium's CPU WebGL) textureLod ran an 8×4 dense 512
+///           kernel 1.3–1.4× faster than texelFetch, and texture() another 10–15 % faster.
+///           Last knob, and new candidates go last, so that older records keep their indices.
 ///
 /// Structural constraints
 /// ----------------------
@@ -126,7 +127,7 @@ struct FragKnobs {
   bool data_2d = true;
   bool weight_2d = true;
   bool out_2d = true;
-  bool fetch_lod = false;  // knob fetch: "lod" reads through textureLod, "texel" texelFetch
+  std::string fetch = "texel";  // knob fetch: texelFetch, textureLod or texture
 };
 
 bool has_knob(const ConfigEntity& entity, const std::string& name) {
@@ -147,7 +148,7 @@ FragKnobs read_knobs(const ConfigEntity& entity) {
   k.weight_2d = entity.get_string("layout_weight") == "2d";
   k.out_2d = entity.get_string("layout_out") == "2d";
   // Records from before the fetch knob existed read texels with texelFetch.
-  if (has_knob(entity, "fetch")) k.fetch_lod = entity.get_string("fetch") == "lod";
+  if (has_knob(entity, "fetch")) k.fetch = entity.get_string("fetch");
   return k;
 }
 
@@ -420,12 +421,15 @@ void emit_prelude(ShaderWriter& s, const FragPlan& p, const ConfigEntity& entity
     s.line("layout(location = ", j, ") out ", out_type, " o", j, ";");
 }
 
-/// Emits `ldN(row, col)`: the texel at (row, col) of the input's view, read with texelFetch or,
-/// with `lod`, with textureLod at the texel's centre in normalized coordinates (NEAREST, level
-/// 0: the same texel). The reciprocal texture sizes are literals: (c + 0.5) * (1/W) is within
-/// W * 2^-23 texels of c + 0.5, far from a texel edge for any W the device allows.
+/// Emits `ldN(row, col)`: the texel at (row, col) of the input's view, read with texelFetch
+/// (`fetch` "texel") or, at the texel's centre in normalized coordinates, with textureLod at
+/// level 0 ("lod") or texture ("texture"). Every texture is NEAREST-filtered with one level, so
+/// all three read the same texel whatever level of detail texture() derives (even where the
+/// derivatives are undefined, past a flat output's early return). The reciprocal texture
+/// sizes are literals: (c + 0.5) * (1/W) is within W * 2^-23 texels of c + 0.5, far from a
+/// texel edge for any W the device allows.
 void emit_loader(ShaderWriter& s, int index, const TensorLayout& layout, int64_t view_width,
-                 bool lod) {
+                 const std::string& fetch) {
   const bool vec = layout.channels() == 4;
   s.open(vec ? "vec4" : "float", " ld", index, "(int row, int col) ");
   std::string coord;
@@ -440,13 +444,16 @@ void emit_loader(ShaderWriter& s, int index, const TensorLayout& layout, int64_t
     else
       coord = cat("ivec2(i % ", layout.width, ", i / ", layout.width, ")");
   }
-  if (lod) {
-    s.line("return textureLod(in", index, ", (vec2(", coord, ") + 0.5) * vec2(",
-           float_literal(1.0 / static_cast<double>(layout.width)), ", ",
-           float_literal(1.0 / static_cast<double>(layout.height)), "), 0.0)", vec ? "" : ".r",
-           ";");
-  } else {
+  if (fetch == "texel") {
     s.line("return texelFetch(in", index, ", ", coord, ", 0)", vec ? "" : ".r", ";");
+  } else {
+    const std::string centre = cat("(vec2(", coord, ") + 0.5) * vec2(",
+                                   float_literal(1.0 / static_cast<double>(layout.width)), ", ",
+                                   float_literal(1.0 / static_cast<double>(layout.height)), ")");
+    if (fetch == "lod")
+      s.line("return textureLod(in", index, ", ", centre, ", 0.0)", vec ? "" : ".r", ";");
+    else
+      s.line("return texture(in", index, ", ", centre, ")", vec ? "" : ".r", ";");
   }
   s.close();
 }
@@ -789,8 +796,8 @@ void emit_depthwise_main(ShaderWriter& s, const FragPlan& p) {
 std::string emit_source(const FragPlan& p, const ConfigEntity& entity) {
   ShaderWriter s;
   emit_prelude(s, p, entity);
-  emit_loader(s, 0, p.data, p.data_view, p.k.fetch_lod);
-  emit_loader(s, 1, p.weight, p.weight_view, p.k.fetch_lod);
+  emit_loader(s, 0, p.data, p.data_view, p.k.fetch);
+  emit_loader(s, 1, p.weight, p.weight_view, p.k.fetch);
   s.open("void main() ");
   emit_item_decode(s, p);
   switch (p.w.op) {
@@ -908,7 +915,7 @@ std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload) {
   for (const char* name : {"layout_data", "layout_weight", "layout_out"})
     space->define_knob(name, std::vector<std::string>{"2d", "flat"});
   // Last, so that the config indices of records made before it keep their meaning (texel).
-  space->define_knob("fetch", std::vector<std::string>{"texel", "lod"});
+  space->define_knob("fetch", std::vector<std::string>{"texel", "lod", "texture"});
   space->allow_absent("fetch");
   add_constraints(*space, workload);
   add_device_limits(*space, workload);

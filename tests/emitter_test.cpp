@@ -107,16 +107,20 @@ TEST(ComputeGemmKnobs, DoubleBufferVec4AndKSplitMatchTheReference) {
   }
 }
 
-/// gles-frag's fetch knob: with "lod" every texel is read by textureLod at its centre in
-/// normalized coordinates, and the kernels still match the reference, including flat layouts
-/// whose heights are not powers of two (C4's data: 2048 × 25 texels), where 1/height is inexact.
-TEST(FragFetchKnob, TextureLodKernelsReadTheSameTexelsAsTexelFetch) {
+/// gles-frag's fetch knob: with "lod" or "texture" every texel is read at its centre in
+/// normalized coordinates (textureLod, texture), and the kernels still match the reference,
+/// including flat layouts whose heights are not powers of two (C4's data: 2048 × 25 texels),
+/// where 1/height is inexact.
+TEST(FragFetchKnob, NormalizedCoordinateKernelsReadTheSameTexelsAsTexelFetch) {
   const Workload workloads[] = {Workload::dense(64, 64, 64, "dense64"),
                                 Workload::conv2d(1, 64, 56, 56, 128, 1, 2, 0, "C4"),
                                 Workload::conv2d(1, 6, 10, 9, 7, 3, 1, 1, "conv3x3"),
                                 Workload::depthwise_conv2d(1, 6, 10, 9, 3, 2, 1, "dw3x3")};
+  const std::map<std::string, std::string> call = {
+      {"texel", "texelFetch("}, {"lod", "textureLod("}, {"texture", "texture("}};
   std::mt19937_64 rng(20261122);
-  int lod_runs = 0, flat_lod_runs = 0;
+  std::map<std::string, int> runs_by_fetch;
+  int flat_runs = 0;
   for (const Workload& w : workloads) {
     Task task = Task::create(w, Target::kGlesFrag, runtime().info().limits);
     MeasureInput input;
@@ -124,25 +128,25 @@ TEST(FragFetchKnob, TextureLodKernelsReadTheSameTexelsAsTexelFetch) {
     input.seed = 77;
     input.samples = reference_samples(w, input.seed, 48);
     input.options.timeout_s = 30;
-    int runs = 0;
-    for (const ConfigEntity& entity : task.space->sample_distinct(rng, 60)) {
-      const bool lod = entity.get_string("fetch") == "lod";
+    std::map<std::string, int> runs;
+    for (const ConfigEntity& entity : task.space->sample_distinct(rng, 90)) {
+      const std::string fetch = entity.get_string("fetch");
       input.artifact = task.build(entity);
-      const std::string& source = input.artifact.source;
-      EXPECT_EQ(source.find("textureLod(") != std::string::npos, lod) << entity.to_string();
-      EXPECT_EQ(source.find("texelFetch(") != std::string::npos, !lod) << entity.to_string();
-      if (!lod || runs == 6) continue;
-      ++runs;
-      const bool flat = entity.get_string("layout_data") == "flat" ||
-                        entity.get_string("layout_weight") == "flat";
+      for (const auto& [name, text] : call)
+        EXPECT_EQ(input.artifact.source.find(text) != std::string::npos, name == fetch)
+            << entity.to_string();
+      if (fetch == "texel" || runs[fetch] == 3) continue;
+      ++runs[fetch];
+      ++runs_by_fetch[fetch];
+      flat_runs += entity.get_string("layout_data") == "flat" ||
+                   entity.get_string("layout_weight") == "flat";
       const MeasureResult r = runtime().measure(input);
       EXPECT_EQ(r.error, MeasureErrorNo::kNoError) << entity.to_string() << ": " << r.message;
-      ++lod_runs;
-      flat_lod_runs += flat;
     }
   }
-  EXPECT_EQ(lod_runs, 24);
-  EXPECT_GE(flat_lod_runs, 6);
+  EXPECT_EQ(runs_by_fetch["lod"], 12);
+  EXPECT_EQ(runs_by_fetch["texture"], 12);
+  EXPECT_GE(flat_runs, 6);
 }
 
 std::vector<EmitterCase> emitter_cases() {
