@@ -1,10 +1,11 @@
 /// \file artifact_command.cpp
-/// `webtune artifact --db F --workload SPEC --target T [--config-index N] [-o out.json]`: the
+/// `webtune artifact --db F --workload SPEC --target T [--config-index N | --rank R]
+/// [-o out.json]`: the
 /// kernel of a tuned config, out of a records database, as one JSON object that a runtime
 /// outside the tuner (the browser agent's executors in bench/web_vs_tfjs, a deployment) can run:
 ///
 ///   {"job": 3, "task": "dense512", "target": "gles-frag", "device_key": "webgl2:swiftshader",
-///    "trials": 200, "config_index": 812, "config": {entity JSON}, "best": true,
+///    "trials": 200, "config_index": 812, "config": {entity JSON}, "best": true, "rank": 1,
 ///    "workload": {Workload JSON}, "flops": 268435456,
 ///    "result": {MeasureResult of that trial, or null}, "cost_s": 0.061, "gflops": 4.4,
 ///    "artifact": {KernelArtifact JSON},
@@ -16,6 +17,7 @@
 /// index means the same entity it meant while tuning.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -38,7 +40,8 @@ namespace bj = boost::json;
 
 struct ArtifactArgs {
   std::string db, workload, task, target, out = "-";
-  int64_t config_index = -1;  // −1: the job's best successful trial
+  int64_t config_index = -1;  // −1: the job's best successful trial (or the rank-th best)
+  int rank = 1;               // 1: the best successful trial, 2: the runner-up, ...
   uint64_t seed = 1;
   int samples = 64;
 };
@@ -111,12 +114,24 @@ bj::object artifact_json(const ArtifactArgs& args) {
   std::optional<TrialRecord> trial;
   bool best = false;
   if (args.config_index < 0) {
-    for (const BestRecord& b : store.best({}, std::string(target_name(job.target))))
-      if (b.job.id == job.id) trial = b.trial;
-    if (!trial)
+    if (args.rank < 1) throw std::runtime_error("--rank counts from 1 (the best trial)");
+    // Successful trials, fastest first (ties: the earlier trial first, as store.best does).
+    std::vector<TrialRecord> ok;
+    for (TrialRecord& t : store.trials(job.id))
+      if (t.result.ok()) ok.push_back(std::move(t));
+    std::stable_sort(ok.begin(), ok.end(), [](const TrialRecord& a, const TrialRecord& b) {
+      return a.result.mean_cost() < b.result.mean_cost();
+    });
+    if (ok.empty())
       throw std::runtime_error("job " + std::to_string(job.id) + " (" + job.workload.key() +
                                ") has no successful trial");
-    best = true;
+    if (static_cast<int64_t>(ok.size()) < args.rank)
+      throw std::runtime_error("job " + std::to_string(job.id) + " (" + job.workload.key() +
+                               ") has " + std::to_string(ok.size()) +
+                               " successful trials, fewer than --rank " +
+                               std::to_string(args.rank));
+    trial = ok[static_cast<size_t>(args.rank - 1)];
+    best = args.rank == 1;
   } else {
     for (const TrialRecord& t : store.trials(job.id))
       if (t.config_index == args.config_index) trial = t;
@@ -133,6 +148,7 @@ bj::object artifact_json(const ArtifactArgs& args) {
                  {"config_index", entity.index()},
                  {"config", entity.to_json()},
                  {"best", best},
+                 {"rank", args.config_index < 0 ? bj::value(args.rank) : bj::value(nullptr)},
                  {"workload", job.workload.to_json()},
                  {"flops", flops}};
   if (trial) {
@@ -177,6 +193,11 @@ void add_artifact_command(CLI::App& app) {
       ->required();
   cmd->add_option("--config-index", args->config_index,
                   "this config of the job's space instead of the best measured one");
+  cmd->add_option("--rank", args->rank,
+                  "the rank-th best measured config (1: the best; e.g. 2..5 for finalists to "
+                  "re-measure side by side)")
+      ->capture_default_str()
+      ->excludes("--config-index");
   cmd->add_option("--seed", args->seed, "seed of the inputs the reference samples are for")
       ->capture_default_str();
   cmd->add_option("--samples", args->samples, "reference samples of the output to include")

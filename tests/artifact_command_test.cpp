@@ -147,6 +147,33 @@ TEST_F(ArtifactCommandTest, AnInlineSpecAndAGivenConfigIndexWriteToAFile) {
   EXPECT_EQ(out.at("artifact"), bj::value(task_.build(task_.space->get(failed_)).to_json()));
 }
 
+TEST_F(ArtifactCommandTest, RankPicksTheRunnerUpAndRefusesRanksBeyondTheSuccessfulTrials) {
+  CommandRun run =
+      run_artifact("--db " + path_ + " --workload dense64 --target webgl2 --rank 2 --samples 1");
+  ASSERT_EQ(run.status, 0) << run.out;
+  bj::object out = bj::parse(run.out).as_object();
+  EXPECT_FALSE(out.at("best").as_bool());
+  EXPECT_EQ(out.at("rank").to_number<int>(), 2);
+  EXPECT_EQ(out.at("config_index").to_number<int64_t>(), slow_);
+  EXPECT_DOUBLE_EQ(out.at("cost_s").to_number<double>(), 2e-3);
+  EXPECT_EQ(out.at("artifact"), bj::value(task_.build(task_.space->get(slow_)).to_json()));
+  // Rank 1 is the best; the failed trial is never ranked, so there is no rank 3.
+  run = run_artifact("--db " + path_ + " --workload dense64 --target webgl2 --rank 1 --samples 1");
+  ASSERT_EQ(run.status, 0) << run.out;
+  out = bj::parse(run.out).as_object();
+  EXPECT_TRUE(out.at("best").as_bool());
+  EXPECT_EQ(out.at("config_index").to_number<int64_t>(), best_);
+  run = run_artifact("--db " + path_ + " --workload dense64 --target webgl2 --rank 3");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("has 2 successful trials, fewer than --rank 3"), std::string::npos)
+      << run.out;
+  run = run_artifact("--db " + path_ +
+                     " --workload dense64 --target webgl2 --rank 2 "
+                     "--config-index " +
+                     std::to_string(best_));
+  EXPECT_NE(run.status, 0) << "--rank and --config-index together were accepted";
+}
+
 TEST_F(ArtifactCommandTest, ASelectionWithoutAJobOrWithoutSuccessFailsAndSaysWhy) {
   CommandRun run = run_artifact("--db " + path_ + " --workload dense64 --target webgpu");
   EXPECT_EQ(run.status, 1);
