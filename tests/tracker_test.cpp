@@ -255,15 +255,25 @@ TEST(Tracker, BadPeersGetClearErrorsAndOthersAreUndisturbed) {
   ASSERT_TRUE(unknown);
   EXPECT_EQ(std::string((*unknown)["code"].as_string()), "unknown_job");
 
-  // An oversized frame closes that connection with 1009, and only that one.
+  // An oversized frame closes that connection with 1009, and only that one. The tracker may
+  // close while the client is still writing the 2 MiB; then the write fails (broken pipe or
+  // reset) before the client has read the close frame, so only a client whose write went
+  // through can see the code. Either way the connection is gone.
   TrackerClient big(server.url(), hello_as(Role::kClient, "client-secret"));
-  big.send_text(std::string(2 << 20, 'x'));
+  bool write_failed = false;
+  try {
+    big.send_text(std::string(2 << 20, 'x'));
+  } catch (const std::runtime_error& e) {
+    write_failed = true;
+    EXPECT_NE(std::string(e.what()).find("send to tracker failed"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(
       {
         for (int i = 0; i < 10; ++i) big.next_message(1s);
       },
       std::runtime_error);
-  EXPECT_EQ(big.close_code(), 1009);
+  EXPECT_TRUE(big.closed());
+  if (!write_failed) EXPECT_EQ(big.close_code(), 1009);
 
   // The well-behaved client still gets service, and the tracker counted what went wrong.
   boost::json::object s = good.summary();
