@@ -219,6 +219,35 @@ class BrowserFarmTest : public ::testing::Test {
     return name;
   }
 
+  /// Submits a long job (tag 1) on `target`, loses tab 0's context or device while the job
+  /// runs, and checks that the job came back once as RUNTIME_DEVICE (4) whose message names
+  /// `what` ("context was lost", ...). Returns its result.
+  ClientResult lose_tab_mid_job(Target target, const std::string& what) {
+    submit({long_input(5, target)}, 1);
+    EXPECT_FALSE(busy_agent().empty()) << "no tab took the job";
+    std::this_thread::sleep_for(1000ms);
+    farm_->command("lose 0");
+    auto lost = collect(1, 120s);
+    EXPECT_EQ(lost.size(), 1u);
+    if (lost.size() != 1u) return {};
+    const ClientResult r = lost.begin()->second;
+    EXPECT_EQ(r.result.at("error_no").to_number<int>(), 4) << boost::json::serialize(r.result);
+    EXPECT_NE(std::string(r.result.at("message").as_string()).find(what), std::string::npos)
+        << boost::json::serialize(r.result);
+    return r;
+  }
+
+  /// Submits a small dense job (tag 2) on `target` and checks that it passes: the tab works
+  /// again after a loss.
+  void expect_next_job_passes(Target target) {
+    Task task = Task::create(Workload::dense(32, 32, 32), target, limits());
+    submit({input_for(task, task.default_config(), 5)}, 2);
+    auto next = collect(1, 120s);
+    ASSERT_EQ(next.size(), 1u);
+    EXPECT_EQ(next[2].result.at("error_no").to_number<int>(), 0)
+        << boost::json::serialize(next[2].result);
+  }
+
   /// A dense 64 job with about `seconds` s of timed runs (min_repeat_ms), to be in flight for a
   /// while.
   MeasureInput long_input(int seconds, Target target = Target::kGlesFrag) {
@@ -301,24 +330,9 @@ TEST_F(BrowserFarmTest, ClosedTabsJobRunsAgainElsewhereAndArrivesOnce) {
 
 TEST_F(BrowserFarmTest, LostContextIsRuntimeDeviceAndTheTabGoesOn) {
   start(1);
-  submit({long_input(5)}, 1);
-  ASSERT_FALSE(busy_agent().empty());
-  std::this_thread::sleep_for(1000ms);
-  farm_->command("lose 0");
-  auto lost = collect(1, 120s);
-  ASSERT_EQ(lost.size(), 1u);
-  const auto& result = lost[1].result;
-  EXPECT_EQ(result.at("error_no").to_number<int>(), 4) << boost::json::serialize(result);
-  EXPECT_NE(std::string(result.at("message").as_string()).find("context was lost"),
-            std::string::npos)
-      << boost::json::serialize(result);
+  lose_tab_mid_job(Target::kGlesFrag, "context was lost");
   // The tab built a fresh context: the next job passes.
-  Task task = Task::create(Workload::dense(32, 32, 32), Target::kGlesFrag, limits());
-  submit({input_for(task, task.default_config(), 5)}, 2);
-  auto next = collect(1, 120s);
-  ASSERT_EQ(next.size(), 1u);
-  EXPECT_EQ(next[2].result.at("error_no").to_number<int>(), 0)
-      << boost::json::serialize(next[2].result);
+  expect_next_job_passes(Target::kGlesFrag);
 }
 
 TEST_F(BrowserFarmTest, JobPastItsTimeoutIsRunTimeout) {
@@ -422,18 +436,7 @@ TEST_F(BrowserFarmTest, WebgpuTabWhoseAdapterIsGoneFailsItsJobOnceAndIsReloaded)
   ::setenv("WEBTUNE_AGENT_PARAMS", "test_hook=webgpu-no-adapter-after-loss", 1);
   start(1, {}, "webgpu");
   ::unsetenv("WEBTUNE_AGENT_PARAMS");
-  submit({long_input(5, Target::kWebgpu)}, 1);
-  ASSERT_FALSE(busy_agent().empty());
-  std::this_thread::sleep_for(1000ms);
-  farm_->command("lose 0");
-  auto lost = collect(1, 120s);
-  ASSERT_EQ(lost.size(), 1u);
-  const auto& result = lost[1].result;
-  EXPECT_EQ(result.at("error_no").to_number<int>(), 4) << boost::json::serialize(result);
-  EXPECT_NE(std::string(result.at("message").as_string()).find("adapter is gone"),
-            std::string::npos)
-      << boost::json::serialize(result);
-  EXPECT_EQ(lost[1].attempt, 1);
+  EXPECT_EQ(lose_tab_mid_job(Target::kWebgpu, "adapter is gone").attempt, 1);
   // The failed tab leaves the tracker (its only key is gone) ...
   const auto gone = std::chrono::steady_clock::now() + 30s;
   while (viewer_->summary()["agents"].to_number<int>() != 0 &&
@@ -442,12 +445,7 @@ TEST_F(BrowserFarmTest, WebgpuTabWhoseAdapterIsGoneFailsItsJobOnceAndIsReloaded)
   EXPECT_EQ(viewer_->summary()["agents"].to_number<int>(), 0);
   // ... and the farm reloads it: the fresh page gets an adapter and passes the next job.
   wait_for_tabs(1);
-  Task task = Task::create(Workload::dense(32, 32, 32), Target::kWebgpu, limits());
-  submit({input_for(task, task.default_config(), 5)}, 2);
-  auto next = collect(1, 120s);
-  ASSERT_EQ(next.size(), 1u);
-  EXPECT_EQ(next[2].result.at("error_no").to_number<int>(), 0)
-      << boost::json::serialize(next[2].result);
+  expect_next_job_passes(Target::kWebgpu);
 }
 
 TEST_F(BrowserFarmTest, WgslTheBrowserRejectsIsCompileDeviceWithItsMessage) {
@@ -473,24 +471,9 @@ TEST_F(BrowserFarmTest, WgslTheBrowserRejectsIsCompileDeviceWithItsMessage) {
 
 TEST_F(BrowserFarmTest, LostWebgpuDeviceIsRuntimeDeviceAndTheTabGoesOn) {
   start(1, {}, "webgpu");
-  submit({long_input(5, Target::kWebgpu)}, 1);
-  ASSERT_FALSE(busy_agent().empty());
-  std::this_thread::sleep_for(1000ms);
-  farm_->command("lose 0");
-  auto lost = collect(1, 120s);
-  ASSERT_EQ(lost.size(), 1u);
-  const auto& result = lost[1].result;
-  EXPECT_EQ(result.at("error_no").to_number<int>(), 4) << boost::json::serialize(result);
-  EXPECT_NE(std::string(result.at("message").as_string()).find("device was lost"),
-            std::string::npos)
-      << boost::json::serialize(result);
+  lose_tab_mid_job(Target::kWebgpu, "device was lost");
   // The tab requested a fresh device: the next job passes.
-  Task task = Task::create(Workload::dense(32, 32, 32), Target::kWebgpu, limits());
-  submit({input_for(task, task.default_config(), 5)}, 2);
-  auto next = collect(1, 120s);
-  ASSERT_EQ(next.size(), 1u);
-  EXPECT_EQ(next[2].result.at("error_no").to_number<int>(), 0)
-      << boost::json::serialize(next[2].result);
+  expect_next_job_passes(Target::kWebgpu);
 }
 
 }  // namespace
@@ -676,7 +659,9 @@ class WasmFarmTest : public BrowserFarmTest {
       inputs.push_back(input_for(task, configs[i], 7 + i));
       if (inputs.back().artifact.wasm.threads > 1) ++threaded;
     }
-    if (limits().max_threads >= 2) EXPECT_GE(threaded, count / 4) << "too few threaded configs";
+    if (limits().max_threads >= 2) {
+      EXPECT_GE(threaded, count / 4) << "too few threaded configs";
+    }
     // Building 20 modules through LLVM can outlast the tracker's idle timeout (10 s) of a client
     // that reads nothing meanwhile: submit on a fresh connection.
     client_ = std::make_unique<TrackerClient>(server_->url(), hello_as(Role::kClient));
