@@ -63,25 +63,31 @@ export function pack(layout, logical) {
 
 /**
  * Rebuilds the row-major output (Float32Array of rows·cols, NaN where no target covers it) from
- * `targets[j]`, the width·height·channels floats read back from draw buffer j.
+ * `targets[j]`, the width·height·channels floats read back from draw buffer j, or, when
+ * output.feedback is set, from `targets[0]`, the one transform feedback buffer.
  */
 export function unpack(output, targets) {
-  if (targets.length !== output.rows_per_item) {
-    throw new Error(`unpack: expected ${output.rows_per_item} render targets, got ${targets.length}`);
+  const feedback = Boolean(output.feedback);
+  const expected = feedback ? 1 : output.rows_per_item;
+  if (targets.length !== expected) {
+    throw new Error(`unpack: expected ${expected} ${feedback ? 'feedback buffer' : 'render targets'}, got ${targets.length}`);
   }
   const { rows, cols, channels: ch, rows_per_item: rpi } = output;
   const colBlocks = Math.ceil(cols / ch);
   const rowBlocks = Math.ceil(rows / rpi);
   const items = colBlocks * rowBlocks;
+  // Float index of (item t, row j of its block) in its target (OutputLayout in C++).
+  const itemStride = feedback ? rpi * ch : ch;
   const out = new Float32Array(rows * cols).fill(NaN);
   for (let j = 0; j < rpi; ++j) {
-    const pixels = targets[j];
-    const available = Math.floor(pixels.length / ch);
+    const pixels = targets[feedback ? 0 : j];
+    const first = feedback ? j * ch : 0;
+    const available = Math.floor(pixels.length / itemStride);
     for (let t = 0; t < items && t < available; ++t) {
       const row = Math.floor(t / colBlocks) * rpi + j;
       if (row >= rows) continue;
       const col0 = (t % colBlocks) * ch;
-      for (let c = 0; c < ch && col0 + c < cols; ++c) out[row * cols + col0 + c] = pixels[t * ch + c];
+      for (let c = 0; c < ch && col0 + c < cols; ++c) out[row * cols + col0 + c] = pixels[t * itemStride + first + c];
     }
   }
   return out;

@@ -1,8 +1,10 @@
-// webgl2.mjs — the WebGL2 executor: runs the GLSL ES 3.00 fragment kernels of the gles-frag
-// template (KernelArtifact JSON, codegen/include/codegen/kernel_artifact.hpp) unchanged, the way
+// webgl2.mjs — the WebGL2 executor: runs the GLSL ES 3.00 kernels of the gles-frag template
+// (KernelArtifact JSON, codegen/include/codegen/kernel_artifact.hpp) unchanged, the way
 // native-agent/gl_runtime.cpp does over EGL: seeded inputs into float textures, one full-screen
-// triangle into `rows_per_item` float render targets, a checked (and warm-up) run whose read-back
-// must match the reference samples, then TVM time_evaluator timing.
+// triangle into `rows_per_item` float render targets (or, for a vertex-stage kernel whose
+// output.feedback is set, one point per item captured by transform feedback into one buffer),
+// a checked (and warm-up) run whose read-back must match the reference samples, then TVM
+// time_evaluator timing.
 //
 // Every trial owns its GL objects and deletes them however it ends. A lost context (the browser
 // resets the GPU process, the page calls WEBGL_lose_context, ...) fails the trial with
@@ -18,6 +20,16 @@ export const FULLSCREEN_VERTEX_SHADER = `#version 300 es
 void main() {
   vec2 corner = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
   gl_Position = vec4(corner * 2.0 - 1.0, 0.0, 1.0);
+}
+`;
+
+/** The fragment shader every vertex-stage kernel is linked with (kFeedbackFragmentShader). */
+export const FEEDBACK_FRAGMENT_SHADER = `#version 300 es
+// Never runs: a vertex-stage kernel draws with GL_RASTERIZER_DISCARD.
+precision mediump float;
+out vec4 unused;
+void main() {
+  unused = vec4(0.0);
 }
 `;
 
@@ -108,6 +120,9 @@ export class WebGL2Executor {
       max_texture_size: gl.getParameter(gl.MAX_TEXTURE_SIZE),
       max_draw_buffers: Math.min(gl.getParameter(gl.MAX_DRAW_BUFFERS),
                                  gl.getParameter(gl.MAX_COLOR_ATTACHMENTS)),
+      // Vertex-stage kernels: one output varying per row, captured interleaved.
+      max_varying_vectors: gl.getParameter(gl.MAX_VARYING_VECTORS),
+      max_feedback_components: gl.getParameter(gl.MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS),
       // WebGL2 has no compute shaders; the fields keep DeviceLimits' JSON shape
       // (codegen/config_space.hpp) with its defaults.
       max_workgroup_invocations: 128,
@@ -184,7 +199,9 @@ class Trial {
     this.artifact = input.artifact;
     this.start = start;
     this.shouldStop = shouldStop;
-    this.objects = { shaders: [], textures: [], framebuffers: [], vertexArrays: [], program: null };
+    this.objects = { shaders: [], textures: [], framebuffers: [], vertexArrays: [], program: null,
+                     buffers: [], feedback: null };
+    this.feedback = Boolean(input.artifact?.output?.feedback);
   }
 
   async run() {
@@ -239,7 +256,7 @@ class Trial {
     if (!WebGL2Executor.artifactTargets.includes(artifact.target)) {
       this.instantiation(`WebGL2 runs gles-frag kernels, not '${artifact.target}'`);
     }
-    if (!this.executor.colorBufferFloat) {
+    if (!this.feedback && !this.executor.colorBufferFloat) {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE,
         `fragment kernels render to float textures, which needs EXT_color_buffer_float; this device (${this.executor.renderer}) lacks it`);
     }
@@ -268,11 +285,21 @@ class Trial {
       this.instantiation(`the artifact's output is ${out.rows}x${out.cols} = ${out.rows * out.cols} elements but the workload has ${this.sizes.output}`);
     }
     if (out.channels !== 1 && out.channels !== 4) this.instantiation(`output channels must be 1 (R32F) or 4 (RGBA32F), not ${out.channels}`);
+    const items = Math.ceil(out.rows / out.rows_per_item) * Math.ceil(out.cols / out.channels);
+    if (this.feedback) {
+      if (out.rows_per_item < 1 || out.rows_per_item > limits.max_varying_vectors ||
+          out.rows_per_item * out.channels > limits.max_feedback_components) {
+        this.instantiation(`the output needs ${out.rows_per_item} varyings of ${out.channels} floats but this device allows ${limits.max_varying_vectors} varyings and ${limits.max_feedback_components} captured components`);
+      }
+      if (out.height !== 1 || out.width < items) {
+        this.instantiation(`a feedback output of ${items} items needs width >= ${items} and height 1, not ${out.width}x${out.height}`);
+      }
+      return;
+    }
     if (out.rows_per_item < 1 || out.rows_per_item > limits.max_draw_buffers) {
       this.instantiation(`the output needs ${out.rows_per_item} draw buffers but this device allows 1 to ${limits.max_draw_buffers}`);
     }
     checkSize('the output', out.width, out.height);
-    const items = Math.ceil(out.rows / out.rows_per_item) * Math.ceil(out.cols / out.channels);
     if (out.width * out.height < items) {
       this.instantiation(`the output has ${items} items but its ${out.width}x${out.height} render targets hold fewer`);
     }
@@ -302,8 +329,15 @@ class Trial {
     const gl = this.gl;
     const program = gl.createProgram();
     this.objects.program = program;
-    gl.attachShader(program, this.compileShader(gl.VERTEX_SHADER, FULLSCREEN_VERTEX_SHADER, 'vertex'));
-    gl.attachShader(program, this.compileShader(gl.FRAGMENT_SHADER, this.artifact.source, 'fragment'));
+    if (this.feedback) {
+      gl.attachShader(program, this.compileShader(gl.VERTEX_SHADER, this.artifact.source, 'vertex'));
+      gl.attachShader(program, this.compileShader(gl.FRAGMENT_SHADER, FEEDBACK_FRAGMENT_SHADER, 'fragment'));
+      const varyings = Array.from({ length: this.artifact.output.rows_per_item }, (_, j) => `o${j}`);
+      gl.transformFeedbackVaryings(program, varyings, gl.INTERLEAVED_ATTRIBS);
+    } else {
+      gl.attachShader(program, this.compileShader(gl.VERTEX_SHADER, FULLSCREEN_VERTEX_SHADER, 'vertex'));
+      gl.attachShader(program, this.compileShader(gl.FRAGMENT_SHADER, this.artifact.source, 'fragment'));
+    }
     gl.linkProgram(program);
     if (!gl.getProgramParameter(program, gl.LINK_STATUS)) {
       this.checkLost('linking the kernel');
@@ -351,6 +385,43 @@ class Trial {
 
   // ---- outputs ----
   prepareOutputs() {
+    if (this.feedback) {
+      this.prepareFeedback();
+    } else {
+      this.prepareRenderTargets();
+    }
+    const gl = this.gl;
+    const vertexArray = gl.createVertexArray();
+    this.objects.vertexArrays.push(vertexArray);
+    gl.bindVertexArray(vertexArray);
+    gl.useProgram(this.objects.program);
+    ['in0', 'in1'].forEach((name, i) => {
+      const location = gl.getUniformLocation(this.objects.program, name);
+      if (location !== null) gl.uniform1i(location, i);
+    });
+  }
+
+  /** Floats of the feedback buffer: every varying of every item. */
+  feedbackFloats() {
+    const out = this.artifact.output;
+    return out.width * out.rows_per_item * out.channels;
+  }
+
+  prepareFeedback() {
+    const gl = this.gl;
+    const buffer = gl.createBuffer();
+    this.objects.buffers.push(buffer);
+    gl.bindBuffer(gl.COPY_WRITE_BUFFER, buffer);
+    gl.bufferData(gl.COPY_WRITE_BUFFER, this.feedbackFloats() * 4, gl.DYNAMIC_READ);
+    gl.bindBuffer(gl.COPY_WRITE_BUFFER, null);
+    this.objects.feedback = gl.createTransformFeedback();
+    this.feedbackBuffer = buffer;
+    this.checkGl('creating the feedback buffer');
+    // No fragment ever runs: points are discarded before rasterization.
+    gl.enable(gl.RASTERIZER_DISCARD);
+  }
+
+  prepareRenderTargets() {
     const gl = this.gl;
     const out = this.artifact.output;
     const framebuffer = gl.createFramebuffer();
@@ -381,23 +452,37 @@ class Trial {
     gl.viewport(0, 0, out.width, out.height);
     for (const cap of [gl.BLEND, gl.DEPTH_TEST, gl.STENCIL_TEST, gl.SCISSOR_TEST, gl.DITHER]) gl.disable(cap);
     gl.colorMask(true, true, true, true);
-    const vertexArray = gl.createVertexArray();
-    this.objects.vertexArrays.push(vertexArray);
-    gl.bindVertexArray(vertexArray);
-    gl.useProgram(this.objects.program);
-    ['in0', 'in1'].forEach((name, i) => {
-      const location = gl.getUniformLocation(this.objects.program, name);
-      if (location !== null) gl.uniform1i(location, i);
-    });
   }
 
   fillOutputsWithNaN() {
+    if (this.feedback) {
+      const gl = this.gl;
+      gl.bindBuffer(gl.COPY_WRITE_BUFFER, this.feedbackBuffer);
+      gl.bufferSubData(gl.COPY_WRITE_BUFFER, 0, new Float32Array(this.feedbackFloats()).fill(NaN));
+      gl.bindBuffer(gl.COPY_WRITE_BUFFER, null);
+      this.checkGl('filling the feedback buffer with NaN');
+      return;
+    }
     const nan = new Float32Array([NaN, NaN, NaN, NaN]);
     for (let j = 0; j < this.artifact.output.rows_per_item; ++j) this.gl.clearBufferfv(this.gl.COLOR, j, nan);
     this.checkGl('filling the outputs with NaN');
   }
 
   runOnce() {
+    if (this.feedback) {
+      // The buffer is bound only while the draw captures into it: WebGL forbids reading a buffer
+      // (getBufferSubData) that is also bound for transform feedback.
+      const gl = this.gl;
+      gl.bindTransformFeedback(gl.TRANSFORM_FEEDBACK, this.objects.feedback);
+      gl.bindBufferBase(gl.TRANSFORM_FEEDBACK_BUFFER, 0, this.feedbackBuffer);
+      gl.beginTransformFeedback(gl.POINTS);
+      gl.drawArrays(gl.POINTS, 0, this.artifact.output.width);
+      gl.endTransformFeedback();
+      gl.bindBufferBase(gl.TRANSFORM_FEEDBACK_BUFFER, 0, null);
+      gl.bindTransformFeedback(gl.TRANSFORM_FEEDBACK, null);
+      gl.flush();
+      return;
+    }
     this.gl.drawArrays(this.gl.TRIANGLES, 0, 3);
     // One flush per run, as the native runtime does: a tiling rasterizer (llvmpipe under ANGLE)
     // may otherwise fold back-to-back draws that cover the same tiles into one.
@@ -405,9 +490,27 @@ class Trial {
   }
 
   // ---- reading back ----
+  /** Reads `floats.length` floats from the start of the feedback buffer (waits for the draws). */
+  readFeedback(floats) {
+    const gl = this.gl;
+    gl.bindBuffer(gl.COPY_READ_BUFFER, this.feedbackBuffer);
+    gl.getBufferSubData(gl.COPY_READ_BUFFER, 0, floats);
+    gl.bindBuffer(gl.COPY_READ_BUFFER, null);
+    return floats;
+  }
+
   readOutput() {
     const gl = this.gl;
     const out = this.artifact.output;
+    if (this.feedback) {
+      const captured = this.readFeedback(new Float32Array(this.feedbackFloats()));
+      this.checkGl('reading the feedback buffer back');
+      try {
+        return unpack(out, [captured]);
+      } catch (e) {
+        this.instantiation(e.message);
+      }
+    }
     const texels = out.width * out.height;
     gl.pixelStorei(gl.PACK_ALIGNMENT, 4);
     gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
@@ -438,6 +541,11 @@ class Trial {
   /** Waits until every command issued so far has finished on the GPU. */
   async sync() {
     const gl = this.gl;
+    if (this.executor.sync === 'readpixels' && this.feedback) {
+      // Reading the first captured vec4 must wait for every draw that writes the buffer.
+      this.readFeedback(this.texel || (this.texel = new Float32Array(4)));
+      return;
+    }
     if (this.executor.sync === 'readpixels') {
       // Reading one texel of target 0 must wait for every draw that writes it.
       gl.readBuffer(gl.COLOR_ATTACHMENT0);
@@ -493,6 +601,8 @@ class Trial {
     if (gl.isContextLost()) return;  // objects of a lost context are gone already
     gl.useProgram(null);
     gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    gl.disable(gl.RASTERIZER_DISCARD);
+    gl.bindTransformFeedback(gl.TRANSFORM_FEEDBACK, null);
     gl.bindVertexArray(null);
     for (const unit of [gl.TEXTURE2, gl.TEXTURE1, gl.TEXTURE0]) {
       gl.activeTexture(unit);
@@ -504,6 +614,8 @@ class Trial {
     o.textures.forEach((t) => gl.deleteTexture(t));
     o.framebuffers.forEach((f) => gl.deleteFramebuffer(f));
     o.vertexArrays.forEach((v) => gl.deleteVertexArray(v));
+    o.buffers.forEach((b) => gl.deleteBuffer(b));
+    if (o.feedback) gl.deleteTransformFeedback(o.feedback);
     this.drainErrors();
   }
 }

@@ -16,6 +16,8 @@ struct SpaceArgs {
   std::string workload, task, target = "gles-frag", config;
   int64_t max_texture_size = 4096, max_draw_buffers = 4, max_invocations = 1024;
   int64_t max_threads = 8;  // wasm: the most a tab reports (docs/wasm_abi.md)
+  // gles-frag vertex stage; defaults: the OpenGL ES 3.0 minimums (SwiftShader: 31 and 128).
+  int64_t max_varying_vectors = 15, max_feedback_components = 64;
 };
 
 void run_space(const SpaceArgs& args) {
@@ -26,6 +28,8 @@ void run_space(const SpaceArgs& args) {
   limits.max_workgroup_size_x = limits.max_workgroup_size_y = args.max_invocations;
   limits.max_shared_memory_bytes = 32768;
   limits.max_threads = args.max_threads;
+  limits.max_varying_vectors = args.max_varying_vectors;
+  limits.max_feedback_components = args.max_feedback_components;
   for (const WorkloadFileTask& t : resolve_workloads(args.workload, args.task)) {
     Task task = Task::create(t.workload, target_from_name(args.target), limits);
     std::printf("%s %s on %s: %lld raw configs, %zu valid\n", t.workload.name.c_str(),
@@ -63,6 +67,12 @@ void add_space_command(CLI::App& app) {
   cmd->add_option("--max-draw-buffers", args->max_draw_buffers)->capture_default_str();
   cmd->add_option("--max-invocations", args->max_invocations)->capture_default_str();
   cmd->add_option("--max-threads", args->max_threads, "wasm: threads a tab allows")
+      ->capture_default_str();
+  cmd->add_option("--max-varyings", args->max_varying_vectors,
+                  "gles-frag vertex stage: GL_MAX_VARYING_VECTORS")
+      ->capture_default_str();
+  cmd->add_option("--max-feedback-components", args->max_feedback_components,
+                  "gles-frag vertex stage: GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS")
       ->capture_default_str();
   cmd->callback([args] { run_space(*args); });
 }

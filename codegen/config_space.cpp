@@ -143,7 +143,9 @@ bj::object DeviceLimits::to_json() const {
                     {"max_workgroup_size",
                      bj::array{max_workgroup_size_x, max_workgroup_size_y, max_workgroup_size_z}},
                     {"max_shared_memory_bytes", max_shared_memory_bytes},
-                    {"max_threads", max_threads}};
+                    {"max_threads", max_threads},
+                    {"max_varying_vectors", max_varying_vectors},
+                    {"max_feedback_components", max_feedback_components}};
 }
 
 DeviceLimits DeviceLimits::from_json(const bj::value& value) {
@@ -163,6 +165,9 @@ DeviceLimits DeviceLimits::from_json(const bj::value& value) {
   d.max_shared_memory_bytes =
       json::get_int_or(o, "max_shared_memory_bytes", d.max_shared_memory_bytes);
   d.max_threads = json::get_int_or(o, "max_threads", d.max_threads);
+  d.max_varying_vectors = json::get_int_or(o, "max_varying_vectors", d.max_varying_vectors);
+  d.max_feedback_components =
+      json::get_int_or(o, "max_feedback_components", d.max_feedback_components);
   return d;
 }
 

@@ -59,7 +59,19 @@
 ///           filtering, one level: the same value). Same result, different code in the
 ///           driver: on SwiftShader (Chromium's CPU WebGL) textureLod ran an 8×4 dense 512
 ///           kernel 1.3–1.4× faster than texelFetch, and texture() another 10–15 % faster.
-///           Last knob, and new candidates go last, so that older records keep their indices.
+///           New candidates go last, so that older records keep their indices.
+/// stage     {fragment,vertex}  Where the kernel runs. fragment: one fragment per item, the
+///           rows of its block in out_rows draw buffers. vertex: one vertex per item (a point
+///           drawn with the rasterizer discarded), the rows in as many outputs o0, o1, …,
+///           captured by transform feedback into one buffer (OutputLayout::feedback). A vertex
+///           writes up to max_varying_vectors outputs instead of max_draw_buffers (31 against 8
+///           on SwiftShader), so its blocks can be taller: each fetch of B feeds more
+///           multiply-adds. On SwiftShader, a 16×4 vertex block of dense 512 ran 1.2–1.4× faster
+///           than the best 8×4 fragment block (docs/benchmarks.md, issue 5).
+/// rows_scale {1,2,3}   Output rows per item = out_rows · rows_scale; above 1 only for the
+///           vertex stage (a fragment has no more draw buffers than out_rows' largest value).
+///           stage and rows_scale came after fetch and read as fragment and 1 where a record
+///           lacks them.
 ///
 /// Structural constraints
 /// ----------------------
@@ -72,16 +84,23 @@
 /// - out_rows < 2·rows and out_cols < 2·cols: a block that is mostly padding only wastes work.
 /// - unroll ≤ the trip count of the loop it unrolls: larger factors would only duplicate the
 ///   kernel of a smaller one.
+/// - rows_scale > 1 needs stage = vertex; stage = vertex needs layout_out = 2d (a feedback buffer
+///   has one layout, so flat would only repeat the kernel).
+/// In the constraints below "out_rows" means the rows of an item, out_rows · rows_scale.
 ///
 /// Device limits
 /// -------------
-/// - width and height of the data, weight and output textures ≤ max_texture_size;
-/// - out_rows (draw buffers) ≤ max_draw_buffers.
+/// - width and height of the data, weight and (fragment stage) output textures ≤
+///   max_texture_size;
+/// - fragment stage: out_rows (draw buffers) ≤ max_draw_buffers;
+/// - vertex stage: rows of an item ≤ max_varying_vectors and rows · out_cols ≤
+///   max_feedback_components (GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS).
 ///
 /// Out-of-range safety: every index that can pass the end of a tensor (the last row or column
 /// block, a padded quad row of B) is clamped to the last valid one, so no fetch ever leaves the
 /// data; padding taps of a convolution fetch a clamped texel and multiply it by a 0/1 mask.
-/// Fragments past the last item (flat output) write zeros and return.
+/// Fragments past the last item (flat output) write zeros and return; a vertex kernel is drawn
+/// with exactly one vertex per item.
 
 #include "codegen/glsl_frag_emitter.hpp"
 
@@ -118,7 +137,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 /// The knobs of one entity; knobs an operator does not have keep these defaults.
 struct FragKnobs {
-  int out_rows = 1;
+  int out_rows = 1;  ///< rows of an item: knob out_rows times knob rows_scale
   int out_cols = 1;
   std::string packing = "none";
   std::string algo = "direct";
@@ -128,6 +147,8 @@ struct FragKnobs {
   bool weight_2d = true;
   bool out_2d = true;
   std::string fetch = "texel";  // knob fetch: texelFetch, textureLod or texture
+  bool vertex = false;          // knob stage: vertex (transform feedback) or fragment
+  int rows_scale = 1;
 };
 
 bool has_knob(const ConfigEntity& entity, const std::string& name) {
@@ -149,6 +170,9 @@ FragKnobs read_knobs(const ConfigEntity& entity) {
   k.out_2d = entity.get_string("layout_out") == "2d";
   // Records from before the fetch knob existed read texels with texelFetch.
   if (has_knob(entity, "fetch")) k.fetch = entity.get_string("fetch");
+  if (has_knob(entity, "stage")) k.vertex = entity.get_string("stage") == "vertex";
+  if (has_knob(entity, "rows_scale")) k.rows_scale = static_cast<int>(entity.get_int("rows_scale"));
+  k.out_rows *= k.rows_scale;
   return k;
 }
 
@@ -261,6 +285,12 @@ FragPlan make_plan(const Workload& w, const FragKnobs& k) {
   p.row_blocks = ceil_div(p.out.rows, k.out_rows);
   p.col_blocks = ceil_div(p.out.cols, k.out_cols);
   const int64_t items = p.row_blocks * p.col_blocks;
+  if (k.vertex) {  // one vertex per item, captured in item order
+    p.out.feedback = true;
+    p.out.width = items;
+    p.out.height = 1;
+    return p;
+  }
   p.out.width = k.out_2d ? p.col_blocks : std::min(items, kFlatWidth);
   p.out.height = ceil_div(items, p.out.width);
   return p;
@@ -290,6 +320,7 @@ int64_t rows_per_image(const Workload& w) {
 /// Why an entity cannot be built, or empty when it can (the structural constraints).
 std::string structural_problem(const Workload& w, const FragKnobs& k) {
   if (k.packing == "kn" && k.out_cols != 4) return "packing kn needs out_cols = 4";
+  if (k.rows_scale != 1 && !k.vertex) return "rows_scale above 1 needs stage = vertex";
   if (is_depthwise(w) && k.packing == "c" && k.out_rows % 4 != 0)
     return "depthwise packing c needs out_rows a multiple of 4";
   if (w.op != OpKind::kDense && w.batch != 1 && rows_per_image(w) % k.out_rows != 0)
@@ -410,15 +441,20 @@ void emit_unrolled_loop(ShaderWriter& s, const std::string& var, int64_t trip, i
 
 void emit_prelude(ShaderWriter& s, const FragPlan& p, const ConfigEntity& entity) {
   s.line("#version 300 es");
-  s.line("// webtune gles-frag ", p.w.key(), ": ", entity.to_string());
+  s.line("// webtune gles-frag (", p.k.vertex ? "vertex" : "fragment", " stage) ", p.w.key(), ": ",
+         entity.to_string());
   s.line("precision highp float;");
   s.line("precision highp int;");
   s.line("precision highp sampler2D;");
   s.line("uniform highp sampler2D in0;  // data");
   s.line("uniform highp sampler2D in1;  // weight");
   const char* out_type = p.k.out_cols == 4 ? "vec4" : "float";
-  for (int j = 0; j < p.k.out_rows; ++j)
-    s.line("layout(location = ", j, ") out ", out_type, " o", j, ";");
+  for (int j = 0; j < p.k.out_rows; ++j) {
+    if (p.k.vertex)  // captured by name (o0, o1, … in this order) through transform feedback
+      s.line("out ", out_type, " o", j, ";");
+    else
+      s.line("layout(location = ", j, ") out ", out_type, " o", j, ";");
+  }
 }
 
 /// Emits `ldN(row, col)`: the texel at (row, col) of the input's view, read with texelFetch
@@ -458,9 +494,15 @@ void emit_loader(ShaderWriter& s, int index, const TensorLayout& layout, int64_t
   s.close();
 }
 
-/// Declares `rb` (row block) and `cb` (column block) of this fragment; fragments past the last
-/// item write zeros and return.
+/// Declares `rb` (row block) and `cb` (column block) of this fragment or vertex; fragments past
+/// the last item write zeros and return.
 void emit_item_decode(ShaderWriter& s, const FragPlan& p) {
+  if (p.k.vertex) {  // vertex t is item t; exactly one vertex per item is drawn
+    s.line("int t = gl_VertexID;");
+    s.line("int rb = t / ", p.col_blocks, ";");
+    s.line("int cb = t - rb * ", p.col_blocks, ";");
+    return;
+  }
   s.line("ivec2 px = ivec2(gl_FragCoord.xy);");
   if (p.k.out_2d) {
     s.line("int rb = px.y;");
@@ -488,6 +530,10 @@ void emit_accumulators(ShaderWriter& s, const FragPlan& p) {
 
 void emit_stores(ShaderWriter& s, const FragPlan& p) {
   for (int j = 0; j < p.k.out_rows; ++j) s.line("o", j, " = acc", j, ";");
+  if (p.k.vertex) {  // the point is discarded before rasterization; ES still wants a position
+    s.line("gl_Position = vec4(0.0, 0.0, 0.0, 1.0);");
+    s.line("gl_PointSize = 1.0;");
+  }
 }
 
 /// Column indices `name0..` of the block, clamped when the last block passes the end.
@@ -831,17 +877,25 @@ void add_constraints(ConfigSpace& space, const Workload& w) {
     });
   if (is_depthwise(w))
     space.add_constraint("packing c needs out_rows a multiple of 4", [](const ConfigEntity& e) {
-      return e.get_string("packing") != "c" || e.get_int("out_rows") % 4 == 0;
+      return e.get_string("packing") != "c" || read_knobs(e).out_rows % 4 == 0;
     });
   if (w.op != OpKind::kDense && w.batch != 1) {
     const int64_t image_rows = rows_per_image(w);
     space.add_constraint(
         "out_rows divides the output rows of one image",
-        [image_rows](const ConfigEntity& e) { return image_rows % e.get_int("out_rows") == 0; });
+        [image_rows](const ConfigEntity& e) { return image_rows % read_knobs(e).out_rows == 0; });
   }
+  space.add_constraint("rows_scale above 1 needs stage = vertex", [](const ConfigEntity& e) {
+    const FragKnobs k = read_knobs(e);
+    return k.rows_scale == 1 || k.vertex;
+  });
+  space.add_constraint("stage vertex needs layout_out = 2d", [](const ConfigEntity& e) {
+    const FragKnobs k = read_knobs(e);
+    return !k.vertex || k.out_2d;
+  });
   const int64_t rows = output_rows(w), cols = output_cols(w);
   space.add_constraint("out_rows < 2 * output rows",
-                       [rows](const ConfigEntity& e) { return e.get_int("out_rows") < 2 * rows; });
+                       [rows](const ConfigEntity& e) { return read_knobs(e).out_rows < 2 * rows; });
   space.add_constraint("out_cols < 2 * output cols",
                        [cols](const ConfigEntity& e) { return e.get_int("out_cols") < 2 * cols; });
   space.add_constraint("unroll <= trip count of the unrolled loop", [w](const ConfigEntity& e) {
@@ -861,12 +915,20 @@ void add_device_limits(ConfigSpace& space, const Workload& w) {
   space.add_device_limit("output textures within max_texture_size",
                          [w](const ConfigEntity& e, const DeviceLimits& limits) {
                            const OutputLayout out = make_plan(w, read_knobs(e)).out;
-                           return out.width <= limits.max_texture_size &&
-                                  out.height <= limits.max_texture_size;
+                           return out.feedback || (out.width <= limits.max_texture_size &&
+                                                   out.height <= limits.max_texture_size);
                          });
   space.add_device_limit("out_rows <= max_draw_buffers",
                          [](const ConfigEntity& e, const DeviceLimits& limits) {
-                           return e.get_int("out_rows") <= limits.max_draw_buffers;
+                           const FragKnobs k = read_knobs(e);
+                           return k.vertex || k.out_rows <= limits.max_draw_buffers;
+                         });
+  space.add_device_limit("vertex outputs within max_varying_vectors and max_feedback_components",
+                         [](const ConfigEntity& e, const DeviceLimits& limits) {
+                           const FragKnobs k = read_knobs(e);
+                           return !k.vertex ||
+                                  (k.out_rows <= limits.max_varying_vectors &&
+                                   k.out_rows * k.out_cols <= limits.max_feedback_components);
                          });
 }
 
@@ -878,6 +940,7 @@ const std::vector<std::pair<std::string, KnobValue>>& default_values() {
       {"order", std::string("crs")},      {"unroll", int64_t{1}},
       {"layout_data", std::string("2d")}, {"layout_weight", std::string("2d")},
       {"layout_out", std::string("2d")},  {"fetch", std::string("texel")},
+      {"stage", std::string("fragment")}, {"rows_scale", int64_t{1}},
   };
   return kDefaults;
 }
@@ -917,6 +980,11 @@ std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload) {
   // Last, so that the config indices of records made before it keep their meaning (texel).
   space->define_knob("fetch", std::vector<std::string>{"texel", "lod", "texture"});
   space->allow_absent("fetch");
+  // After fetch for the same reason: records without them ran fragment kernels of out_rows rows.
+  space->define_knob("stage", std::vector<std::string>{"fragment", "vertex"});
+  space->allow_absent("stage");
+  space->define_knob("rows_scale", std::vector<int64_t>{1, 2, 3});
+  space->allow_absent("rows_scale");
   add_constraints(*space, workload);
   add_device_limits(*space, workload);
   return space;

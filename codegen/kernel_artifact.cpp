@@ -20,6 +20,15 @@ void main() {
 }
 )";
 
+const char* const kFeedbackFragmentShader = R"(#version 300 es
+// Never runs: a vertex-stage kernel draws with GL_RASTERIZER_DISCARD.
+precision mediump float;
+out vec4 unused;
+void main() {
+  unused = vec4(0.0);
+}
+)";
+
 std::vector<int64_t> TensorLayout::packed_shape() const {
   std::vector<int64_t> packed = shape;
   if (pack_axis >= 0) {
@@ -91,30 +100,37 @@ TensorLayout TensorLayout::from_json(const bj::value& value) {
 }
 
 std::vector<float> OutputLayout::unpack(const std::vector<std::vector<float>>& targets) const {
-  if (static_cast<int>(targets.size()) != rows_per_item)
-    throw std::invalid_argument("unpack: expected " + std::to_string(rows_per_item) +
-                                " render targets, got " + std::to_string(targets.size()));
+  const size_t expected = feedback ? 1 : static_cast<size_t>(rows_per_item);
+  if (targets.size() != expected)
+    throw std::invalid_argument("unpack: expected " + std::to_string(expected) +
+                                (feedback ? " feedback buffer" : " render targets") + ", got " +
+                                std::to_string(targets.size()));
   const int64_t col_blocks = (cols + channels - 1) / channels;
   const int64_t row_blocks = (rows + rows_per_item - 1) / rows_per_item;
   const int64_t items = col_blocks * row_blocks;
+  // Float index of (item t, row j of the block) in its target, and how many items it holds.
+  const int64_t item_stride = feedback ? int64_t{rows_per_item} * channels : channels;
   std::vector<float> out(static_cast<size_t>(elements()), std::numeric_limits<float>::quiet_NaN());
   for (int j = 0; j < rows_per_item; ++j) {
-    const std::vector<float>& pixels = targets[j];
-    const int64_t available = static_cast<int64_t>(pixels.size()) / channels;
+    const std::vector<float>& pixels = targets[feedback ? 0 : j];
+    const int64_t first = feedback ? int64_t{j} * channels : 0;
+    const int64_t available = static_cast<int64_t>(pixels.size()) / item_stride;
     for (int64_t t = 0; t < items && t < available; ++t) {
       const int64_t row = (t / col_blocks) * rows_per_item + j;
       if (row >= rows) continue;
       const int64_t col0 = (t % col_blocks) * channels;
       for (int c = 0; c < channels && col0 + c < cols; ++c)
-        out[row * cols + col0 + c] = pixels[t * channels + c];
+        out[row * cols + col0 + c] = pixels[t * item_stride + first + c];
     }
   }
   return out;
 }
 
 bj::object OutputLayout::to_json() const {
-  return bj::object{{"rows", rows},         {"cols", cols},   {"rows_per_item", rows_per_item},
-                    {"channels", channels}, {"width", width}, {"height", height}};
+  bj::object o{{"rows", rows},         {"cols", cols},   {"rows_per_item", rows_per_item},
+               {"channels", channels}, {"width", width}, {"height", height}};
+  if (feedback) o["feedback"] = true;  // absent: render targets (older agents read only those)
+  return o;
 }
 
 OutputLayout OutputLayout::from_json(const bj::value& value) {
@@ -128,8 +144,14 @@ OutputLayout OutputLayout::from_json(const bj::value& value) {
   l.height = json::get_int(o, "height");
   if (l.channels != 1 && l.channels != 4)
     throw std::invalid_argument("output layout: channels must be 1 or 4");
-  if (l.rows_per_item < 1 || l.rows_per_item > 16)
-    throw std::invalid_argument("output layout: rows_per_item must be in 1..16");
+  if (const bj::value* f = o.if_contains("feedback")) {
+    if (!f->is_bool()) throw std::invalid_argument("output layout: 'feedback' must be a boolean");
+    l.feedback = f->get_bool();
+  }
+  if (l.rows_per_item < 1 || l.rows_per_item > 32)
+    throw std::invalid_argument("output layout: rows_per_item must be in 1..32");
+  if (l.feedback && l.height != 1)
+    throw std::invalid_argument("output layout: a feedback output has height 1");
   return l;
 }
 

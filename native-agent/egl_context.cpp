@@ -394,6 +394,10 @@ GlDeviceInfo query_device_info(const std::string& platform) {
   // A fragment kernel writes one render target per draw buffer, so both limits bind.
   limits.max_draw_buffers =
       std::min(gl_integer(GL_MAX_DRAW_BUFFERS), gl_integer(GL_MAX_COLOR_ATTACHMENTS));
+  // A vertex-stage (transform feedback) kernel writes one output varying per row of its item
+  // and captures all of them interleaved in one buffer, so both limits bind (both ES 3.0).
+  limits.max_varying_vectors = gl_integer(GL_MAX_VARYING_VECTORS);
+  limits.max_feedback_components = gl_integer(GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS);
   if (major > 3 || (major == 3 && minor >= 1)) {
     limits.max_workgroup_invocations = gl_integer(GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS);
     limits.max_workgroup_size_x = gl_integer_indexed(GL_MAX_COMPUTE_WORK_GROUP_SIZE, 0);

@@ -5,6 +5,11 @@
 /// early exit — a compile error, a wrong answer, a GL error — still deletes them: an agent runs
 /// thousands of trials in one context and must not leak. Failures travel as MeasureError
 /// exceptions inside the trial and come out of GlRuntime::measure as a MeasureResult.
+///
+/// Three kinds of kernel: fragment shaders (gles-frag) drawn into float render targets, vertex
+/// shaders (gles-frag with output.feedback) whose outputs are captured by transform feedback
+/// into one buffer, and compute shaders (gles-compute) writing a storage buffer. The first two
+/// read their inputs from the same textures.
 #include "native_agent/gl_runtime.hpp"
 
 #include <GLES3/gl32.h>
@@ -121,13 +126,26 @@ GLsizeiptr buffer_bytes(int64_t floats) {
 
 /// Every GL object of one trial; the destructor unbinds and deletes them all.
 struct GlObjects {
-  std::vector<GLuint> shaders, textures, buffers, framebuffers, vertex_arrays;
+  std::vector<GLuint> shaders, textures, buffers, framebuffers, renderbuffers, vertex_arrays,
+      transform_feedbacks;
   GLuint program = 0;
 
   GlObjects() = default;
   GlObjects(const GlObjects&) = delete;
   GlObjects& operator=(const GlObjects&) = delete;
   ~GlObjects() {
+    // A feedback run ends its transform feedback before anything can throw, but if one were
+    // left active, the unbinding and deleting below would all fail.
+    GLboolean feedback_active = GL_FALSE;
+    glGetBooleanv(GL_TRANSFORM_FEEDBACK_ACTIVE, &feedback_active);
+    if (feedback_active == GL_TRUE) glEndTransformFeedback();
+    // Rasterizer discard would silently turn the next fragment kernel's draws into no-ops.
+    glDisable(GL_RASTERIZER_DISCARD);
+    glBindTransformFeedback(GL_TRANSFORM_FEEDBACK, 0);
+    glBindBuffer(GL_TRANSFORM_FEEDBACK_BUFFER, 0);
+    glBindBuffer(GL_COPY_READ_BUFFER, 0);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+    glBindRenderbuffer(GL_RENDERBUFFER, 0);
     glUseProgram(0);
     glBindFramebuffer(GL_FRAMEBUFFER, 0);
     glBindVertexArray(0);
@@ -146,6 +164,13 @@ struct GlObjects {
     if (!framebuffers.empty()) {
       glDeleteFramebuffers(static_cast<GLsizei>(framebuffers.size()), framebuffers.data());
     }
+    if (!renderbuffers.empty()) {
+      glDeleteRenderbuffers(static_cast<GLsizei>(renderbuffers.size()), renderbuffers.data());
+    }
+    if (!transform_feedbacks.empty()) {
+      glDeleteTransformFeedbacks(static_cast<GLsizei>(transform_feedbacks.size()),
+                                 transform_feedbacks.data());
+    }
     if (!vertex_arrays.empty()) {
       glDeleteVertexArrays(static_cast<GLsizei>(vertex_arrays.size()), vertex_arrays.data());
     }
@@ -162,7 +187,8 @@ class Trial {
         artifact_(input.artifact),
         info_(info),
         start_(start),
-        fragment_(input.artifact.target == Target::kGlesFrag) {}
+        fragment_(input.artifact.target == Target::kGlesFrag),
+        feedback_(fragment_ && input.artifact.output.feedback) {}
 
   std::vector<double> run() {
     if (std::string stale = drain_gl_errors(); !stale.empty()) {
@@ -171,7 +197,11 @@ class Trial {
     validate();
     compile();
     upload_inputs();
-    fragment_ ? prepare_fragment_outputs() : prepare_compute_output();
+    if (feedback_) {
+      prepare_feedback_output();
+    } else {
+      fragment_ ? prepare_fragment_outputs() : prepare_compute_output();
+    }
     check_gl("setting up the kernel's inputs and outputs");
 
     // The checked run is also TVM's untimed warm-up run. Outputs start as NaN so that a kernel
@@ -217,7 +247,15 @@ class Trial {
                     std::to_string(output.cols) + " = " + std::to_string(output.elements()) +
                     " elements but the workload has " + std::to_string(workload.output_size()));
     }
-    fragment_ ? validate_fragment() : validate_compute();
+    if (output.feedback && !fragment_) {
+      instantiation("a transform feedback output needs target gles-frag, not " +
+                    std::string(target_name(artifact_.target)));
+    }
+    if (feedback_) {
+      validate_feedback();
+    } else {
+      fragment_ ? validate_fragment() : validate_compute();
+    }
   }
 
   void check_texture_size(const std::string& what, int64_t width, int64_t height) const {
@@ -240,16 +278,7 @@ class Trial {
                          "EXT_color_buffer_float; this device (" +
                              info_.renderer + ", " + info_.version + ") lacks it");
     }
-    for (size_t i = 0; i < artifact_.inputs.size(); ++i) {
-      const TensorLayout& layout = artifact_.inputs[i];
-      std::string what = "input " + std::to_string(i);
-      check_texture_size(what, layout.width, layout.height);
-      if (layout.width * layout.height < layout.packed_elements()) {
-        instantiation(what + " has " + std::to_string(layout.packed_elements()) +
-                      " packed elements but its " + std::to_string(layout.width) + "x" +
-                      std::to_string(layout.height) + " texture holds fewer");
-      }
-    }
+    validate_texture_inputs();
     const OutputLayout& output = artifact_.output;
     if (output.channels != 1 && output.channels != 4) {
       instantiation("output channels must be 1 (R32F) or 4 (RGBA32F), not " +
@@ -267,6 +296,59 @@ class Trial {
       instantiation("the output has " + std::to_string(items) + " items but its " +
                     std::to_string(output.width) + "x" + std::to_string(output.height) +
                     " render targets hold fewer");
+    }
+  }
+
+  /// Fragment and vertex-stage kernels read their inputs from 2D textures.
+  void validate_texture_inputs() const {
+    for (size_t i = 0; i < artifact_.inputs.size(); ++i) {
+      const TensorLayout& layout = artifact_.inputs[i];
+      std::string what = "input " + std::to_string(i);
+      check_texture_size(what, layout.width, layout.height);
+      if (layout.width * layout.height < layout.packed_elements()) {
+        instantiation(what + " has " + std::to_string(layout.packed_elements()) +
+                      " packed elements but its " + std::to_string(layout.width) + "x" +
+                      std::to_string(layout.height) + " texture holds fewer");
+      }
+    }
+  }
+
+  /// A vertex-stage kernel renders nothing: its output is a buffer, so neither the texture size
+  /// nor EXT_color_buffer_float limit it, but the varyings and captured components do.
+  void validate_feedback() const {
+    validate_texture_inputs();
+    const OutputLayout& output = artifact_.output;
+    const DeviceLimits& limits = info_.limits;
+    if (output.channels != 1 && output.channels != 4) {
+      instantiation("output channels must be 1 (float varyings) or 4 (vec4 varyings), not " +
+                    std::to_string(output.channels));
+    }
+    if (output.rows_per_item < 1 || output.rows_per_item > limits.max_varying_vectors) {
+      instantiation("the output needs " + std::to_string(output.rows_per_item) +
+                    " varyings but this device allows 1 to " +
+                    std::to_string(limits.max_varying_vectors) + " (GL_MAX_VARYING_VECTORS)");
+    }
+    int64_t components = int64_t{output.rows_per_item} * output.channels;
+    if (components > limits.max_feedback_components) {
+      instantiation("the output captures " + std::to_string(components) +
+                    " components per item but this device's "
+                    "GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS is " +
+                    std::to_string(limits.max_feedback_components));
+    }
+    if (output.height != 1) {
+      instantiation("a transform feedback output has height 1 (width = items), not " +
+                    std::to_string(output.height));
+    }
+    int64_t items =
+        ceil_div(output.rows, output.rows_per_item) * ceil_div(output.cols, output.channels);
+    if (output.width < items) {
+      instantiation("the output has " + std::to_string(items) + " items but its width draws " +
+                    std::to_string(output.width) + " vertices");
+    }
+    // glDrawArrays takes a GLsizei count.
+    if (output.width > std::numeric_limits<GLsizei>::max()) {
+      instantiation("the output's width " + std::to_string(output.width) +
+                    " exceeds the largest draw call");
     }
   }
 
@@ -364,7 +446,21 @@ class Trial {
     auto begin = Clock::now();
     GLuint program = glCreateProgram();
     objects_.program = program;
-    if (fragment_) {
+    if (feedback_) {
+      glAttachShader(program, compile_shader(GL_VERTEX_SHADER, artifact_.source.c_str(), "vertex"));
+      glAttachShader(program, compile_shader(GL_FRAGMENT_SHADER, kFeedbackFragmentShader,
+                                             "feedback fragment"));
+      // Captured varyings are part of the link (ES 3.0 §2.15.2), so they are named before it;
+      // one that the vertex shader lacks makes the link fail, with the driver's log.
+      std::vector<std::string> names;
+      for (int j = 0; j < artifact_.output.rows_per_item; ++j) {
+        names.push_back("o" + std::to_string(j));
+      }
+      std::vector<const char*> pointers;
+      for (const std::string& name : names) pointers.push_back(name.c_str());
+      glTransformFeedbackVaryings(program, static_cast<GLsizei>(pointers.size()), pointers.data(),
+                                  GL_INTERLEAVED_ATTRIBS);
+    } else if (fragment_) {
       glAttachShader(program, compile_shader(GL_VERTEX_SHADER, kFullscreenVertexShader, "vertex"));
       glAttachShader(program,
                      compile_shader(GL_FRAGMENT_SHADER, artifact_.source.c_str(), "fragment"));
@@ -495,7 +591,15 @@ class Trial {
     glDisable(GL_STENCIL_TEST);
     glDisable(GL_SCISSOR_TEST);
     glDisable(GL_DITHER);
+    // Left on, it would make the draw a silent no-op (a feedback trial disables it when done).
+    glDisable(GL_RASTERIZER_DISCARD);
     glColorMask(GL_TRUE, GL_TRUE, GL_TRUE, GL_TRUE);
+    use_program_with_samplers();
+  }
+
+  /// Binds an empty vertex array (the kernels use gl_VertexID only) and the program, and points
+  /// samplers in0/in1 at texture units 0/1.
+  void use_program_with_samplers() {
     GLuint vertex_array = 0;
     glGenVertexArrays(1, &vertex_array);
     objects_.vertex_arrays.push_back(vertex_array);
@@ -507,9 +611,62 @@ class Trial {
       if (location >= 0) {
         glUniform1i(location, i);
       } else {
-        spdlog::debug("fragment kernel has no active sampler '{}'", name);
+        spdlog::debug("kernel has no active sampler '{}'", name);
       }
     }
+  }
+
+  /// Floats of the transform feedback buffer: rows_per_item varyings of `channels` per item.
+  int64_t feedback_floats() const {
+    const OutputLayout& output = artifact_.output;
+    return output.width * output.height * output.rows_per_item * output.channels;
+  }
+
+  void prepare_feedback_output() {
+    // Draw calls need a complete draw framebuffer even with the rasterizer discarding
+    // everything (ES 3.0 §4.4.4.2), and a surfaceless context's default framebuffer is not: a
+    // 1x1 RGBA8 target (always color-renderable) stands in for it.
+    GLuint framebuffer = 0, renderbuffer = 0;
+    glGenFramebuffers(1, &framebuffer);
+    objects_.framebuffers.push_back(framebuffer);
+    glGenRenderbuffers(1, &renderbuffer);
+    objects_.renderbuffers.push_back(renderbuffer);
+    glBindRenderbuffer(GL_RENDERBUFFER, renderbuffer);
+    glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, 1, 1);
+    glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);
+    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, renderbuffer);
+    const GLenum draw_buffer = GL_COLOR_ATTACHMENT0;
+    glDrawBuffers(1, &draw_buffer);
+    check_gl("creating the feedback kernel's framebuffer");
+    GLenum status = glCheckFramebufferStatus(GL_FRAMEBUFFER);
+    if (status != GL_FRAMEBUFFER_COMPLETE) {
+      throw MeasureError(MeasureErrorNo::kRuntimeDevice,
+                         "the 1x1 RGBA8 framebuffer of a feedback kernel is incomplete: " +
+                             framebuffer_status_name(status));
+    }
+
+    // Its own transform feedback object, so that the buffer binding never lingers in the
+    // context's default one.
+    GLuint transform_feedback = 0;
+    glGenTransformFeedbacks(1, &transform_feedback);
+    objects_.transform_feedbacks.push_back(transform_feedback);
+    glBindTransformFeedback(GL_TRANSFORM_FEEDBACK, transform_feedback);
+    GLuint buffer = 0;
+    glGenBuffers(1, &buffer);
+    objects_.buffers.push_back(buffer);
+    output_buffer_ = buffer;
+    glBindBuffer(GL_TRANSFORM_FEEDBACK_BUFFER, buffer);
+    glBufferData(
+        GL_TRANSFORM_FEEDBACK_BUFFER,
+        static_cast<GLsizeiptr>(feedback_floats()) * static_cast<GLsizeiptr>(sizeof(float)),
+        nullptr, GL_DYNAMIC_READ);
+    glBindBufferBase(GL_TRANSFORM_FEEDBACK_BUFFER, 0, buffer);
+    check_gl("creating the transform feedback buffer");
+
+    // All state of a run is set once here, so that a timed run is only the draw call; the
+    // GlObjects destructor disables the discard again.
+    glEnable(GL_RASTERIZER_DISCARD);
+    use_program_with_samplers();
   }
 
   void prepare_compute_output() {
@@ -526,7 +683,14 @@ class Trial {
 
   void fill_outputs_with_nan() {
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    if (fragment_) {
+    if (feedback_) {
+      std::vector<float> nans(static_cast<size_t>(feedback_floats()), nan);
+      // The copy-write binding, so that the transform feedback bindings stay as they are.
+      glBindBuffer(GL_COPY_WRITE_BUFFER, output_buffer_);
+      glBufferSubData(GL_COPY_WRITE_BUFFER, 0, static_cast<GLsizeiptr>(nans.size() * sizeof(float)),
+                      nans.data());
+      glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+    } else if (fragment_) {
       const GLfloat value[4] = {nan, nan, nan, nan};
       for (int j = 0; j < artifact_.output.rows_per_item; ++j) glClearBufferfv(GL_COLOR, j, value);
     } else {
@@ -540,7 +704,17 @@ class Trial {
 
   // ---- running ----
   void run_once() {
-    if (fragment_) {
+    if (feedback_) {
+      // Nothing between begin and end may throw: an active transform feedback would block
+      // every cleanup call. Each begin restarts writing at the buffer's start, so every run
+      // overwrites the same floats.
+      glBeginTransformFeedback(GL_POINTS);
+      glDrawArrays(GL_POINTS, 0, static_cast<GLsizei>(artifact_.output.width));
+      glEndTransformFeedback();
+      // As for fragment kernels: every run is submitted on its own, so runs cost the same on
+      // both paths.
+      glFlush();
+    } else if (fragment_) {
       glDrawArrays(GL_TRIANGLES, 0, 3);
       // Each run must really execute. llvmpipe bins draws into a scene and may drop a tile's
       // earlier commands when a later opaque draw covers it, so unflushed back-to-back draws
@@ -614,8 +788,33 @@ class Trial {
     return values;
   }
 
+  std::vector<float> read_feedback_output() const {
+    size_t count = static_cast<size_t>(feedback_floats());
+    // ES 3.0 has no glGetBufferSubData; mapping waits for the captures, which glFinish has
+    // completed already anyway.
+    glBindBuffer(GL_COPY_READ_BUFFER, output_buffer_);
+    const void* mapped = glMapBufferRange(
+        GL_COPY_READ_BUFFER, 0, static_cast<GLsizeiptr>(count * sizeof(float)), GL_MAP_READ_BIT);
+    if (mapped == nullptr) {
+      check_gl("mapping the transform feedback buffer");
+      throw MeasureError(MeasureErrorNo::kRuntimeDevice, "glMapBufferRange returned null");
+    }
+    std::vector<float> values(count);
+    std::memcpy(values.data(), mapped, count * sizeof(float));
+    GLboolean intact = glUnmapBuffer(GL_COPY_READ_BUFFER);
+    glBindBuffer(GL_COPY_READ_BUFFER, 0);
+    if (intact != GL_TRUE) {
+      throw MeasureError(MeasureErrorNo::kRuntimeDevice,
+                         "the transform feedback buffer's contents were lost while mapped");
+    }
+    check_gl("reading the transform feedback buffer back");
+    return artifact_.output.unpack({values});
+  }
+
   void check_output() {
-    std::vector<float> output = fragment_ ? read_fragment_output() : read_compute_output();
+    std::vector<float> output = feedback_   ? read_feedback_output()
+                                : fragment_ ? read_fragment_output()
+                                            : read_compute_output();
     if (output.size() != static_cast<size_t>(input_.workload.output_size())) {
       instantiation("the output layout unpacks into " + std::to_string(output.size()) +
                     " values, not the workload's " + std::to_string(input_.workload.output_size()));
@@ -683,7 +882,8 @@ class Trial {
   const KernelArtifact& artifact_;
   const GlDeviceInfo& info_;
   Clock::time_point start_;
-  bool fragment_;
+  bool fragment_;  ///< target gles-frag: inputs are textures
+  bool feedback_;  ///< gles-frag with a vertex-stage kernel captured by transform feedback
   GlObjects objects_;
   GLuint output_buffer_ = 0;
 };

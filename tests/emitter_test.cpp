@@ -3,6 +3,7 @@
 /// through headless EGL, and match the CPU reference.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <map>
 #include <random>
 
@@ -147,6 +148,94 @@ TEST(FragFetchKnob, NormalizedCoordinateKernelsReadTheSameTexelsAsTexelFetch) {
   EXPECT_EQ(runs_by_fetch["lod"], 12);
   EXPECT_EQ(runs_by_fetch["texture"], 12);
   EXPECT_GE(flat_runs, 6);
+}
+
+/// gles-frag's vertex stage: one vertex per block, its rows captured by transform feedback,
+/// including blocks taller than a fragment's draw buffers allow (rows_scale 2 and 3), padded row
+/// blocks (conv3x3 has 7 output channels) and depthwise channel quads. Each runs on llvmpipe
+/// against the reference.
+TEST(FragVertexStage, TallBlocksCapturedByTransformFeedbackMatchTheReference) {
+  const Workload workloads[] = {Workload::dense(64, 64, 64, "dense64"),
+                                Workload::conv2d(1, 64, 56, 56, 128, 1, 2, 0, "C4"),
+                                Workload::conv2d(1, 6, 10, 9, 7, 3, 1, 1, "conv3x3"),
+                                Workload::depthwise_conv2d(1, 6, 10, 9, 3, 2, 1, "dw3x3")};
+  const DeviceLimits& limits = runtime().info().limits;
+  std::mt19937_64 rng(20261123);
+  std::map<int64_t, int> runs_by_scale;
+  for (const Workload& w : workloads) {
+    Task task = Task::create(w, Target::kGlesFrag, limits);
+    MeasureInput input;
+    input.workload = w;
+    input.seed = 78;
+    input.samples = reference_samples(w, input.seed, 48);
+    input.options.timeout_s = 30;
+    std::map<int64_t, int> runs;
+    for (const ConfigEntity& entity : task.space->sample_distinct(rng, 300)) {
+      const bool vertex = entity.get_string("stage") == "vertex";
+      const int64_t scale = entity.get_int("rows_scale");
+      input.artifact = task.build(entity);
+      const OutputLayout& out = input.artifact.output;
+      // The layout follows the stage; a fragment block never has more rows than out_rows.
+      EXPECT_EQ(out.feedback, vertex) << entity.to_string();
+      EXPECT_EQ(out.rows_per_item, entity.get_int("out_rows") * scale) << entity.to_string();
+      EXPECT_EQ(input.artifact.source.find("gl_VertexID") != std::string::npos, vertex);
+      if (!vertex) {
+        EXPECT_EQ(scale, 1) << entity.to_string();
+        continue;
+      }
+      EXPECT_LE(out.rows_per_item, limits.max_varying_vectors);
+      EXPECT_EQ(out.height, 1);
+      if (runs[scale] == 2) continue;
+      ++runs[scale];
+      ++runs_by_scale[scale];
+      const MeasureResult r = runtime().measure(input);
+      EXPECT_EQ(r.error, MeasureErrorNo::kNoError) << entity.to_string() << ": " << r.message;
+    }
+  }
+  EXPECT_EQ(runs_by_scale[1], 8);
+  EXPECT_EQ(runs_by_scale[2], 8);
+  EXPECT_GE(runs_by_scale[3], 4);  // 24-row blocks need 96 components; llvmpipe captures 64
+}
+
+/// The vertex stage's rules: taller blocks only for vertices, one output layout for them, and
+/// the device's varying and feedback limits.
+TEST(FragVertexStage, ConstraintsAndDeviceLimits) {
+  const Workload w = Workload::dense(64, 64, 64, "dense64");
+  DeviceLimits limits;
+  limits.max_draw_buffers = 8;
+  limits.max_varying_vectors = 31;
+  limits.max_feedback_components = 128;
+  Task task = Task::create(w, Target::kGlesFrag, limits);
+  const auto entity = [&](int64_t rows, const char* stage, int64_t scale, const char* out) {
+    return task.space->parse(
+        std::string(R"({"entity":[["out_rows","ot",)") + std::to_string(rows) +
+        R"(],["out_cols","ot",4],["packing","ot","k"],["unroll","ot",1],)"
+        R"(["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot",")" +
+        out + R"("],["fetch","ot","texture"],["stage","ot",")" + stage +
+        R"("],["rows_scale","ot",)" + std::to_string(scale) + "]]}");
+  };
+  std::string why;
+  EXPECT_TRUE(task.space->is_valid(entity(8, "vertex", 3, "2d"), &why)) << why;
+  EXPECT_FALSE(task.space->is_valid(entity(8, "fragment", 2, "2d"), &why));
+  EXPECT_EQ(why, "breaks constraint: rows_scale above 1 needs stage = vertex");
+  EXPECT_FALSE(task.space->is_valid(entity(8, "vertex", 1, "flat"), &why));
+  EXPECT_EQ(why, "breaks constraint: stage vertex needs layout_out = 2d");
+  // 24 rows of vec4: 24 varyings and 96 components; a device that captures 64 refuses it.
+  limits.max_feedback_components = 64;
+  Task small = Task::create(w, Target::kGlesFrag, limits);
+  EXPECT_FALSE(small.space->is_valid(
+      small.space->parse(boost::json::serialize(entity(8, "vertex", 3, "2d").to_json())), &why));
+  EXPECT_EQ(why,
+            "breaks device limit: vertex outputs within max_varying_vectors and "
+            "max_feedback_components");
+  // A record from before the stage knobs reads as a fragment kernel of out_rows rows.
+  const ConfigEntity old = task.space->parse(
+      R"({"entity":[["out_rows","ot",8],["out_cols","ot",4],["packing","ot","k"],)"
+      R"(["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],)"
+      R"(["layout_out","ot","flat"],["fetch","ot","lod"]]})");
+  EXPECT_EQ(old.get_string("stage"), "fragment");
+  EXPECT_EQ(old.get_int("rows_scale"), 1);
+  EXPECT_FALSE(task.build(old).output.feedback);
 }
 
 std::vector<EmitterCase> emitter_cases() {

@@ -69,6 +69,39 @@ TEST(OutputLayout, PlainLayoutIsIdentityAndMissingPixelsStayNaN) {
   EXPECT_THROW(o.unpack({iota(6), iota(6)}), std::invalid_argument);
 }
 
+TEST(OutputLayout, FeedbackBufferInterleavesTheRowsOfEachItem) {
+  // C[5, 8] from a vertex-stage kernel: items of 3 rows × 4 cols, 2 row blocks × 2 col blocks;
+  // row j of item t at floats (t·3 + j)·4 … +3 of the one captured buffer.
+  OutputLayout o{5, 8, 3, 4, 4, 1};
+  o.feedback = true;
+  std::vector<float> buffer(4 * 3 * 4, -1);
+  for (int t = 0; t < 4; ++t)
+    for (int j = 0; j < 3; ++j)
+      for (int c = 0; c < 4; ++c) {
+        const int row = (t / 2) * 3 + j, col = (t % 2) * 4 + c;
+        buffer[(t * 3 + j) * 4 + c] = static_cast<float>(row * 100 + col);
+      }
+  std::vector<float> out = o.unpack({buffer});
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 8; ++c) EXPECT_EQ(out[r * 8 + c], r * 100 + c) << r << "," << c;
+  // A short buffer leaves the items it lacks NaN; render targets are refused.
+  std::vector<float> partial = o.unpack({std::vector<float>(buffer.begin(), buffer.begin() + 36)});
+  EXPECT_EQ(partial[3 * 8 + 3], 303);  // item 2 (rows 3-4, cols 0-3) is in the first 36 floats
+  EXPECT_TRUE(std::isnan(partial[3 * 8 + 4]));
+  EXPECT_THROW(o.unpack({buffer, buffer, buffer}), std::invalid_argument);
+
+  const OutputLayout back =
+      OutputLayout::from_json(boost::json::parse(boost::json::serialize(o.to_json())));
+  EXPECT_TRUE(back.feedback);
+  EXPECT_FALSE(OutputLayout::from_json(boost::json::parse(boost::json::serialize(
+                                           OutputLayout{5, 8, 3, 4, 4, 1}.to_json())))
+                   .feedback);
+  EXPECT_THROW(OutputLayout::from_json(boost::json::parse(
+                   R"({"rows":5,"cols":8,"rows_per_item":3,"channels":4,"width":2,"height":2,)"
+                   R"("feedback":true})")),
+               std::invalid_argument);
+}
+
 TEST(KernelArtifact, JsonRoundTrip) {
   KernelArtifact a;
   a.target = Target::kGlesCompute;

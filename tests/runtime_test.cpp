@@ -136,6 +136,59 @@ void main() {
 )";
 }
 
+// ---- hand-written vertex-stage (transform feedback) kernels for dense M = N = K = 16 ----
+
+/// How a feedback kernel for dense 16 goes wrong, if it does.
+enum class FeedbackFault { kNone, kWrongValue, kSyntaxError, kMissingVarying };
+
+/// Item t = gl_VertexID covers rows 2·(t / col_blocks) + j (varying oj, j = 0, 1) and cols
+/// channels·(t mod col_blocks) … +channels−1, with col_blocks = 16 / channels; inputs are R32F
+/// textures in the natural layout: texel (x, y) of the data is A[y][x], of the weight B[y][x].
+std::string dense16_feedback_source(int channels, FeedbackFault fault) {
+  const std::string type = channels == 1 ? "float" : "vec4";
+  std::string b = "texelFetch(in1, ivec2(col0, k), 0).r";
+  if (channels == 4) {
+    b = "vec4(texelFetch(in1, ivec2(col0, k), 0).r, texelFetch(in1, ivec2(col0 + 1, k), 0).r,\n"
+        "                  texelFetch(in1, ivec2(col0 + 2, k), 0).r, "
+        "texelFetch(in1, ivec2(col0 + 3, k), 0).r)";
+  }
+  std::string source = R"(#version 300 es
+precision highp float;
+precision highp int;
+precision highp sampler2D;
+uniform sampler2D in0;
+uniform sampler2D in1;
+out )" + type + R"( o0;
+)";
+  if (fault != FeedbackFault::kMissingVarying) source += "out " + type + " o1;\n";
+  source += R"(void main() {
+  int col_blocks = 16 / )" +
+            std::to_string(channels) +
+            R"(;
+  int row0 = 2 * (gl_VertexID / col_blocks);
+  int col0 = )" +
+            std::to_string(channels) +
+            R"( * (gl_VertexID % col_blocks);
+  )" + type +
+            " acc0 = " + type + "(0.0);\n  " + type + " acc1 = " + type + R"((0.0);
+  for (int k = 0; k < 16; ++k) {
+    )" + type +
+            " b = " + b + R"(;
+    acc0 += texelFetch(in0, ivec2(k, row0), 0).r * b;
+    acc1 += texelFetch(in0, ivec2(k, row0 + 1), 0).r * b;
+  }
+  o0 = acc0;
+)";
+  if (fault == FeedbackFault::kWrongValue) {
+    source += "  o1 = acc1 + 1.0;\n";  // every odd row, so the last sample (C[15][15]) too
+  } else if (fault == FeedbackFault::kSyntaxError) {
+    source += "  o1 = acc1\n";  // no semicolon
+  } else if (fault != FeedbackFault::kMissingVarying) {
+    source += "  o1 = acc1;\n";
+  }
+  return source + "  gl_Position = vec4(0.0, 0.0, 0.0, 1.0);\n}\n";
+}
+
 /// A "hang" for llvmpipe. Mesa caps every shader invocation at 65535 loop iterations in total
 /// (nested loops share the count), so no loop runs forever there; instead each of the
 /// 512×512 fragments does 65535 × 16 dependent FMAs on values the compiler cannot know:
@@ -225,6 +278,23 @@ MeasureInput dense8_packed_mrt() {
   return make_input(Workload::dense(8, 8, 8), std::move(artifact));
 }
 
+/// Dense 16×16×16 through transform feedback: two rows per item (rows_per_item = 2),
+/// `channels` cols per item, width = items, height = 1.
+MeasureInput dense16_feedback(int channels, FeedbackFault fault = FeedbackFault::kNone) {
+  KernelArtifact artifact;
+  artifact.target = Target::kGlesFrag;
+  artifact.source = dense16_feedback_source(channels, fault);
+  artifact.inputs = {natural_layout({16, 16}), natural_layout({16, 16})};
+  artifact.output.rows = 16;
+  artifact.output.cols = 16;
+  artifact.output.rows_per_item = 2;
+  artifact.output.channels = channels;
+  artifact.output.width = (16 / 2) * (16 / channels);
+  artifact.output.height = 1;
+  artifact.output.feedback = true;
+  return make_input(Workload::dense(16, 16, 16), std::move(artifact));
+}
+
 MeasureInput dense8_compute(bool skip_last) {
   KernelArtifact artifact;
   artifact.target = Target::kGlesCompute;
@@ -304,6 +374,9 @@ TEST(EglContextTest, CreatesHeadlessEs31ContextOnLlvmpipe) {
   EXPECT_GE(info.limits.max_workgroup_size_y, 128);
   EXPECT_GE(info.limits.max_workgroup_size_z, 64);
   EXPECT_GE(info.limits.max_shared_memory_bytes, 16384);
+  // The OpenGL ES 3.0 minimums, which vertex-stage (transform feedback) kernels rely on.
+  EXPECT_GE(info.limits.max_varying_vectors, 15);
+  EXPECT_GE(info.limits.max_feedback_components, 64);
 
   // The context is current: GL answers on this thread.
   GLint texture_size = 0;
@@ -320,6 +393,8 @@ TEST(EglContextTest, CreatesHeadlessEs31ContextOnLlvmpipe) {
   EXPECT_EQ(back.color_buffer_float, info.color_buffer_float);
   EXPECT_EQ(back.limits.max_texture_size, info.limits.max_texture_size);
   EXPECT_EQ(back.limits.max_shared_memory_bytes, info.limits.max_shared_memory_bytes);
+  EXPECT_EQ(back.limits.max_varying_vectors, info.limits.max_varying_vectors);
+  EXPECT_EQ(back.limits.max_feedback_components, info.limits.max_feedback_components);
   EXPECT_EQ(info.to_json().at("short_name").as_string(), "llvmpipe");
 }
 
@@ -466,6 +541,96 @@ TEST_F(GlRuntimeTest, UnwrittenComputeOutputIsCaughtAsNaN) {
   EXPECT_THAT(result.message, HasSubstr("output[63] = nan"));
 }
 
+TEST_F(GlRuntimeTest, FeedbackKernelMeasuresWithBothChannelCounts) {
+  EXPECT_GE(runtime_->info().limits.max_varying_vectors, 15);
+  EXPECT_GE(runtime_->info().limits.max_feedback_components, 64);
+  for (int channels : {1, 4}) {
+    SCOPED_TRACE("channels = " + std::to_string(channels));
+    MeasureInput input = dense16_feedback(channels);
+    ASSERT_FALSE(input.samples.empty());
+    expect_ok(runtime_->measure(input), 3);
+  }
+}
+
+TEST_F(GlRuntimeTest, WrongFeedbackKernelIsWrongAnswer) {
+  for (int channels : {1, 4}) {
+    SCOPED_TRACE("channels = " + std::to_string(channels));
+    MeasureResult result =
+        runtime_->measure(dense16_feedback(channels, FeedbackFault::kWrongValue));
+    EXPECT_EQ(result.error, MeasureErrorNo::kWrongAnswer) << result.message;
+    EXPECT_THAT(result.message, HasSubstr("differ from the reference"));
+    EXPECT_TRUE(result.costs.empty());
+  }
+}
+
+TEST_F(GlRuntimeTest, FeedbackVertexSyntaxErrorIsCompileDeviceWithDriverLog) {
+  MeasureResult result = runtime_->measure(dense16_feedback(4, FeedbackFault::kSyntaxError));
+  EXPECT_EQ(result.error, MeasureErrorNo::kCompileDevice);
+  EXPECT_THAT(result.message, HasSubstr("vertex shader failed to compile"));
+  EXPECT_THAT(result.message, HasSubstr("syntax error"));  // Mesa's own words
+  EXPECT_TRUE(result.costs.empty());
+}
+
+TEST_F(GlRuntimeTest, MissingFeedbackVaryingIsLinkError) {
+  // rows_per_item = 2 captures o0 and o1; a shader without o1 compiles but must not link.
+  MeasureResult result = runtime_->measure(dense16_feedback(1, FeedbackFault::kMissingVarying));
+  EXPECT_EQ(result.error, MeasureErrorNo::kCompileDevice);
+  EXPECT_THAT(result.message, HasSubstr("failed to link"));
+  EXPECT_THAT(result.message, HasSubstr("o1"));
+}
+
+TEST_F(GlRuntimeTest, FeedbackLayoutBeyondLimitsIsRefusedBeforeGl) {
+  const DeviceLimits& limits = runtime_->info().limits;
+  struct Case {
+    const char* what;
+    void (*edit)(OutputLayout&, const DeviceLimits&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"too few items", [](OutputLayout& o, const DeviceLimits&) { o.width -= 1; },
+       "items but its width draws"},
+      {"height 2", [](OutputLayout& o, const DeviceLimits&) { o.height = 2; }, "has height 1"},
+      {"too many varyings",
+       [](OutputLayout& o, const DeviceLimits& l) {
+         o.rows_per_item = static_cast<int>(l.max_varying_vectors) + 1;
+       },
+       "GL_MAX_VARYING_VECTORS"},
+      {"too many components",
+       [](OutputLayout& o, const DeviceLimits& l) {
+         o.rows_per_item = static_cast<int>(l.max_feedback_components / 4) + 1;
+       },
+       "GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    MeasureInput input = dense16_feedback(4);
+    c.edit(input.artifact.output, limits);
+    MeasureResult result = runtime_->measure(input);
+    EXPECT_EQ(result.error, MeasureErrorNo::kInstantiation) << result.message;
+    EXPECT_THAT(result.message, HasSubstr(c.message));
+  }
+  // A wide feedback output needs no texture: only its inputs are textures.
+  MeasureInput wide = dense16_feedback(1);
+  wide.artifact.output.width = limits.max_texture_size + 1;
+  expect_ok(runtime_->measure(wide), 3);
+}
+
+TEST_F(GlRuntimeTest, FragmentKernelAfterFeedbackKernelIsUnaffected) {
+  // The feedback trial enables rasterizer discard and binds a feedback buffer; neither may
+  // outlive it, or the next fragment kernel would draw nothing (and fail as NaN).
+  expect_ok(runtime_->measure(dense16_feedback(4)), 3);
+  EXPECT_EQ(glIsEnabled(GL_RASTERIZER_DISCARD), GL_FALSE);
+  GLint bound = -1;
+  glGetIntegerv(GL_TRANSFORM_FEEDBACK_BUFFER_BINDING, &bound);
+  EXPECT_EQ(bound, 0);
+  glGetIntegerv(GL_TRANSFORM_FEEDBACK_BINDING, &bound);
+  EXPECT_EQ(bound, 0);
+  expect_ok(runtime_->measure(dense8_fragment(dense8_fragment_source(8))), 3);
+  expect_ok(runtime_->measure(dense8_packed_mrt()), 3);
+  // And the other way round.
+  expect_ok(runtime_->measure(dense16_feedback(1)), 3);
+}
+
 TEST_F(GlRuntimeTest, MinRepeatMsGrowsNumber) {
   MeasureInput input = dense8_fragment(dense8_fragment_source(8));
   input.options.number = 1;
@@ -523,12 +688,17 @@ TEST_F(GlRuntimeTest, TrialsLeaveNoGlObjectsBehind) {
   runtime_->measure(dense8_fragment("#version 300 es\nvoid main() { syntax error }\n"));
   runtime_->measure(dense8_compute(false));
   runtime_->measure(dense8_compute(true));
+  runtime_->measure(dense16_feedback(4));
+  runtime_->measure(dense16_feedback(1, FeedbackFault::kWrongValue));
+  runtime_->measure(dense16_feedback(4, FeedbackFault::kSyntaxError));
+  runtime_->measure(dense16_feedback(1, FeedbackFault::kMissingVarying));
   // The suite's context is current on this thread; names are small integers, and a deleted
   // object's name answers false to glIs*.
   int alive = 0;
   for (GLuint name = 1; name <= 256; ++name) {
     alive += glIsTexture(name) + glIsBuffer(name) + glIsFramebuffer(name) + glIsVertexArray(name) +
-             glIsProgram(name) + glIsShader(name);
+             glIsProgram(name) + glIsShader(name) + glIsRenderbuffer(name) +
+             glIsTransformFeedback(name);
   }
   EXPECT_EQ(alive, 0);
   EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));
@@ -576,6 +746,8 @@ TEST(IsolatedRuntimeTest, MeasuresInWorkerAndReportsDevice) {
   EXPECT_GE(runtime.info().limits.max_texture_size, 2048);
   expect_ok(runtime.measure(dense8_fragment(dense8_fragment_source(8))), 3);
   expect_ok(runtime.measure(dense8_compute(false)), 3);
+  // The feedback flag of the output layout travels through the JSON request.
+  expect_ok(runtime.measure(dense16_feedback(4)), 3);
 
   // Errors and driver logs travel through the JSON reply unchanged.
   MeasureResult wrong = runtime.measure(dense8_fragment(dense8_fragment_source(7)));

@@ -51,6 +51,21 @@ test('unpack: rows_per_item render targets back to row-major', () => {
   assert.deepEqual([...unpack(out, [target0, target1])], [...Array(12).keys()]);
 });
 
+test('unpack: a transform feedback buffer interleaves the rows of each item', () => {
+  // 3x8 output from a vertex-stage kernel: items of 2 rows x 4 cols, 2 row blocks x 2 col blocks;
+  // row j of item t at floats (t*2 + j)*4 .. +3 of the one buffer (OutputLayout in C++).
+  const out = { rows: 3, cols: 8, rows_per_item: 2, channels: 4, width: 4, height: 1, feedback: true };
+  const buffer = new Float32Array(4 * 2 * 4).fill(-1);
+  for (let t = 0; t < 4; ++t) {
+    for (let j = 0; j < 2; ++j) {
+      const row = Math.floor(t / 2) * 2 + j;
+      for (let c = 0; c < 4; ++c) if (row < 3) buffer[(t * 2 + j) * 4 + c] = row * 8 + (t % 2) * 4 + c;
+    }
+  }
+  assert.deepEqual([...unpack(out, [buffer])], [...Array(24).keys()]);
+  assert.throws(() => unpack(out, [buffer, buffer]), /expected 1 feedback buffer, got 2/);
+});
+
 test('checkSamples applies the tolerance and refuses NaN', () => {
   const output = new Float32Array([1, 2, NaN]);
   assert.equal(checkSamples(output, [[0, 1.0000001, 1, 1e-5], [1, 2, 2, 1e-5]]).ok, true);

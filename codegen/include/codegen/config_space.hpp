@@ -78,7 +78,8 @@ class ConfigEntity {
 
 /// What a device allows; the device-limit filters of a space read these.
 /// Sources: GL_MAX_TEXTURE_SIZE, GL_MAX_DRAW_BUFFERS, GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS,
-/// GL_MAX_COMPUTE_WORK_GROUP_SIZE, GL_MAX_COMPUTE_SHARED_MEMORY_SIZE (WebGPU's
+/// GL_MAX_COMPUTE_WORK_GROUP_SIZE, GL_MAX_COMPUTE_SHARED_MEMORY_SIZE, GL_MAX_VARYING_VECTORS,
+/// GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS (WebGPU's
 /// maxComputeInvocationsPerWorkgroup etc. map onto the same fields); max_threads is what a wasm
 /// tab reports (navigator.hardwareConcurrency capped at 8, 1 without cross-origin isolation,
 /// docs/wasm_abi.md).
@@ -89,6 +90,11 @@ struct DeviceLimits {
   int64_t max_workgroup_size_x = 128, max_workgroup_size_y = 128, max_workgroup_size_z = 64;
   int64_t max_shared_memory_bytes = 16384;
   int64_t max_threads = 1;  ///< threads a wasm kernel may use (JSON "max_threads"; 1 if absent)
+  /// Vertex-stage (transform feedback) kernels: GL_MAX_VARYING_VECTORS and
+  /// GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS; absent in JSON: the OpenGL ES 3.0
+  /// minimums (15 and 64, ES 3.0 table 6.33).
+  int64_t max_varying_vectors = 15;
+  int64_t max_feedback_components = 64;
 
   boost::json::object to_json() const;
   static DeviceLimits from_json(const boost::json::value& value);

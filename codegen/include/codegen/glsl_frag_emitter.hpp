@@ -3,7 +3,9 @@
 ///
 /// Tensors live in float textures (R32F, or RGBA32F packed four along a chosen axis); each
 /// fragment computes a block of outputs (1 or 4 consecutive columns as a float or a vec4, times
-/// 1, 2, 4 or 8 consecutive rows through as many draw buffers: 1, vec4, 4×4 up to 8×4); the
+/// 1, 2, 4 or 8 consecutive rows through as many draw buffers: 1, vec4, 4×4 up to 8×4; or, with
+/// knob stage = vertex, one vertex per block whose up to 24 rows are captured by transform
+/// feedback); the
 /// reduction loop can be unrolled and uses `dot` (or vec4 multiply-adds) when the operands are
 /// packed four along an axis. dense, conv2d (direct and implicit-GEMM loop structures) and
 /// depthwise_conv2d. The knobs, their constraints and device limits are documented in the .cpp.

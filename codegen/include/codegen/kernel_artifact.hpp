@@ -52,15 +52,25 @@ struct TensorLayout {
 /// Render target j (0 ≤ j < rows_per_item) holds row (row block · rows_per_item + j); item t
 /// sits at texel (t mod width, t div width). Positions past rows or cols are padding.
 /// For compute targets rows_per_item = channels = 1 and the buffer is the plain tensor.
+///
+/// Transform feedback (`feedback`, target gles-frag with a vertex-stage kernel): the source is a
+/// vertex shader run once per item (gl_VertexID = t, 0 ≤ t < width·height, drawn as GL_POINTS
+/// with GL_RASTERIZER_DISCARD), and its outputs o0 … o(rows_per_item−1) (a float or a vec4 each)
+/// are captured in one buffer with GL_INTERLEAVED_ATTRIBS: row j of item t is at floats
+/// (t·rows_per_item + j)·channels … +channels−1. Then width = items and height = 1, and unpack
+/// takes that one buffer as its only "target". (OpenGL ES 3.0 §2.15, transform feedback.)
 struct OutputLayout {
   int64_t rows = 0, cols = 0;
-  int rows_per_item = 1;  ///< draw buffers used (fragment targets)
+  int rows_per_item = 1;  ///< draw buffers used (fragment targets), or varyings (feedback)
   int channels = 1;       ///< 1 (R32F) or 4 (RGBA32F)
   int64_t width = 0, height = 0;
+  bool feedback = false;  ///< outputs come back through transform feedback (see above)
 
   int64_t elements() const { return rows * cols; }
   /// Rebuilds the row-major output from the render targets' pixels: `targets[j]` holds
-  /// width·height·channels floats read back from draw buffer j.
+  /// width·height·channels floats read back from draw buffer j; with `feedback`, `targets` is
+  /// the one captured buffer. Positions no item covers are NaN. Throws std::invalid_argument
+  /// for the wrong number of targets.
   std::vector<float> unpack(const std::vector<std::vector<float>>& targets) const;
 
   boost::json::object to_json() const;
@@ -83,8 +93,10 @@ struct WasmModuleInfo {
 /// Everything an agent needs to run one candidate.
 struct KernelArtifact {
   Target target = Target::kGlesFrag;
-  /// GLSL ES (fragment shaders pair with the fixed full-screen vertex shader), WGSL, or for
-  /// target wasm the linked module in base64 (standard alphabet, padded).
+  /// GLSL ES (fragment shaders pair with the fixed full-screen vertex shader; a gles-frag
+  /// kernel whose output.feedback is set is a vertex shader instead and pairs with
+  /// kFeedbackFragmentShader), WGSL, or for target wasm the linked module in base64 (standard
+  /// alphabet, padded).
   std::string source;
   /// Inputs in binding order: 0 = data (sampler "in0" on texture unit 0, or SSBO binding 0),
   /// 1 = weight ("in1" / binding 1). The output is SSBO binding 2 for compute targets.
@@ -106,5 +118,9 @@ struct KernelArtifact {
 /// The vertex shader that every fragment kernel is drawn with: one triangle covering the
 /// viewport, no attributes (GLSL ES 3.00, uses gl_VertexID).
 extern const char* const kFullscreenVertexShader;
+
+/// The fragment shader that every vertex-stage (transform feedback) kernel is linked with: it
+/// never runs (GL_RASTERIZER_DISCARD), but ES programs need both stages (GLSL ES 3.00).
+extern const char* const kFeedbackFragmentShader;
 
 }  // namespace webtune
