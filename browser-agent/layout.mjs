@@ -61,6 +61,11 @@ export function pack(layout, logical) {
   return out;
 }
 
+/** Captured outputs o0, o1, … of a feedback kernel (OutputLayout::varyings in C++). */
+export function feedbackVaryings(output) {
+  return output.rows_per_item * (output.channels > 4 ? output.channels / 4 : 1);
+}
+
 /**
  * Rebuilds the row-major output (Float32Array of rows·cols, NaN where no target covers it) from
  * `targets[j]`, the width·height·channels floats read back from draw buffer j, or, when

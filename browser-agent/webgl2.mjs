@@ -11,7 +11,7 @@
 // RUNTIME_DEVICE; the executor then builds a fresh canvas and context for the next one.
 
 import { ErrorNo, MeasureError, checkJobDeadline, requireSamplesMatch, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
-import { channels, pack, packedShape, shapeSize, unpack } from './layout.mjs';
+import { channels, feedbackVaryings, pack, packedShape, shapeSize, unpack } from './layout.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 
 /** The vertex shader every fragment kernel is drawn with (kFullscreenVertexShader in C++). */
@@ -284,12 +284,14 @@ class Trial {
     if (out.rows * out.cols !== this.sizes.output) {
       this.instantiation(`the artifact's output is ${out.rows}x${out.cols} = ${out.rows * out.cols} elements but the workload has ${this.sizes.output}`);
     }
-    if (out.channels !== 1 && out.channels !== 4) this.instantiation(`output channels must be 1 (R32F) or 4 (RGBA32F), not ${out.channels}`);
+    if (out.channels !== 1 && out.channels !== 4 && !(this.feedback && out.channels === 8)) {
+      this.instantiation(`output channels must be 1 (R32F) or 4 (RGBA32F), or 8 with feedback, not ${out.channels}`);
+    }
     const items = Math.ceil(out.rows / out.rows_per_item) * Math.ceil(out.cols / out.channels);
     if (this.feedback) {
-      if (out.rows_per_item < 1 || out.rows_per_item > limits.max_varying_vectors ||
+      if (out.rows_per_item < 1 || feedbackVaryings(out) > limits.max_varying_vectors ||
           out.rows_per_item * out.channels > limits.max_feedback_components) {
-        this.instantiation(`the output needs ${out.rows_per_item} varyings of ${out.channels} floats but this device allows ${limits.max_varying_vectors} varyings and ${limits.max_feedback_components} captured components`);
+        this.instantiation(`the output needs ${feedbackVaryings(out)} varyings, ${out.rows_per_item * out.channels} floats, but this device allows ${limits.max_varying_vectors} varyings and ${limits.max_feedback_components} captured components`);
       }
       if (out.height !== 1 || out.width < items) {
         this.instantiation(`a feedback output of ${items} items needs width >= ${items} and height 1, not ${out.width}x${out.height}`);
@@ -332,7 +334,7 @@ class Trial {
     if (this.feedback) {
       gl.attachShader(program, this.compileShader(gl.VERTEX_SHADER, this.artifact.source, 'vertex'));
       gl.attachShader(program, this.compileShader(gl.FRAGMENT_SHADER, FEEDBACK_FRAGMENT_SHADER, 'fragment'));
-      const varyings = Array.from({ length: this.artifact.output.rows_per_item }, (_, j) => `o${j}`);
+      const varyings = Array.from({ length: feedbackVaryings(this.artifact.output) }, (_, j) => `o${j}`);
       gl.transformFeedbackVaryings(program, varyings, gl.INTERLEAVED_ATTRIBS);
     } else {
       gl.attachShader(program, this.compileShader(gl.VERTEX_SHADER, FULLSCREEN_VERTEX_SHADER, 'vertex'));
@@ -412,7 +414,10 @@ class Trial {
     const buffer = gl.createBuffer();
     this.objects.buffers.push(buffer);
     gl.bindBuffer(gl.COPY_WRITE_BUFFER, buffer);
-    gl.bufferData(gl.COPY_WRITE_BUFFER, this.feedbackFloats() * 4, gl.DYNAMIC_READ);
+    // COPY, not READ, usage: Chromium keeps a client-side shadow of READ buffers at every fence
+    // and warns (and drops it) when the next timed run writes the buffer again; the output is
+    // read back once per trial.
+    gl.bufferData(gl.COPY_WRITE_BUFFER, this.feedbackFloats() * 4, gl.DYNAMIC_COPY);
     gl.bindBuffer(gl.COPY_WRITE_BUFFER, null);
     this.objects.feedback = gl.createTransformFeedback();
     this.feedbackBuffer = buffer;

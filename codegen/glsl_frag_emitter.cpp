@@ -70,8 +70,13 @@
 ///           than the best 8×4 fragment block (docs/benchmarks.md, issue 5).
 /// rows_scale {1,2,3}   Output rows per item = out_rows · rows_scale; above 1 only for the
 ///           vertex stage (a fragment has no more draw buffers than out_rows' largest value).
-///           stage and rows_scale came after fetch and read as fragment and 1 where a record
-///           lacks them.
+/// col_scale dense {1,2}  Output columns per item = out_cols · col_scale: 2 makes an 8-column
+///           block (two vec4 outputs per row), for the vertex stage with out_cols = 4 only. An
+///           8×8 block fetches 16 texels per 256 multiply-adds, against 20 for 16×4 and 12 per
+///           128 for the fragment stage's 8×4. (Convolutions lack it: their columns are output
+///           pixels whose windows are decoded per column; not built.)
+///           stage, rows_scale and col_scale came after fetch and read as fragment, 1 and 1
+///           where a record lacks them.
 ///
 /// Structural constraints
 /// ----------------------
@@ -85,16 +90,18 @@
 /// - unroll ≤ the trip count of the loop it unrolls: larger factors would only duplicate the
 ///   kernel of a smaller one.
 /// - rows_scale > 1 needs stage = vertex; stage = vertex needs layout_out = 2d (a feedback buffer
-///   has one layout, so flat would only repeat the kernel).
-/// In the constraints below "out_rows" means the rows of an item, out_rows · rows_scale.
+///   has one layout, so flat would only repeat the kernel); col_scale = 2 needs stage = vertex
+///   and out_cols = 4.
+/// In the constraints below "out_rows" and "out_cols" mean the rows and columns of an item,
+/// out_rows · rows_scale and out_cols · col_scale.
 ///
 /// Device limits
 /// -------------
 /// - width and height of the data, weight and (fragment stage) output textures ≤
 ///   max_texture_size;
 /// - fragment stage: out_rows (draw buffers) ≤ max_draw_buffers;
-/// - vertex stage: rows of an item ≤ max_varying_vectors and rows · out_cols ≤
-///   max_feedback_components (GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS).
+/// - vertex stage: outputs of an item (rows · max(1, cols/4)) ≤ max_varying_vectors and
+///   rows · cols ≤ max_feedback_components (GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS).
 ///
 /// Out-of-range safety: every index that can pass the end of a tensor (the last row or column
 /// block, a padded quad row of B) is clamped to the last valid one, so no fetch ever leaves the
@@ -138,7 +145,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 /// The knobs of one entity; knobs an operator does not have keep these defaults.
 struct FragKnobs {
   int out_rows = 1;  ///< rows of an item: knob out_rows times knob rows_scale
-  int out_cols = 1;
+  int out_cols = 1;  ///< columns of an item: knob out_cols times knob col_scale (1, 4 or 8)
   std::string packing = "none";
   std::string algo = "direct";
   std::string order = "crs";
@@ -149,6 +156,7 @@ struct FragKnobs {
   std::string fetch = "texel";  // knob fetch: texelFetch, textureLod or texture
   bool vertex = false;          // knob stage: vertex (transform feedback) or fragment
   int rows_scale = 1;
+  int col_scale = 1;
 };
 
 bool has_knob(const ConfigEntity& entity, const std::string& name) {
@@ -172,7 +180,9 @@ FragKnobs read_knobs(const ConfigEntity& entity) {
   if (has_knob(entity, "fetch")) k.fetch = entity.get_string("fetch");
   if (has_knob(entity, "stage")) k.vertex = entity.get_string("stage") == "vertex";
   if (has_knob(entity, "rows_scale")) k.rows_scale = static_cast<int>(entity.get_int("rows_scale"));
+  if (has_knob(entity, "col_scale")) k.col_scale = static_cast<int>(entity.get_int("col_scale"));
   k.out_rows *= k.rows_scale;
+  k.out_cols *= k.col_scale;
   return k;
 }
 
@@ -184,6 +194,11 @@ bool is_depthwise(const Workload& w) {
 }
 bool packs_data(const FragKnobs& k) {
   return k.packing != "none";
+}
+
+/// vec4 accumulators (and outputs) per block row: 2 for 8-column blocks, else 1.
+int col_quads(const FragKnobs& k) {
+  return k.out_cols > 4 ? k.out_cols / 4 : 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -319,8 +334,10 @@ int64_t rows_per_image(const Workload& w) {
 
 /// Why an entity cannot be built, or empty when it can (the structural constraints).
 std::string structural_problem(const Workload& w, const FragKnobs& k) {
-  if (k.packing == "kn" && k.out_cols != 4) return "packing kn needs out_cols = 4";
+  if (k.packing == "kn" && k.out_cols < 4) return "packing kn needs out_cols = 4";
   if (k.rows_scale != 1 && !k.vertex) return "rows_scale above 1 needs stage = vertex";
+  if (k.col_scale != 1 && (!k.vertex || k.out_cols != 8))
+    return "col_scale 2 needs stage = vertex and out_cols = 4";
   if (is_depthwise(w) && k.packing == "c" && k.out_rows % 4 != 0)
     return "depthwise packing c needs out_rows a multiple of 4";
   if (w.op != OpKind::kDense && w.batch != 1 && rows_per_image(w) % k.out_rows != 0)
@@ -448,12 +465,16 @@ void emit_prelude(ShaderWriter& s, const FragPlan& p, const ConfigEntity& entity
   s.line("precision highp sampler2D;");
   s.line("uniform highp sampler2D in0;  // data");
   s.line("uniform highp sampler2D in1;  // weight");
-  const char* out_type = p.k.out_cols == 4 ? "vec4" : "float";
+  const char* out_type = p.k.out_cols == 1 ? "float" : "vec4";
+  const int quads = col_quads(p.k);
   for (int j = 0; j < p.k.out_rows; ++j) {
-    if (p.k.vertex)  // captured by name (o0, o1, … in this order) through transform feedback
-      s.line("out ", out_type, " o", j, ";");
-    else
+    if (!p.k.vertex) {
       s.line("layout(location = ", j, ") out ", out_type, " o", j, ";");
+      continue;
+    }
+    // Captured by name (o0, o1, … in this order) through transform feedback: row j's column
+    // quads are o(j·quads) … o(j·quads + quads − 1) (OutputLayout::varyings).
+    for (int q = 0; q < quads; ++q) s.line("out ", out_type, " o", j * quads + q, ";");
   }
 }
 
@@ -522,14 +543,22 @@ void emit_item_decode(ShaderWriter& s, const FragPlan& p) {
   s.line("int cb = t - rb * ", p.col_blocks, ";");
 }
 
+/// The accumulator of block row j, column quad q: accj, or accj_q for 8-column blocks.
+std::string acc(const FragPlan& p, int j, int q = 0) {
+  return col_quads(p.k) == 1 ? cat("acc", j) : cat("acc", j, "_", q);
+}
+
 void emit_accumulators(ShaderWriter& s, const FragPlan& p) {
   for (int j = 0; j < p.k.out_rows; ++j)
-    s.line(p.k.out_cols == 4 ? "vec4 acc" : "float acc", j, " = ",
-           p.k.out_cols == 4 ? "vec4(0.0)" : "0.0", ";");
+    for (int q = 0; q < col_quads(p.k); ++q)
+      s.line(p.k.out_cols == 1 ? "float " : "vec4 ", acc(p, j, q), " = ",
+             p.k.out_cols == 1 ? "0.0" : "vec4(0.0)", ";");
 }
 
 void emit_stores(ShaderWriter& s, const FragPlan& p) {
-  for (int j = 0; j < p.k.out_rows; ++j) s.line("o", j, " = acc", j, ";");
+  const int quads = col_quads(p.k);
+  for (int j = 0; j < p.k.out_rows; ++j)
+    for (int q = 0; q < quads; ++q) s.line("o", j * quads + q, " = ", acc(p, j, q), ";");
   if (p.k.vertex) {  // the point is discarded before rasterization; ES still wants a position
     s.line("gl_Position = vec4(0.0, 0.0, 0.0, 1.0);");
     s.line("gl_PointSize = 1.0;");
@@ -550,8 +579,18 @@ void emit_block_columns(ShaderWriter& s, const FragPlan& p, const std::string& n
 
 /// One K step of the dense kernel at step index `kx` (a scalar k, or a k-quad when packed).
 void emit_dense_step(ShaderWriter& s, const FragPlan& p, const std::string& kx) {
-  const int rows = p.k.out_rows, cols = p.k.out_cols;
+  const int rows = p.k.out_rows, cols = p.k.out_cols, quads = col_quads(p.k);
   const Workload& w = p.w;
+  if (p.k.packing == "none" && cols == 8) {  // one A fetch per row for both column quads
+    for (int q = 0; q < quads; ++q)
+      s.line("vec4 b", q, " = vec4(",
+             join(4, [&](int i) { return cat("ld1(", kx, ", n", 4 * q + i, ")"); }), ");");
+    for (int j = 0; j < rows; ++j) {
+      s.line("float a", j, " = ld0(m", j, ", ", kx, ");");
+      for (int q = 0; q < quads; ++q) s.line(acc(p, j, q), " += a", j, " * b", q, ";");
+    }
+    return;
+  }
   if (p.k.packing == "none") {
     if (cols == 4)
       s.line("vec4 b = vec4(", join(4, [&](int i) { return cat("ld1(", kx, ", n", i, ")"); }),
@@ -565,26 +604,34 @@ void emit_dense_step(ShaderWriter& s, const FragPlan& p, const std::string& kx) 
   if (p.k.packing == "k") {
     for (int i = 0; i < cols; ++i) s.line("vec4 b", i, " = ld1(", kx, ", n", i, ");");
     for (int j = 0; j < rows; ++j) {
-      if (cols == 4)
-        s.line("acc", j, " += vec4(",
-               join(4, [&](int i) { return cat("dot(a", j, ", b", i, ")"); }), ");");
-      else
+      if (cols == 1) {
         s.line("acc", j, " += dot(a", j, ", b0);");
+        continue;
+      }
+      for (int q = 0; q < quads; ++q)
+        s.line(acc(p, j, q), " += vec4(",
+               join(4, [&](int i) { return cat("dot(a", j, ", b", 4 * q + i, ")"); }), ");");
     }
     return;
   }
   // kn: rows 4·kx + q of B, each a vec4 of 4 output columns. Rows past K (only in the last quad)
   // are clamped; their A components are the zero padding, so they add nothing.
+  // With 8 columns, quad c of the block reads texel column nb<c> into b<r>_<c>.
   const bool overflow = w.k % 4 != 0;
-  for (int q = 0; q < 4; ++q) {
-    const std::string row = q == 0 ? cat("4 * ", kx) : cat("4 * ", kx, " + ", q);
-    s.line("vec4 b", q, " = ld1(", clamped(row, w.k - 1, overflow && q > 0), ", nb);");
-  }
+  const auto b_name = [&](int r, int c) { return quads == 1 ? cat("b", r) : cat("b", r, "_", c); };
+  for (int c = 0; c < quads; ++c)
+    for (int r = 0; r < 4; ++r) {
+      const std::string row = r == 0 ? cat("4 * ", kx) : cat("4 * ", kx, " + ", r);
+      s.line("vec4 ", b_name(r, c), " = ld1(", clamped(row, w.k - 1, overflow && r > 0), ", ",
+             quads == 1 ? std::string("nb") : cat("nb", c), ");");
+    }
   for (int j = 0; j < rows; ++j)
-    s.line("acc", j, " += ",
-           join(
-               4, [&](int q) { return cat("a", j, ".", component(q), " * b", q); }, " + "),
-           ";");
+    for (int c = 0; c < quads; ++c)
+      s.line(
+          acc(p, j, c), " += ",
+          join(
+              4, [&](int r) { return cat("a", j, ".", component(r), " * ", b_name(r, c)); }, " + "),
+          ";");
 }
 
 void emit_dense_main(ShaderWriter& s, const FragPlan& p) {
@@ -593,10 +640,17 @@ void emit_dense_main(ShaderWriter& s, const FragPlan& p) {
   for (int j = 0; j < p.k.out_rows; ++j)
     s.line("int m", j, " = ", clamped(block_index("rb", p.k.out_rows, j), w.m - 1, row_overflow),
            ";");
-  if (p.k.packing == "kn")
+  if (p.k.packing == "kn" && col_quads(p.k) == 1) {
     s.line("int nb = cb;");
-  else
+  } else if (p.k.packing == "kn") {  // texel columns of B (4 output columns each) of the block
+    const int quads = col_quads(p.k);
+    const int64_t texel_cols = ceil_div(w.n, 4);
+    for (int c = 0; c < quads; ++c)
+      s.line("int nb", c, " = ",
+             clamped(block_index("cb", quads, c), texel_cols - 1, texel_cols % quads != 0), ";");
+  } else {
     emit_block_columns(s, p, "n");
+  }
   emit_accumulators(s, p);
   emit_unrolled_loop(s, "k", dense_k_steps(w, p.k), p.k.unroll,
                      [&](const std::string& kx) { emit_dense_step(s, p, kx); });
@@ -897,7 +951,13 @@ void add_constraints(ConfigSpace& space, const Workload& w) {
   space.add_constraint("out_rows < 2 * output rows",
                        [rows](const ConfigEntity& e) { return read_knobs(e).out_rows < 2 * rows; });
   space.add_constraint("out_cols < 2 * output cols",
-                       [cols](const ConfigEntity& e) { return e.get_int("out_cols") < 2 * cols; });
+                       [cols](const ConfigEntity& e) { return read_knobs(e).out_cols < 2 * cols; });
+  if (w.op == OpKind::kDense)
+    space.add_constraint("col_scale 2 needs stage = vertex and out_cols = 4",
+                         [](const ConfigEntity& e) {
+                           const FragKnobs k = read_knobs(e);
+                           return k.col_scale == 1 || (k.vertex && k.out_cols == 8);
+                         });
   space.add_constraint("unroll <= trip count of the unrolled loop", [w](const ConfigEntity& e) {
     return e.get_int("unroll") <= unrolled_trip_count(w, read_knobs(e));
   });
@@ -927,7 +987,7 @@ void add_device_limits(ConfigSpace& space, const Workload& w) {
                          [](const ConfigEntity& e, const DeviceLimits& limits) {
                            const FragKnobs k = read_knobs(e);
                            return !k.vertex ||
-                                  (k.out_rows <= limits.max_varying_vectors &&
+                                  (k.out_rows * col_quads(k) <= limits.max_varying_vectors &&
                                    k.out_rows * k.out_cols <= limits.max_feedback_components);
                          });
 }
@@ -941,6 +1001,7 @@ const std::vector<std::pair<std::string, KnobValue>>& default_values() {
       {"layout_data", std::string("2d")}, {"layout_weight", std::string("2d")},
       {"layout_out", std::string("2d")},  {"fetch", std::string("texel")},
       {"stage", std::string("fragment")}, {"rows_scale", int64_t{1}},
+      {"col_scale", int64_t{1}},
   };
   return kDefaults;
 }
@@ -985,6 +1046,10 @@ std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload) {
   space->allow_absent("stage");
   space->define_knob("rows_scale", std::vector<int64_t>{1, 2, 3});
   space->allow_absent("rows_scale");
+  if (workload.op == OpKind::kDense) {
+    space->define_knob("col_scale", std::vector<int64_t>{1, 2});
+    space->allow_absent("col_scale");
+  }
   add_constraints(*space, workload);
   add_device_limits(*space, workload);
   return space;

@@ -142,12 +142,12 @@ OutputLayout OutputLayout::from_json(const bj::value& value) {
   l.channels = static_cast<int>(json::get_int_or(o, "channels", 1));
   l.width = json::get_int(o, "width");
   l.height = json::get_int(o, "height");
-  if (l.channels != 1 && l.channels != 4)
-    throw std::invalid_argument("output layout: channels must be 1 or 4");
   if (const bj::value* f = o.if_contains("feedback")) {
     if (!f->is_bool()) throw std::invalid_argument("output layout: 'feedback' must be a boolean");
     l.feedback = f->get_bool();
   }
+  if (l.channels != 1 && l.channels != 4 && !(l.channels == 8 && l.feedback))
+    throw std::invalid_argument("output layout: channels must be 1 or 4 (or 8 with feedback)");
   if (l.rows_per_item < 1 || l.rows_per_item > 32)
     throw std::invalid_argument("output layout: rows_per_item must be in 1..32");
   if (l.feedback && l.height != 1)

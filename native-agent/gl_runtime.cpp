@@ -319,12 +319,14 @@ class Trial {
     validate_texture_inputs();
     const OutputLayout& output = artifact_.output;
     const DeviceLimits& limits = info_.limits;
-    if (output.channels != 1 && output.channels != 4) {
-      instantiation("output channels must be 1 (float varyings) or 4 (vec4 varyings), not " +
-                    std::to_string(output.channels));
+    if (output.channels != 1 && output.channels != 4 && output.channels != 8) {
+      instantiation(
+          "output channels must be 1 (float varyings), 4 (vec4 varyings) or 8 (two vec4 "
+          "varyings per row), not " +
+          std::to_string(output.channels));
     }
-    if (output.rows_per_item < 1 || output.rows_per_item > limits.max_varying_vectors) {
-      instantiation("the output needs " + std::to_string(output.rows_per_item) +
+    if (output.rows_per_item < 1 || output.varyings() > limits.max_varying_vectors) {
+      instantiation("the output needs " + std::to_string(output.varyings()) +
                     " varyings but this device allows 1 to " +
                     std::to_string(limits.max_varying_vectors) + " (GL_MAX_VARYING_VECTORS)");
     }
@@ -453,9 +455,8 @@ class Trial {
       // Captured varyings are part of the link (ES 3.0 §2.15.2), so they are named before it;
       // one that the vertex shader lacks makes the link fail, with the driver's log.
       std::vector<std::string> names;
-      for (int j = 0; j < artifact_.output.rows_per_item; ++j) {
+      for (int j = 0; j < artifact_.output.varyings(); ++j)
         names.push_back("o" + std::to_string(j));
-      }
       std::vector<const char*> pointers;
       for (const std::string& name : names) pointers.push_back(name.c_str());
       glTransformFeedbackVaryings(program, static_cast<GLsizei>(pointers.size()), pointers.data(),

@@ -195,6 +195,29 @@ TEST(FragVertexStage, TallBlocksCapturedByTransformFeedbackMatchTheReference) {
   EXPECT_EQ(runs_by_scale[1], 8);
   EXPECT_EQ(runs_by_scale[2], 8);
   EXPECT_GE(runs_by_scale[3], 4);  // 24-row blocks need 96 components; llvmpipe captures 64
+
+  // 8-column dense blocks (col_scale 2: two vec4 outputs per row) with every packing, on a
+  // shape whose last column block is partial (N = 60: 7.5 blocks of 8, 15 texels of B).
+  const Workload dense = Workload::dense(40, 60, 36, "dense40x60x36");
+  Task task = Task::create(dense, Target::kGlesFrag, limits);
+  MeasureInput input;
+  input.workload = dense;
+  input.seed = 79;
+  input.samples = reference_samples(dense, input.seed, 64);
+  input.options.timeout_s = 30;
+  std::map<std::string, int> wide_runs;
+  for (const ConfigEntity& entity : task.space->sample_distinct(rng, 600)) {
+    if (entity.get_int("col_scale") != 2) continue;
+    const std::string packing = entity.get_string("packing");
+    if (wide_runs[packing] == 2) continue;
+    ++wide_runs[packing];
+    input.artifact = task.build(entity);
+    EXPECT_EQ(input.artifact.output.channels, 8);
+    EXPECT_EQ(input.artifact.output.varyings(), 2 * input.artifact.output.rows_per_item);
+    const MeasureResult r = runtime().measure(input);
+    EXPECT_EQ(r.error, MeasureErrorNo::kNoError) << entity.to_string() << ": " << r.message;
+  }
+  EXPECT_EQ(wide_runs, (std::map<std::string, int>{{"k", 2}, {"kn", 2}, {"none", 2}}));
 }
 
 /// The vertex stage's rules: taller blocks only for vertices, one output layout for them, and
@@ -216,6 +239,13 @@ TEST(FragVertexStage, ConstraintsAndDeviceLimits) {
   };
   std::string why;
   EXPECT_TRUE(task.space->is_valid(entity(8, "vertex", 3, "2d"), &why)) << why;
+  const ConfigEntity wide_fragment = task.space->parse(
+      R"({"entity":[["out_rows","ot",8],["out_cols","ot",4],["packing","ot","k"],)"
+      R"(["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],)"
+      R"(["layout_out","ot","2d"],["fetch","ot","texture"],["stage","ot","fragment"],)"
+      R"(["rows_scale","ot",1],["col_scale","ot",2]]})");
+  EXPECT_FALSE(task.space->is_valid(wide_fragment, &why));
+  EXPECT_EQ(why, "breaks constraint: col_scale 2 needs stage = vertex and out_cols = 4");
   EXPECT_FALSE(task.space->is_valid(entity(8, "fragment", 2, "2d"), &why));
   EXPECT_EQ(why, "breaks constraint: rows_scale above 1 needs stage = vertex");
   EXPECT_FALSE(task.space->is_valid(entity(8, "vertex", 1, "flat"), &why));

@@ -93,10 +93,10 @@ double input_bytes_per_output(const Task& task, const ConfigEntity& e) {
   const double no_reuse = 4.0 * 2.0 * reduction;  // every operand fetched once per use
   const bool depthwise = w.op == OpKind::kDepthwiseConv2d;
   if (task.target == Target::kGlesFrag) {
-    auto rows = int_knob(e, "out_rows");
-    const auto cols = int_knob(e, "out_cols");
+    auto rows = int_knob(e, "out_rows"), cols = int_knob(e, "out_cols");
     if (!rows || !cols) return no_reuse;
-    *rows *= int_knob(e, "rows_scale").value_or(1);  // rows of a vertex-stage block
+    *rows *= int_knob(e, "rows_scale").value_or(1);  // the block of a vertex-stage kernel
+    *cols *= int_knob(e, "col_scale").value_or(1);
     // Depthwise rows are different channels: only the columns (pixels) share weight fetches.
     if (depthwise) return 4.0 * reduction * (1.0 + 1.0 / static_cast<double>(*cols));
     return 4.0 * reduction * (1.0 / static_cast<double>(*rows) + 1.0 / static_cast<double>(*cols));

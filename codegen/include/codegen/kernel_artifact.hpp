@@ -55,18 +55,22 @@ struct TensorLayout {
 ///
 /// Transform feedback (`feedback`, target gles-frag with a vertex-stage kernel): the source is a
 /// vertex shader run once per item (gl_VertexID = t, 0 ≤ t < width·height, drawn as GL_POINTS
-/// with GL_RASTERIZER_DISCARD), and its outputs o0 … o(rows_per_item−1) (a float or a vec4 each)
-/// are captured in one buffer with GL_INTERLEAVED_ATTRIBS: row j of item t is at floats
-/// (t·rows_per_item + j)·channels … +channels−1. Then width = items and height = 1, and unpack
-/// takes that one buffer as its only "target". (OpenGL ES 3.0 §2.15, transform feedback.)
+/// with GL_RASTERIZER_DISCARD), and its outputs o0 … o(varyings()−1) are captured in one buffer
+/// with GL_INTERLEAVED_ATTRIBS: a float per row when channels = 1, else channels/4 vec4s per
+/// row (channels 4, or 8 for two column quads), row j's before row j+1's, so that row j of item
+/// t is at floats (t·rows_per_item + j)·channels … +channels−1. Then width = items and
+/// height = 1, and unpack takes that one buffer as its only "target". (OpenGL ES 3.0 §2.15,
+/// transform feedback.)
 struct OutputLayout {
   int64_t rows = 0, cols = 0;
   int rows_per_item = 1;  ///< draw buffers used (fragment targets), or varyings (feedback)
-  int channels = 1;       ///< 1 (R32F) or 4 (RGBA32F)
+  int channels = 1;       ///< 1 (R32F) or 4 (RGBA32F); with feedback also 8 (two vec4s)
   int64_t width = 0, height = 0;
   bool feedback = false;  ///< outputs come back through transform feedback (see above)
 
   int64_t elements() const { return rows * cols; }
+  /// Captured outputs o0, o1, … of a feedback kernel: rows_per_item · max(1, channels / 4).
+  int varyings() const { return rows_per_item * (channels > 4 ? channels / 4 : 1); }
   /// Rebuilds the row-major output from the render targets' pixels: `targets[j]` holds
   /// width·height·channels floats read back from draw buffer j; with `feedback`, `targets` is
   /// the one captured buffer. Positions no item covers are NaN. Throws std::invalid_argument
