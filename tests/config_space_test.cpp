@@ -171,7 +171,10 @@ TEST_P(TemplateSpace, DeviceFiltersRemoveExactlyTheConfigsOverTheLimits) {
   generous.max_workgroup_size_x = generous.max_workgroup_size_y = generous.max_workgroup_size_z =
       1 << 20;
   generous.max_shared_memory_bytes = 1 << 30;
+  generous.max_varying_vectors = generous.max_feedback_components = 1 << 20;
   DeviceLimits tight;
+  tight.max_varying_vectors = 4;
+  tight.max_feedback_components = 8;
   tight.max_texture_size = 48;
   tight.max_draw_buffers = 1;
   tight.max_workgroup_invocations = 64;
@@ -189,9 +192,13 @@ TEST_P(TemplateSpace, DeviceFiltersRemoveExactlyTheConfigsOverTheLimits) {
     if (a.target == Target::kGlesFrag) {
       for (const TensorLayout& l : a.inputs)
         fits = fits && l.width <= tight.max_texture_size && l.height <= tight.max_texture_size;
-      fits = fits && a.output.width <= tight.max_texture_size &&
-             a.output.height <= tight.max_texture_size &&
-             a.output.rows_per_item <= tight.max_draw_buffers;
+      const OutputLayout& o = a.output;
+      if (o.feedback)  // a buffer: only the varyings and captured components are limited
+        fits = fits && o.varyings() <= tight.max_varying_vectors &&
+               o.rows_per_item * o.channels <= tight.max_feedback_components;
+      else
+        fits = fits && o.width <= tight.max_texture_size && o.height <= tight.max_texture_size &&
+               o.rows_per_item <= tight.max_draw_buffers;
     } else {
       fits = a.workgroup[0] * a.workgroup[1] * a.workgroup[2] <= tight.max_workgroup_invocations &&
              a.workgroup[0] <= tight.max_workgroup_size_x &&

@@ -273,7 +273,9 @@ TEST(Tracker, BadPeersGetClearErrorsAndOthersAreUndisturbed) {
       },
       std::runtime_error);
   EXPECT_TRUE(big.closed());
-  if (!write_failed) EXPECT_EQ(big.close_code(), 1009);
+  if (!write_failed) {
+    EXPECT_EQ(big.close_code(), 1009);
+  }
 
   // The well-behaved client still gets service, and the tracker counted what went wrong.
   boost::json::object s = good.summary();
