@@ -19,6 +19,17 @@ IsolatedRuntime& runtime() {
   return instance;
 }
 
+/// A measure input for `workload` on inputs of `seed`, checked at `samples` reference points,
+/// with a 30 s timeout; the caller adds the artifact.
+MeasureInput checked_input(const Workload& workload, uint64_t seed, int samples) {
+  MeasureInput input;
+  input.workload = workload;
+  input.seed = seed;
+  input.samples = reference_samples(workload, seed, samples);
+  input.options.timeout_s = 30;
+  return input;
+}
+
 struct EmitterCase {
   Target target;
   Workload workload;
@@ -37,11 +48,7 @@ TEST_P(EmitterOnLlvmpipe, RandomValidConfigsMatchTheReference) {
   std::vector<ConfigEntity> configs = task.space->sample_distinct(rng, kConfigsPerCase);
   configs.push_back(task.default_config());
 
-  MeasureInput input;
-  input.workload = c.workload;
-  input.seed = 1234;
-  input.samples = reference_samples(c.workload, input.seed, 48);
-  input.options.timeout_s = 30;
+  MeasureInput input = checked_input(c.workload, 1234, 48);
   std::map<MeasureErrorNo, int> errors;
   for (const ConfigEntity& entity : configs) {
     input.artifact = task.build(entity);
@@ -97,11 +104,7 @@ TEST(ComputeGemmKnobs, DoubleBufferVec4AndKSplitMatchTheReference) {
     const ConfigEntity entity = task.space->parse(std::string(R"({"entity":)") + c.entity + "}");
     std::string why;
     ASSERT_TRUE(task.space->is_valid(entity, &why)) << c.entity << ": " << why;
-    MeasureInput input;
-    input.workload = c.workload;
-    input.seed = 99;
-    input.samples = reference_samples(c.workload, input.seed, 64);
-    input.options.timeout_s = 30;
+    MeasureInput input = checked_input(c.workload, 99, 64);
     input.artifact = task.build(entity);
     const MeasureResult r = runtime().measure(input);
     EXPECT_EQ(r.error, MeasureErrorNo::kNoError) << c.entity << ": " << r.message;
@@ -124,11 +127,7 @@ TEST(FragFetchKnob, NormalizedCoordinateKernelsReadTheSameTexelsAsTexelFetch) {
   int flat_runs = 0;
   for (const Workload& w : workloads) {
     Task task = Task::create(w, Target::kGlesFrag, runtime().info().limits);
-    MeasureInput input;
-    input.workload = w;
-    input.seed = 77;
-    input.samples = reference_samples(w, input.seed, 48);
-    input.options.timeout_s = 30;
+    MeasureInput input = checked_input(w, 77, 48);
     std::map<std::string, int> runs;
     for (const ConfigEntity& entity : task.space->sample_distinct(rng, 90)) {
       const std::string fetch = entity.get_string("fetch");
@@ -164,11 +163,7 @@ TEST(FragVertexStage, TallBlocksCapturedByTransformFeedbackMatchTheReference) {
   std::map<int64_t, int> runs_by_scale;
   for (const Workload& w : workloads) {
     Task task = Task::create(w, Target::kGlesFrag, limits);
-    MeasureInput input;
-    input.workload = w;
-    input.seed = 78;
-    input.samples = reference_samples(w, input.seed, 48);
-    input.options.timeout_s = 30;
+    MeasureInput input = checked_input(w, 78, 48);
     std::map<int64_t, int> runs;
     for (const ConfigEntity& entity : task.space->sample_distinct(rng, 300)) {
       const bool vertex = entity.get_string("stage") == "vertex";
@@ -200,11 +195,7 @@ TEST(FragVertexStage, TallBlocksCapturedByTransformFeedbackMatchTheReference) {
   // shape whose last column block is partial (N = 60: 7.5 blocks of 8, 15 texels of B).
   const Workload dense = Workload::dense(40, 60, 36, "dense40x60x36");
   Task task = Task::create(dense, Target::kGlesFrag, limits);
-  MeasureInput input;
-  input.workload = dense;
-  input.seed = 79;
-  input.samples = reference_samples(dense, input.seed, 64);
-  input.options.timeout_s = 30;
+  MeasureInput input = checked_input(dense, 79, 64);
   std::map<std::string, int> wide_runs;
   for (const ConfigEntity& entity : task.space->sample_distinct(rng, 600)) {
     if (entity.get_int("col_scale") != 2) continue;
