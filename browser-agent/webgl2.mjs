@@ -120,7 +120,8 @@ export class WebGL2Executor {
       max_texture_size: gl.getParameter(gl.MAX_TEXTURE_SIZE),
       max_draw_buffers: Math.min(gl.getParameter(gl.MAX_DRAW_BUFFERS),
                                  gl.getParameter(gl.MAX_COLOR_ATTACHMENTS)),
-      // Vertex-stage kernels: one output varying per row, captured interleaved.
+      // Vertex-stage kernels: one output varying per block row (two for 8-column blocks),
+      // captured interleaved.
       max_varying_vectors: gl.getParameter(gl.MAX_VARYING_VECTORS),
       max_feedback_components: gl.getParameter(gl.MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS),
       // WebGL2 has no compute shaders; the fields keep DeviceLimits' JSON shape
