@@ -196,6 +196,16 @@ bool packs_data(const FragKnobs& k) {
   return k.packing != "none";
 }
 
+/// Taller blocks than out_rows only for vertices: a fragment has no more draw buffers.
+bool rows_scale_fits_stage(const FragKnobs& k) {
+  return k.rows_scale == 1 || k.vertex;
+}
+
+/// 8-column blocks (two vec4 outputs per row) only for vertices, from 4-column ones.
+bool col_scale_fits_stage(const FragKnobs& k) {
+  return k.col_scale == 1 || (k.vertex && k.out_cols == 8);
+}
+
 /// vec4 accumulators (and outputs) per block row: 2 for 8-column blocks, else 1.
 int col_quads(const FragKnobs& k) {
   return k.out_cols > 4 ? k.out_cols / 4 : 1;
@@ -335,9 +345,8 @@ int64_t rows_per_image(const Workload& w) {
 /// Why an entity cannot be built, or empty when it can (the structural constraints).
 std::string structural_problem(const Workload& w, const FragKnobs& k) {
   if (k.packing == "kn" && k.out_cols < 4) return "packing kn needs out_cols = 4";
-  if (k.rows_scale != 1 && !k.vertex) return "rows_scale above 1 needs stage = vertex";
-  if (k.col_scale != 1 && (!k.vertex || k.out_cols != 8))
-    return "col_scale 2 needs stage = vertex and out_cols = 4";
+  if (!rows_scale_fits_stage(k)) return "rows_scale above 1 needs stage = vertex";
+  if (!col_scale_fits_stage(k)) return "col_scale 2 needs stage = vertex and out_cols = 4";
   if (is_depthwise(w) && k.packing == "c" && k.out_rows % 4 != 0)
     return "depthwise packing c needs out_rows a multiple of 4";
   if (w.op != OpKind::kDense && w.batch != 1 && rows_per_image(w) % k.out_rows != 0)
@@ -941,7 +950,7 @@ void add_constraints(ConfigSpace& space, const Workload& w) {
   }
   space.add_constraint("rows_scale above 1 needs stage = vertex", [](const ConfigEntity& e) {
     const FragKnobs k = read_knobs(e);
-    return k.rows_scale == 1 || k.vertex;
+    return rows_scale_fits_stage(k);
   });
   space.add_constraint("stage vertex needs layout_out = 2d", [](const ConfigEntity& e) {
     const FragKnobs k = read_knobs(e);
@@ -956,7 +965,7 @@ void add_constraints(ConfigSpace& space, const Workload& w) {
     space.add_constraint("col_scale 2 needs stage = vertex and out_cols = 4",
                          [](const ConfigEntity& e) {
                            const FragKnobs k = read_knobs(e);
-                           return k.col_scale == 1 || (k.vertex && k.out_cols == 8);
+                           return col_scale_fits_stage(k);
                          });
   space.add_constraint("unroll <= trip count of the unrolled loop", [w](const ConfigEntity& e) {
     return e.get_int("unroll") <= unrolled_trip_count(w, read_knobs(e));

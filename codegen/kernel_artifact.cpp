@@ -106,8 +106,7 @@ std::vector<float> OutputLayout::unpack(const std::vector<std::vector<float>>& t
                                 (feedback ? " feedback buffer" : " render targets") + ", got " +
                                 std::to_string(targets.size()));
   const int64_t col_blocks = (cols + channels - 1) / channels;
-  const int64_t row_blocks = (rows + rows_per_item - 1) / rows_per_item;
-  const int64_t items = col_blocks * row_blocks;
+  const int64_t items = this->items();
   // Float index of (item t, row j of the block) in its target, and how many items it holds.
   const int64_t item_stride = feedback ? int64_t{rows_per_item} * channels : channels;
   std::vector<float> out(static_cast<size_t>(elements()), std::numeric_limits<float>::quiet_NaN());

@@ -290,8 +290,7 @@ class Trial {
                     std::to_string(info_.limits.max_draw_buffers));
     }
     check_texture_size("the output", output.width, output.height);
-    int64_t items =
-        ceil_div(output.rows, output.rows_per_item) * ceil_div(output.cols, output.channels);
+    const int64_t items = output.items();
     if (output.width * output.height < items) {
       instantiation("the output has " + std::to_string(items) + " items but its " +
                     std::to_string(output.width) + "x" + std::to_string(output.height) +
@@ -341,8 +340,7 @@ class Trial {
       instantiation("a transform feedback output has height 1 (width = items), not " +
                     std::to_string(output.height));
     }
-    int64_t items =
-        ceil_div(output.rows, output.rows_per_item) * ceil_div(output.cols, output.channels);
+    const int64_t items = output.items();
     if (output.width < items) {
       instantiation("the output has " + std::to_string(items) + " items but its width draws " +
                     std::to_string(output.width) + " vertices");

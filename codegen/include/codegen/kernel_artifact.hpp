@@ -69,6 +69,10 @@ struct OutputLayout {
   bool feedback = false;  ///< outputs come back through transform feedback (see above)
 
   int64_t elements() const { return rows * cols; }
+  /// Items (fragments or vertices): ceil(rows / rows_per_item) · ceil(cols / channels).
+  int64_t items() const {
+    return (rows + rows_per_item - 1) / rows_per_item * ((cols + channels - 1) / channels);
+  }
   /// Captured outputs o0, o1, … of a feedback kernel: rows_per_item · max(1, channels / 4).
   int varyings() const { return rows_per_item * (channels > 4 ? channels / 4 : 1); }
   /// Rebuilds the row-major output from the render targets' pixels: `targets[j]` holds
