@@ -211,5 +211,32 @@ TEST(Scheduler, ManyAgentsManyJobsEachDeliveredExactlyOnce) {
   EXPECT_EQ(delivered, submitted);
 }
 
+TEST(Scheduler, AJobThatAvoidsAnAgentWaitsForAnotherAndDoesNotBlockTheQueue) {
+  Scheduler s;
+  TimePoint t = Clock::now();
+  s.add_agent(1, {"gles:a"}, t, "first");
+  JobSpec verify = job("gles", 0, "verify");
+  verify.avoid_agent = "first";
+  const JobId v = s.submit(7, verify, t);
+  const JobId plain = s.submit(7, job("gles", 0, "plain"), t);
+  // The avoided agent skips the re-measurement and takes the job behind it.
+  auto sends = s.dispatch(t);
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0].job, plain);
+  EXPECT_EQ(sends[0].agent_key, "gles:a");
+  std::vector<Action> out;
+  ASSERT_TRUE(s.complete(1, plain, MeasureErrorNo::kNoError, "{}", t, &out, nullptr));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].agent_key, "gles:a");  // the device class that measured it
+  EXPECT_TRUE(s.dispatch(t).empty());
+  EXPECT_EQ(s.pending_jobs(), 1u);
+  // A second agent of another name takes it.
+  s.add_agent(2, {"gles:a"}, t, "second");
+  sends = s.dispatch(t);
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0].job, v);
+  EXPECT_EQ(sends[0].agent, 2u);
+}
+
 }  // namespace
 }  // namespace webtune::tracker

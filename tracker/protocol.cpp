@@ -130,6 +130,7 @@ std::vector<SubmitItem> parse_submit(const bj::object& message, int* batch_prior
         item.lease_ms = static_cast<int64_t>(get_u64(o, "lease_ms"));
         if (item.lease_ms <= 0) throw ProtocolError("bad_message", "'lease_ms' must be > 0");
       }
+      item.avoid_agent = get_str(o, "avoid_agent", "");
       item.input = get_field(o, "input");
     } catch (const ProtocolError& e) {
       throw ProtocolError(e.code(), where + e.what());

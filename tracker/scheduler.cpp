@@ -28,20 +28,25 @@ void Scheduler::unmark_idle(AgentId id, const Agent& agent) {
   }
 }
 
-std::optional<AgentId> Scheduler::find_idle(const std::string& pattern) const {
+std::optional<std::pair<AgentId, std::string>> Scheduler::find_idle(
+    const std::string& pattern, const std::string& avoid) const {
   for (auto it = idle_by_key_.lower_bound(pattern); it != idle_by_key_.end(); ++it) {
     if (it->first.compare(0, pattern.size(), pattern) != 0) break;  // past the prefix range
-    if (key_matches(pattern, it->first) && !it->second.empty()) return *it->second.begin();
+    if (!key_matches(pattern, it->first)) continue;
+    for (AgentId id : it->second)
+      if (avoid.empty() || agents_.at(id).name != avoid) return std::make_pair(id, it->first);
   }
   return std::nullopt;
 }
 
-void Scheduler::add_agent(AgentId id, std::vector<std::string> keys, TimePoint now) {
+void Scheduler::add_agent(AgentId id, std::vector<std::string> keys, TimePoint now,
+                          std::string name) {
   if (agents_.count(id)) throw std::invalid_argument("agent id already registered");
   keys.erase(std::remove(keys.begin(), keys.end(), std::string()), keys.end());
   if (keys.empty()) throw std::invalid_argument("an agent needs at least one key");
   Agent& agent = agents_[id];
   agent.keys = std::move(keys);
+  agent.name = std::move(name);
   mark_idle(id, agent);
 }
 
@@ -142,6 +147,7 @@ bool Scheduler::complete(AgentId agent_id, JobId job_id, MeasureErrorNo error,
     if (why) *why = "job " + std::to_string(job_id) + " is not leased to this agent";
     return false;
   }
+  std::string agent_key = std::move(lease->second.agent_key);
   leases_.erase(lease);
   Agent& agent = agents_.at(agent_id);
   agent.job.reset();
@@ -162,6 +168,7 @@ bool Scheduler::complete(AgentId agent_id, JobId job_id, MeasureErrorNo error,
   if (orphaned_.erase(job_id)) return true;  // the client left; nobody to deliver to
   Action deliver{Action::Kind::kDeliver, job_id, agent_id, job.client, job.spec.client_tag,
                  std::move(result_json)};
+  deliver.agent_key = std::move(agent_key);
   deliver.attempt = job.attempts;
   if (actions) actions->push_back(std::move(deliver));
   ++counters_.delivered;
@@ -195,28 +202,34 @@ void Scheduler::requeue_or_fail(JobId id, MeasureErrorNo error, const std::strin
 std::vector<Action> Scheduler::dispatch(TimePoint now) {
   std::vector<Action> actions;
   while (!queues_.empty() && !idle_by_key_.empty()) {
-    // The best queue head (priority, then age) that some idle agent can take.
+    // The best queued job (priority, then age) that some idle agent can take. Each queue is
+    // scanned past jobs that no idle agent may take (an avoided agent), a bounded number deep.
     const Queue::value_type* best = nullptr;
-    AgentId best_agent = 0;
+    std::pair<AgentId, std::string> best_agent;
     for (const auto& [pattern, queue] : queues_) {
-      const auto& head = *queue.begin();
-      if (best && !QueueOrder()(head.first, best->first)) continue;
-      if (std::optional<AgentId> agent = find_idle(pattern)) {
-        best = &head;
-        best_agent = *agent;
+      int scanned = 0;
+      for (auto it = queue.begin(); it != queue.end() && scanned < kDispatchScan; ++it, ++scanned) {
+        if (best && !QueueOrder()(it->first, best->first)) break;
+        if (auto agent = find_idle(pattern, jobs_.at(it->second).spec.avoid_agent)) {
+          best = &*it;
+          best_agent = std::move(*agent);
+          break;
+        }
       }
     }
     if (!best) break;
     Job& job = jobs_.at(best->second);
-    Agent& agent = agents_.at(best_agent);
+    const AgentId agent_id = best_agent.first;
+    Agent& agent = agents_.at(agent_id);
     unqueue(job);
-    unmark_idle(best_agent, agent);
+    unmark_idle(agent_id, agent);
     agent.job = job.id;
     ++job.attempts;
     const TimePoint deadline = now + job.spec.lease;
-    leases_[job.id] = Lease{best_agent, deadline};
-    Action send{Action::Kind::kSendJob, job.id,           best_agent, job.client,
-                job.spec.client_tag,    job.spec.payload, deadline};
+    leases_[job.id] = Lease{agent_id, deadline, best_agent.second};
+    Action send{Action::Kind::kSendJob, job.id,           agent_id,         job.client,
+                job.spec.client_tag,    job.spec.payload, best_agent.second};
+    send.deadline = deadline;
     send.attempt = job.attempts;
     actions.push_back(std::move(send));
   }

@@ -191,6 +191,7 @@ std::vector<std::pair<uint64_t, uint64_t>> TrackerClient::submit(
     bj::object o{
         {"tag", item.tag}, {"key", item.key}, {"lease_ms", item.lease_ms}, {"input", item.input}};
     if (item.priority) o["priority"] = *item.priority;
+    if (!item.avoid_agent.empty()) o["avoid_agent"] = item.avoid_agent;
     batch.push_back(std::move(o));
   }
   impl_->write(bj::serialize(bj::object{
@@ -218,6 +219,10 @@ std::optional<ClientResult> TrackerClient::next_result(std::chrono::milliseconds
   r.attempt = static_cast<int>(get_u64(m, "attempt"));
   if (auto a = m.find("agent"); a != m.end() && a->value().is_string())
     r.agent = std::string(a->value().get_string());
+  if (auto a = m.find("agent_session"); a != m.end() && a->value().is_number())
+    r.agent_session = a->value().to_number<uint64_t>();
+  if (auto k = m.find("key"); k != m.end() && k->value().is_string())
+    r.key = std::string(k->value().get_string());
   r.result = m.at("result").as_object();
   return r;
 }

@@ -124,7 +124,7 @@ void TrackerState::handle_hello(uint64_t id, const bj::object& message, TimePoin
       c->second->set_idle_timeout(std::chrono::milliseconds(heartbeat));
   send(id, make_welcome(id, heartbeat));
   if (hello.role == Role::kAgent) {
-    scheduler_.add_agent(id, hello.keys, now);
+    scheduler_.add_agent(id, hello.keys, now, hello.name);
     execute({}, now);
   }
 }
@@ -163,6 +163,7 @@ void TrackerState::handle_submit(uint64_t id, const bj::object& message, TimePoi
     spec.lease = std::chrono::milliseconds(item.lease_ms);
     spec.payload = bj::serialize(item.input);
     spec.client_tag = item.tag;
+    spec.avoid_agent = std::move(item.avoid_agent);
     const JobId job = scheduler_.submit(id, std::move(spec), now);
     accepted.push_back(bj::array{item.tag, job});
   }
@@ -230,11 +231,12 @@ void TrackerState::execute(std::vector<Action> actions, TimePoint now) {
           std::string agent_name;
           if (auto p = peers_.find(a.agent); a.agent != 0 && p != peers_.end())
             agent_name = p->second.name;
-          std::string frame = R"({"type":"result","job":)" + std::to_string(a.job) + R"(,"tag":)" +
-                              std::to_string(a.client_tag) + R"(,"attempt":)" +
-                              std::to_string(a.attempt) + R"(,"agent":)" +
-                              bj::serialize(bj::string(agent_name)) + R"(,"result":)" + result +
-                              "}";
+          std::string frame =
+              R"({"type":"result","job":)" + std::to_string(a.job) + R"(,"tag":)" +
+              std::to_string(a.client_tag) + R"(,"attempt":)" + std::to_string(a.attempt) +
+              R"(,"agent":)" + bj::serialize(bj::string(agent_name)) + R"(,"agent_session":)" +
+              std::to_string(a.agent) + R"(,"key":)" + bj::serialize(bj::string(a.agent_key)) +
+              R"(,"result":)" + result + "}";
           send_raw(a.client, std::move(frame));
           break;
         }

@@ -53,6 +53,8 @@ struct SubmitItem {
   std::optional<int> priority;
   int64_t lease_ms = 60000;
   boost::json::value input;  ///< MeasureInput JSON, passed through to the agent
+  /// Never lease this job to an agent of this name (a re-measurement on a second agent).
+  std::string avoid_agent;
 };
 
 /// Parses a submit's batch; throws ProtocolError(bad_message) naming the bad item.

@@ -8,7 +8,10 @@
 ///  - A pattern matches an agent key when it is equal to it or is a prefix that ends at a ':'
 ///    ("gles" matches "gles:llvmpipe"; "gles:llvm" does not).
 ///  - An idle agent takes the oldest highest-priority job any of its keys matches; the job is
-///    leased to it until now + the job's lease timeout.
+///    leased to it until now + the job's lease timeout. A job that names an agent to avoid (a
+///    re-measurement that must come from a second device) never goes to an agent of that name;
+///    the queue is scanned past it (up to kDispatchScan jobs) so it does not block the jobs
+///    behind it.
 ///  - A job whose agent goes away, or whose lease expires, goes back to the front of its queue
 ///    with its attempt count raised; once it has used `max_attempts` it is delivered to its client
 ///    as an error (RUN_TIMEOUT after an expired lease, RUNTIME_DEVICE after a lost agent), never
@@ -58,6 +61,7 @@ struct JobSpec {
   std::chrono::milliseconds lease{60000};  ///< lease timeout once dispatched
   std::string payload;
   uint64_t client_tag = 0;  ///< the client's own id for the job, echoed back in its result
+  std::string avoid_agent;  ///< never lease to an agent of this name (empty: any agent)
 };
 
 /// An instruction for the network layer.
@@ -73,6 +77,9 @@ struct Action {
   ClientId client = 0;
   uint64_t client_tag = 0;
   std::string payload;  ///< kSendJob: the job payload; kDeliver: the result JSON
+  /// kSendJob, and kDeliver of an agent's result: the agent key that matched the job's pattern
+  /// (the device class that measured it).
+  std::string agent_key;
   TimePoint deadline{};
   int attempt = 0;  ///< kSendJob: 1 for the first try
   /// kDeliver from the scheduler itself (no agent result): the error number and message.
@@ -94,11 +101,15 @@ struct SchedulerCounters {
 
 class Scheduler {
  public:
+  /// How many jobs of one queue dispatch looks at for one whose constraints an idle agent meets.
+  static constexpr int kDispatchScan = 32;
+
   explicit Scheduler(SchedulerOptions options = {});
 
-  /// Registers an agent with its keys; it is idle. Throws std::invalid_argument if the id is
-  /// taken or it has no key.
-  void add_agent(AgentId agent, std::vector<std::string> keys, TimePoint now);
+  /// Registers an agent with its keys and name (the name a job's `avoid_agent` refers to); it is
+  /// idle. Throws std::invalid_argument if the id is taken or it has no key.
+  void add_agent(AgentId agent, std::vector<std::string> keys, TimePoint now,
+                 std::string name = {});
   /// Removes an agent (disconnect): its leased job is re-queued (or failed). Unknown ids are
   /// ignored.
   std::vector<Action> remove_agent(AgentId agent, TimePoint now);
@@ -144,6 +155,7 @@ class Scheduler {
   };
   struct Agent {
     std::vector<std::string> keys;
+    std::string name;
     std::optional<JobId> job;
     int failures_in_a_row = 0;
     TimePoint quarantined_until{};
@@ -151,6 +163,7 @@ class Scheduler {
   struct Lease {
     AgentId agent;
     TimePoint deadline;
+    std::string agent_key;  // the agent's key that matched the job's pattern
   };
   // Queue order: higher priority first, then lower sequence (older) first.
   struct QueueOrder {
@@ -168,8 +181,10 @@ class Scheduler {
   void note_agent_failure(AgentId id, Agent& agent, TimePoint now);
   void mark_idle(AgentId id, const Agent& agent);
   void unmark_idle(AgentId id, const Agent& agent);
-  /// An idle agent with a key that `pattern` matches, if any.
-  std::optional<AgentId> find_idle(const std::string& pattern) const;
+  /// An idle agent with a key that `pattern` matches and a name other than `avoid` (when not
+  /// empty), and that key; nullopt if none.
+  std::optional<std::pair<AgentId, std::string>> find_idle(const std::string& pattern,
+                                                           const std::string& avoid) const;
 
   SchedulerOptions options_;
   JobId next_job_ = 1;

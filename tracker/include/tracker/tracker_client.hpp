@@ -21,6 +21,8 @@ struct ClientResult {
   uint64_t job = 0, tag = 0;
   int attempt = 0;
   std::string agent;           ///< name of the agent that measured it (empty if none did)
+  uint64_t agent_session = 0;  ///< that agent's session id on the tracker (0 if none did)
+  std::string key;             ///< the agent key (device class) it ran under (empty if none)
   boost::json::object result;  ///< MeasureResult JSON
 };
 
