@@ -238,5 +238,75 @@ TEST(Scheduler, AJobThatAvoidsAnAgentWaitsForAnotherAndDoesNotBlockTheQueue) {
   EXPECT_EQ(sends[0].agent, 2u);
 }
 
+TEST(Scheduler, KernelsThatRunPastTheirBudgetDoNotQuarantineTheAgent) {
+  // A client could otherwise quarantine every healthy agent by sending kernels that hang.
+  SchedulerOptions o;
+  o.quarantine_after = 1;
+  Scheduler s(o);
+  TimePoint t = Clock::now();
+  s.add_agent(1, {"gles:a"}, t);
+  for (int i = 0; i < 3; ++i) {
+    s.submit(5, job("gles"), t);
+    auto sends = s.dispatch(t);
+    ASSERT_EQ(sends.size(), 1u);
+    std::vector<Action> out;
+    ASSERT_TRUE(s.complete(1, sends[0].job, MeasureErrorNo::kRunTimeout, "{}", t, &out, nullptr));
+  }
+  EXPECT_EQ(s.counters().quarantines, 0u);
+  EXPECT_EQ(s.status(t)["gles:a"].agents_idle, 1);
+}
+
+TEST(Scheduler, ARejectedResultRequeuesTheJobElsewhereAndSuspendsTheAgent) {
+  Scheduler s;
+  TimePoint t = Clock::now();
+  s.add_agent(1, {"gles:a"}, t, "rogue");
+  const JobId j = s.submit(5, job("gles"), t);
+  auto sends = s.dispatch(t);
+  ASSERT_EQ(sends.size(), 1u);
+  std::vector<Action> out;
+  EXPECT_FALSE(s.reject(2, j, "not leased to it", t + milliseconds(60000), &out));
+  ASSERT_TRUE(s.reject(1, j, "cost beyond the peak", t + milliseconds(60000), &out));
+  EXPECT_TRUE(out.empty());  // re-queued, not failed: attempts are left
+  EXPECT_EQ(s.counters().rejected_results, 1u);
+  EXPECT_TRUE(s.is_held(1));
+  // Its late answer is refused, the suspended agent takes nothing, an honest one takes the job.
+  EXPECT_FALSE(s.complete(1, j, MeasureErrorNo::kNoError, "{}", t, &out, nullptr));
+  EXPECT_TRUE(s.dispatch(t).empty());
+  s.add_agent(2, {"gles:a"}, t, "honest");
+  sends = s.dispatch(t);
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0].agent, 2u);
+  EXPECT_EQ(sends[0].attempt, 2);
+  // The suspension outlasts ticks before its end and ends after it.
+  s.tick(t + milliseconds(30000));
+  EXPECT_TRUE(s.is_held(1));
+  s.tick(t + milliseconds(60001));
+  EXPECT_FALSE(s.is_held(1));
+}
+
+TEST(Scheduler, ClientLoadCountsQueuedAndLeasedJobsUntilTheyAreGone) {
+  Scheduler s;
+  TimePoint t = Clock::now();
+  s.add_agent(1, {"gles:a"}, t);
+  const JobId a = s.submit(5, job("gles", 0, std::string(100, 'x')), t);
+  const JobId b = s.submit(5, job("gles", 0, std::string(50, 'y')), t);
+  s.submit(6, job("gles", 0, "z"), t);
+  EXPECT_EQ(s.client_load(5).jobs, 2u);
+  EXPECT_EQ(s.client_load(5).bytes, 150u);
+  auto sends = s.dispatch(t);
+  ASSERT_EQ(sends.size(), 1u);
+  ASSERT_EQ(sends[0].job, a);
+  EXPECT_EQ(s.client_load(5).jobs, 2u);  // leased still counts
+  std::vector<Action> out;
+  ASSERT_TRUE(s.complete(1, a, MeasureErrorNo::kNoError, "{}", t, &out, nullptr));
+  EXPECT_EQ(s.client_load(5).jobs, 1u);
+  EXPECT_EQ(s.client_load(5).bytes, 50u);
+  ASSERT_TRUE(s.cancel(5, b, &out));
+  EXPECT_EQ(s.client_load(5).jobs, 0u);
+  EXPECT_EQ(s.client_load(5).bytes, 0u);
+  s.remove_client(6);
+  EXPECT_EQ(s.client_load(6).jobs, 0u);
+}
+
 }  // namespace
 }  // namespace webtune::tracker

@@ -244,8 +244,7 @@ struct NullPeer : tracker::PeerConnection {
 
 /// A tracker state with one greeted agent of key "gles:test" and one open, ungreeted connection.
 std::unique_ptr<tracker::TrackerState> live_state() {
-  auto state = std::make_unique<tracker::TrackerState>(tracker::AccessTokens{},
-                                                       tracker::SchedulerOptions{}, 10000);
+  auto state = std::make_unique<tracker::TrackerState>(tracker::TrackerPolicy{});
   const uint64_t agent = state->on_open(std::make_shared<NullPeer>());
   tracker::Hello hello;
   hello.role = tracker::Role::kAgent;
@@ -282,6 +281,9 @@ struct RecordingPeer : tracker::PeerConnection {
 };
 
 TEST(Metrics, ResultsCountByErrorNumberAndAgentsCountTheirFailures) {
+  // The tracker reads each job's workload and options (tracker/job_facts.hpp).
+  const std::string kInput =
+      R"({"workload":{"op":"dense","M":8,"N":8,"K":8},"options":{"repeat":1}})";
   auto state = live_state();  // agent session 1, "phone-1"
   auto agent = std::make_shared<RecordingPeer>();
   const uint64_t agent_id = state->on_open(agent);
@@ -295,8 +297,8 @@ TEST(Metrics, ResultsCountByErrorNumberAndAgentsCountTheirFailures) {
   hello.role = tracker::Role::kClient;
   state->on_message(client, bj::serialize(hello.to_json()), tracker::Clock::now());
   state->on_message(client,
-                    R"({"type":"submit","batch":[{"tag":1,"key":"gles:other","input":{}},)"
-                    R"({"tag":2,"key":"gles:other","input":{}}]})",
+                    R"({"type":"submit","batch":[{"tag":1,"key":"gles:other","input":)" +
+                        kInput + R"(},{"tag":2,"key":"gles:other","input":)" + kInput + "}]}",
                     tracker::Clock::now());
   // The agent answers each job it gets: the first WRONG_ANSWER, the second fine.
   for (int error_no : {5, 0}) {
@@ -309,7 +311,8 @@ TEST(Metrics, ResultsCountByErrorNumberAndAgentsCountTheirFailures) {
     state->on_message(agent_id,
                       R"({"type":"result","job":)" + std::to_string(job) +
                           R"(,"result":{"error_no":)" + std::to_string(error_no) +
-                          R"(,"costs":[],"all_cost":0,"timestamp":0}})",
+                          R"(,"costs":)" + (error_no == 0 ? "[0.001]" : "[]") +
+                          R"(,"all_cost":0,"timestamp":0}})",
                       tracker::Clock::now());
   }
   const bj::object summary = state->summary(tracker::Clock::now());
@@ -501,7 +504,8 @@ std::pair<std::string, std::string> http_get(uint16_t port, const std::string& t
     ::close(fd);
     return {"connect failed", ""};
   }
-  const std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers +
+  const std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                          "\r\n" + extra_headers +
                           "Connection: close\r\n\r\n";
   (void)!::write(fd, req.data(), req.size());
   std::string response;

@@ -175,11 +175,15 @@ TEST(Tracker, KilledAgentsJobRunsAgainElsewhereAndArrivesOnce) {
 }
 
 TEST(Tracker, AgentThatNeverAnswersLosesItsLease) {
-  TrackerServer server(local_config());
+  // The tracker chooses leases; this one caps them at 1.5 s.
+  TrackerConfig config = local_config();
+  config.leases.min_ms = 500;
+  config.leases.max_ms = 1500;
+  TrackerServer server(config);
   server.start_background();
   TrackerClient mute(server.url(), hello_as(Role::kAgent, "", {"gles:mute"}));
   TrackerClient client(server.url(), hello_as(Role::kClient));
-  client.submit(batch(dense_input(16, 1, 1), 1, 7, /*lease_ms=*/1500));
+  client.submit(batch(dense_input(16, 1, 1), 1, 7));
   auto job = mute.next_message(5s);
   ASSERT_TRUE(job.has_value());
   EXPECT_EQ(message_type(*job), "job");

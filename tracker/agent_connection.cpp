@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "beast.hpp"
+#include "client_transport.hpp"
 #include "tracker/protocol.hpp"
 #include "tracker/tracker_client.hpp"
 
@@ -32,7 +33,7 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
   bool inline_executor;
   tcp::resolver resolver;
   net::steady_timer retry_timer;
-  std::unique_ptr<websocket::stream<beast::tcp_stream>> ws;
+  std::unique_ptr<ClientWebsocket> ws;
   beast::flat_buffer buffer;
   std::deque<std::shared_ptr<const std::string>> queue;
   bool writing = false, stopped = false, is_connected = false;
@@ -45,7 +46,13 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
     if (stopped) return;
     ++generation;
     TrackerUrl url = TrackerUrl::parse(options.url);
-    ws = std::make_unique<websocket::stream<beast::tcp_stream>>(net::make_strand(ioc));
+    try {
+      ws = std::make_unique<ClientWebsocket>(net::make_strand(ioc), url);
+    } catch (const std::exception& e) {  // a CA file that cannot be loaded: no use retrying
+      spdlog::error("agent: {}", e.what());
+      stopped = true;
+      return;
+    }
     buffer.clear();
     queue.clear();
     writing = false;
@@ -55,25 +62,12 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
         url.host, url.port, [self, gen, url](beast::error_code ec, tcp::resolver::results_type r) {
           if (gen != self->generation) return;
           if (ec) return self->retry("resolve: " + ec.message());
-          beast::get_lowest_layer(*self->ws).expires_after(std::chrono::seconds(10));
-          beast::get_lowest_layer(*self->ws).async_connect(
-              r, [self, gen, url](beast::error_code ec2, const tcp::endpoint&) {
-                if (gen != self->generation) return;
-                if (ec2) return self->retry("connect: " + ec2.message());
-                beast::get_lowest_layer(*self->ws).expires_never();
-                beast::error_code ignored;
-                beast::get_lowest_layer(*self->ws).socket().set_option(tcp::no_delay(true),
-                                                                       ignored);
-                self->ws->set_option(
-                    websocket::stream_base::timeout::suggested(beast::role_type::client));
-                self->ws->async_handshake(url.host + ":" + url.port, url.path,
-                                          [self, gen](beast::error_code ec3) {
-                                            if (gen != self->generation) return;
-                                            if (ec3)
-                                              return self->retry("handshake: " + ec3.message());
-                                            self->say_hello();
-                                          });
-              });
+          self->ws->async_open(r, std::chrono::seconds(10),
+                               [self, gen](beast::error_code ec2, const std::string& stage) {
+                                 if (gen != self->generation) return;
+                                 if (ec2) return self->retry(stage + ": " + ec2.message());
+                                 self->say_hello();
+                               });
         });
   }
 
@@ -101,7 +95,7 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
     ++generation;  // drop handlers of the old connection
     if (ws) {
       beast::error_code ignored;
-      beast::get_lowest_layer(*ws).socket().close(ignored);
+      ws->tcp().socket().close(ignored);
     }
     retry_timer.expires_after(backoff);
     backoff = std::min(backoff * 2, options.backoff_max);
@@ -114,13 +108,15 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
   void read() {
     auto self = shared_from_this();
     const uint64_t gen = generation;
-    ws->async_read(buffer, [self, gen](beast::error_code ec, size_t) {
-      if (gen != self->generation) return;
-      if (ec) return self->retry("connection lost: " + ec.message());
-      std::string text = beast::buffers_to_string(self->buffer.data());
-      self->buffer.consume(self->buffer.size());
-      self->on_message(text);
-      if (gen == self->generation) self->read();
+    ws->visit([&](auto& s) {
+      s.async_read(buffer, [self, gen](beast::error_code ec, size_t) {
+        if (gen != self->generation) return;
+        if (ec) return self->retry("connection lost: " + ec.message());
+        std::string text = beast::buffers_to_string(self->buffer.data());
+        self->buffer.consume(self->buffer.size());
+        self->on_message(text);
+        if (gen == self->generation) self->read();
+      });
     });
   }
 
@@ -188,13 +184,15 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
     writing = true;
     auto self = shared_from_this();
     const uint64_t gen = generation;
-    ws->text(true);
-    ws->async_write(net::buffer(*queue.front()), [self, gen](beast::error_code ec, size_t) {
-      if (gen != self->generation) return;
-      self->writing = false;
-      if (ec) return self->retry("write failed: " + ec.message());
-      self->queue.pop_front();
-      if (!self->queue.empty()) self->write();
+    ws->visit([&](auto& s) {
+      s.text(true);
+      s.async_write(net::buffer(*queue.front()), [self, gen](beast::error_code ec, size_t) {
+        if (gen != self->generation) return;
+        self->writing = false;
+        if (ec) return self->retry("write failed: " + ec.message());
+        self->queue.pop_front();
+        if (!self->queue.empty()) self->write();
+      });
     });
   }
 
@@ -206,7 +204,7 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
     resolver.cancel();
     if (ws) {
       beast::error_code ignored;
-      beast::get_lowest_layer(*ws).socket().close(ignored);
+      ws->tcp().socket().close(ignored);
     }
   }
 };

@@ -1,6 +1,6 @@
 /// \file http_session.cpp
-/// Reads HTTP requests; hands WebSocket upgrades to WebsocketSession and the rest to the
-/// configured HttpHandler.
+/// Reads HTTP requests (over plain TCP or TLS); checks Host and Origin; hands WebSocket upgrades
+/// to WebsocketSession and the rest to the configured HttpHandler.
 #include "http_session.hpp"
 
 #include <spdlog/spdlog.h>
@@ -10,6 +10,7 @@
 #include <cctype>
 
 #include "tracker/agent_page.hpp"
+#include "tracker/secret.hpp"
 #include "websocket_session.hpp"
 
 namespace webtune::tracker {
@@ -29,29 +30,87 @@ HttpResponse json_error(int status, const std::string& message) {
   return r;
 }
 
+std::optional<std::string_view> header(const http::request<http::string_body>& request,
+                                       http::field field) {
+  auto it = request.find(field);
+  if (it == request.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
 }  // namespace
 
-HttpSession::HttpSession(tcp::socket&& socket, TrackerState& state, const TrackerConfig& config)
-    : stream_(std::move(socket)), state_(state), config_(config) {}
+template <class Stream>
+HttpSession<Stream>::HttpSession(tcp::socket&& socket, ListenerContext& context,
+                                 ConnectionSlot slot)
+    : stream_([&]() -> Stream {
+        if constexpr (std::is_same_v<Stream, TlsStream>)
+          return TlsStream(std::move(socket), *context.tls);
+        else
+          return PlainStream(std::move(socket));
+      }()),
+      context_(context),
+      slot_(std::move(slot)) {}
 
-void HttpSession::run() {
-  net::dispatch(stream_.get_executor(),
-                beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+template <class Stream>
+void HttpSession<Stream>::run() {
+  auto self = this->shared_from_this();
+  net::dispatch(stream_.get_executor(), [self] {
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      // A peer that opens TCP and says nothing holds a socket: bound the TLS handshake too.
+      beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(10));
+      self->stream_.async_handshake(ssl::stream_base::server, [self](beast::error_code ec) {
+        if (ec) {
+          spdlog::debug("TLS handshake failed: {}", ec.message());
+          return;
+        }
+        self->do_read();
+      });
+    } else {
+      self->do_read();
+    }
+  });
 }
 
-void HttpSession::do_read() {
+template <class Stream>
+void HttpSession<Stream>::do_read() {
   parser_ = std::make_unique<http::request_parser<http::string_body>>();
+  parser_->header_limit(16 * 1024);
   parser_->body_limit(1 << 20);
-  stream_.expires_after(std::chrono::seconds(30));
+  beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(30));
   http::async_read(stream_, buffer_, *parser_,
-                   beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
+                   beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
 }
 
-HttpResponse HttpSession::answer(const http::request<http::string_body>& request) {
-  if (config_.websocket && is_agent_page_target(request.target())) {
+template <class Stream>
+std::optional<HttpResponse> HttpSession<Stream>::refuse_foreign(
+    const http::request<http::string_body>& request) {
+  const auto host = header(request, http::field::host);
+  if (!context_.origins.host_allowed(host)) {
+    context_.state.note_refused_origin();
+    spdlog::warn("refused a request for Host '{}' (not this tracker's; see allowed_hosts)",
+                 truncate_utf8(host.value_or(""), 64));
+    return json_error(403, "Host '" + truncate_utf8(host.value_or(""), 64) +
+                               "' is not one this tracker answers (allowed_hosts)");
+  }
+  const auto origin = header(request, http::field::origin);
+  if (!context_.origins.origin_allowed(origin, host)) {
+    context_.state.note_refused_origin();
+    spdlog::warn("refused a request from Origin '{}' (see allowed_origins)",
+                 truncate_utf8(origin.value_or(""), 64));
+    return json_error(403, "Origin '" + truncate_utf8(origin.value_or(""), 64) +
+                               "' may not use this tracker (allowed_origins)");
+  }
+  return std::nullopt;
+}
+
+template <class Stream>
+HttpResponse HttpSession<Stream>::answer(const http::request<http::string_body>& request) {
+  if (auto refused = refuse_foreign(request)) return std::move(*refused);
+  const ListenerContext& c = context_;
+  if (c.config.websocket && is_agent_page_target(request.target())) {
     // The browser agent's page and modules (agent_page.hpp); HEAD keeps GET's Content-Length.
     const bool head = request.method() == http::verb::head;
-    AgentPageResponse page = agent_page_response(request.target(), config_.agent_root,
+    AgentPageResponse page = agent_page_response(request.target(), c.config.agent_root,
                                                  head || request.method() == http::verb::get, head);
     HttpResponse r;
     r.status = page.status;
@@ -64,7 +123,7 @@ HttpResponse HttpSession::answer(const http::request<http::string_body>& request
     }
     return r;
   }
-  if (!config_.http_handler)
+  if (!c.config.http_handler)
     return json_error(404, "not found: the tracker speaks WebSocket on /ws");
   HttpRequest plain;
   plain.method = std::string(request.method_string());
@@ -73,25 +132,29 @@ HttpResponse HttpSession::answer(const http::request<http::string_body>& request
     plain.headers.emplace_back(lower(field.name_string()), std::string(field.value()));
   try {
     std::optional<HttpResponse> r =
-        config_.http_handler(plain, config_.websocket ? &state_ : nullptr);
+        c.config.http_handler(plain, c.config.websocket ? &c.state : nullptr);
     if (r) return std::move(*r);
   } catch (const std::exception& e) {
-    spdlog::warn("HTTP {} {}: {}", plain.method, plain.target, e.what());
+    // The target may carry ?token=...: never write it to a log.
+    spdlog::warn("HTTP {} {}: {}", plain.method, redact_secrets(plain.target), e.what());
     return json_error(500, std::string("internal error: ") + e.what());
   }
-  return json_error(404, "not found: " + plain.target);
+  return json_error(404, "not found: " + redact_secrets(plain.target));
 }
 
-void HttpSession::on_read(beast::error_code ec, size_t) {
+template <class Stream>
+void HttpSession<Stream>::on_read(beast::error_code ec, size_t) {
   if (ec) {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    shutdown();
     return;
   }
   http::request<http::string_body> request = parser_->release();
-  if (config_.websocket && websocket::is_upgrade(request) && request.target() == "/ws") {
-    std::make_shared<WebsocketSession>(stream_.release_socket(), state_, config_.max_frame_bytes,
-                                       config_.heartbeat_ms)
+  if (context_.config.websocket && websocket::is_upgrade(request) && request.target() == "/ws" &&
+      !refuse_foreign(request)) {
+    beast::get_lowest_layer(stream_).expires_never();  // the WebSocket's own timeouts take over
+    std::make_shared<WebsocketSession<Stream>>(std::move(stream_), context_.state,
+                                               context_.config.max_frame_bytes,
+                                               context_.config.heartbeat_ms, std::move(slot_))
         ->run(std::move(request));
     return;
   }
@@ -110,17 +173,38 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
     response_->prepare_payload();
   http::async_write(
       stream_, *response_,
-      beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), keep_alive));
+      beast::bind_front_handler(&HttpSession::on_write, this->shared_from_this(), keep_alive));
 }
 
-void HttpSession::on_write(bool keep_alive, beast::error_code ec, size_t) {
+template <class Stream>
+void HttpSession<Stream>::on_write(bool keep_alive, beast::error_code ec, size_t) {
   if (ec) return;
   if (!keep_alive) {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    shutdown();
     return;
   }
   do_read();
+}
+
+template <class Stream>
+void HttpSession<Stream>::shutdown() {
+  beast::error_code ignored;
+  if constexpr (std::is_same_v<Stream, TlsStream>) {
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
+    stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {});
+  } else {
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+}
+
+template class HttpSession<PlainStream>;
+template class HttpSession<TlsStream>;
+
+void start_session(tcp::socket&& socket, ListenerContext& context, ConnectionSlot slot) {
+  if (context.tls)
+    std::make_shared<HttpSession<TlsStream>>(std::move(socket), context, std::move(slot))->run();
+  else
+    std::make_shared<HttpSession<PlainStream>>(std::move(socket), context, std::move(slot))->run();
 }
 
 }  // namespace webtune::tracker

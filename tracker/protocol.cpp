@@ -2,6 +2,9 @@
 /// Parsing and building tracker protocol messages.
 #include "tracker/protocol.hpp"
 
+#include <cctype>
+#include <cstring>
+
 namespace webtune::tracker {
 
 namespace bj = boost::json;
@@ -16,6 +19,41 @@ std::string_view role_name(Role role) {
       return "viewer";
   }
   return "unknown";
+}
+
+std::string truncate_utf8(std::string_view text, size_t max_bytes) {
+  // Decode sequence by sequence; keep whole valid ones, replace invalid bytes by '?'.
+  std::string out;
+  size_t i = 0;
+  auto sequence_length = [&](size_t at) -> size_t {
+    const auto c = static_cast<unsigned char>(text[at]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || at + n > text.size()) return 0;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(text[at + k]) >> 6) != 0x2) return 0;
+    return n;
+  };
+  std::vector<size_t> ends;  // end offset in `out` after each character
+  while (i < text.size()) {
+    const size_t n = sequence_length(i);
+    if (n == 0) {
+      out += '?';
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+    ends.push_back(out.size());
+  }
+  if (out.size() <= max_bytes) return out;
+  const std::string ellipsis = max_bytes >= 3 ? "..." : "";
+  size_t keep = 0;
+  for (size_t end : ends) {
+    if (end + ellipsis.size() > max_bytes) break;
+    keep = end;
+  }
+  out.resize(keep);
+  return out + ellipsis;
 }
 
 bj::object parse_message(std::string_view text) {
@@ -69,9 +107,11 @@ Hello Hello::from_json(const bj::object& message) {
   if (message_type(message) != "hello")
     throw ProtocolError("handshake", "the first message must be 'hello'");
   Hello h;
+  // Errors quote at most a short prefix of what the peer sent.
+  auto quote = [](std::string_view text) { return "'" + truncate_utf8(text, 32) + "'"; };
   const bj::value& version = get_field(message, "protocol");
   if (!version.is_int64() || version.get_int64() != kProtocolVersion)
-    throw ProtocolError("version", "protocol version " + bj::serialize(version) +
+    throw ProtocolError("version", "protocol version " + truncate_utf8(bj::serialize(version), 24) +
                                        " is not supported; this tracker speaks " +
                                        std::to_string(kProtocolVersion));
   const std::string role = get_str(message, "role", "");
@@ -82,21 +122,45 @@ Hello Hello::from_json(const bj::object& message) {
   else if (role == "viewer")
     h.role = Role::kViewer;
   else
-    throw ProtocolError("handshake", "role must be agent, client or viewer, not '" + role + "'");
+    throw ProtocolError("handshake", "role must be agent, client or viewer, not " + quote(role));
   h.token = get_str(message, "token", "");
+  if (h.token.size() > kMaxTokenBytes)
+    throw ProtocolError("handshake",
+                        "'token' is longer than " + std::to_string(kMaxTokenBytes) + " bytes");
   h.name = get_str(message, "name", "");
+  if (h.name.size() > kMaxNameBytes)
+    throw ProtocolError("handshake",
+                        "'name' is longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  for (char c : h.name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw ProtocolError("handshake", "'name' holds a control character");
   if (auto it = message.find("keys"); it != message.end()) {
     if (!it->value().is_array()) throw ProtocolError("handshake", "'keys' must be an array");
+    if (it->value().get_array().size() > kMaxKeys)
+      throw ProtocolError("handshake",
+                          "an agent may announce at most " + std::to_string(kMaxKeys) + " keys");
     for (const bj::value& k : it->value().get_array()) {
       if (!k.is_string() || k.get_string().empty())
         throw ProtocolError("handshake", "each key must be a non-empty string");
-      h.keys.emplace_back(k.get_string());
+      const std::string_view key = k.get_string();
+      if (key.size() > kMaxKeyBytes)
+        throw ProtocolError("handshake", "key " + quote(key) + " is longer than " +
+                                             std::to_string(kMaxKeyBytes) + " characters");
+      for (char c : key)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && (c == 0 || !std::strchr("._:+-", c)))
+          throw ProtocolError("handshake",
+                              "key " + quote(key) + " holds a character outside [A-Za-z0-9._:+-]");
+      h.keys.emplace_back(key);
     }
   }
   if (h.role == Role::kAgent && h.keys.empty())
     throw ProtocolError("handshake", "an agent must announce at least one key");
-  if (auto it = message.find("device"); it != message.end() && it->value().is_object())
+  if (auto it = message.find("device"); it != message.end() && it->value().is_object()) {
+    if (bj::serialize(it->value()).size() > kMaxDeviceBytes)
+      throw ProtocolError("handshake",
+                          "'device' is larger than " + std::to_string(kMaxDeviceBytes) + " bytes");
     h.device = it->value().get_object();
+  }
   return h;
 }
 

@@ -72,6 +72,32 @@ void Scheduler::enqueue(Job& job, bool front) {
   queues_[job.spec.key].emplace(std::make_pair(job.spec.priority, job.sequence), job.id);
 }
 
+void Scheduler::erase_job(std::map<JobId, Job>::iterator it) {
+  auto load = loads_.find(it->second.client);
+  if (load != loads_.end()) {
+    load->second.jobs -= 1;
+    load->second.bytes -= it->second.spec.payload.size();
+    if (load->second.jobs == 0) loads_.erase(load);
+  }
+  jobs_.erase(it);
+}
+
+ClientLoad Scheduler::client_load(ClientId client) const {
+  auto it = loads_.find(client);
+  return it == loads_.end() ? ClientLoad{} : it->second;
+}
+
+const JobSpec* Scheduler::leased_spec(AgentId agent, JobId job) const {
+  auto lease = leases_.find(job);
+  if (lease == leases_.end() || lease->second.agent != agent) return nullptr;
+  return &jobs_.at(job).spec;
+}
+
+std::string Scheduler::leased_key(JobId job) const {
+  auto lease = leases_.find(job);
+  return lease == leases_.end() ? std::string() : lease->second.agent_key;
+}
+
 void Scheduler::unqueue(const Job& job) {
   auto q = queues_.find(job.spec.key);
   if (q == queues_.end()) return;
@@ -86,6 +112,9 @@ JobId Scheduler::submit(ClientId client, JobSpec spec, TimePoint now) {
   job.id = id;
   job.client = client;
   job.spec = std::move(spec);
+  ClientLoad& load = loads_[client];
+  load.jobs += 1;
+  load.bytes += job.spec.payload.size();
   enqueue(job, false);
   ++counters_.submitted;
   return id;
@@ -108,7 +137,7 @@ std::vector<Action> Scheduler::remove_client(ClientId client) {
     } else {
       unqueue(job);
       ++counters_.cancelled;
-      it = jobs_.erase(it);
+      erase_job(it++);
     }
   }
   return actions;
@@ -123,19 +152,43 @@ bool Scheduler::cancel(ClientId client, JobId id, std::vector<Action>* actions) 
     if (actions) actions->push_back(Action{Action::Kind::kCancelJob, id, lease->second.agent});
   } else {
     unqueue(it->second);
-    jobs_.erase(it);
+    erase_job(it);
   }
   ++counters_.cancelled;
   return true;
 }
 
+void Scheduler::hold(AgentId id, Agent& agent, TimePoint until) {
+  agent.quarantined_until = std::max(agent.quarantined_until, until);
+  unmark_idle(id, agent);
+  quarantined_.insert(id);
+}
+
 void Scheduler::note_agent_failure(AgentId id, Agent& agent, TimePoint now) {
   if (++agent.failures_in_a_row < options_.quarantine_after) return;
   agent.failures_in_a_row = 0;
-  agent.quarantined_until = now + options_.quarantine_duration;
-  unmark_idle(id, agent);
-  quarantined_.insert(id);
+  hold(id, agent, now + options_.quarantine_duration);
   ++counters_.quarantines;
+}
+
+void Scheduler::suspend(AgentId id, TimePoint until) {
+  auto it = agents_.find(id);
+  if (it != agents_.end()) hold(id, it->second, until);
+}
+
+bool Scheduler::reject(AgentId agent_id, JobId job_id, const std::string& why,
+                       TimePoint suspended_until, std::vector<Action>* actions) {
+  auto lease = leases_.find(job_id);
+  if (lease == leases_.end() || lease->second.agent != agent_id) return false;
+  leases_.erase(lease);
+  Agent& agent = agents_.at(agent_id);
+  agent.job.reset();
+  hold(agent_id, agent, suspended_until);
+  ++counters_.rejected_results;
+  std::vector<Action> out;
+  requeue_or_fail(job_id, MeasureErrorNo::kRuntimeDevice, "a refused result (" + why + ")", out);
+  if (actions) actions->insert(actions->end(), out.begin(), out.end());
+  return true;
 }
 
 bool Scheduler::complete(AgentId agent_id, JobId job_id, MeasureErrorNo error,
@@ -151,10 +204,10 @@ bool Scheduler::complete(AgentId agent_id, JobId job_id, MeasureErrorNo error,
   leases_.erase(lease);
   Agent& agent = agents_.at(agent_id);
   agent.job.reset();
-  // Wrong answers and rejected shaders are the kernel's fault, not the agent's.
-  const bool agent_fault = error == MeasureErrorNo::kRuntimeDevice ||
-                           error == MeasureErrorNo::kRunTimeout ||
-                           error == MeasureErrorNo::kUnknown;
+  // Wrong answers, rejected shaders and kernels that ran past the job's own time budget are the
+  // kernel's (or the client's) fault, not the agent's.
+  const bool agent_fault =
+      error == MeasureErrorNo::kRuntimeDevice || error == MeasureErrorNo::kUnknown;
   if (agent_fault) {
     note_agent_failure(agent_id, agent, now);
   } else {
@@ -164,7 +217,7 @@ bool Scheduler::complete(AgentId agent_id, JobId job_id, MeasureErrorNo error,
 
   auto job_it = jobs_.find(job_id);
   const Job job = job_it->second;
-  jobs_.erase(job_it);
+  erase_job(job_it);
   if (orphaned_.erase(job_id)) return true;  // the client left; nobody to deliver to
   Action deliver{Action::Kind::kDeliver, job_id, agent_id, job.client, job.spec.client_tag,
                  std::move(result_json)};
@@ -181,7 +234,7 @@ void Scheduler::requeue_or_fail(JobId id, MeasureErrorNo error, const std::strin
   if (it == jobs_.end()) return;
   Job& job = it->second;
   if (orphaned_.erase(id)) {  // nobody waits for it any more
-    jobs_.erase(it);
+    erase_job(it);
     return;
   }
   if (job.attempts < options_.max_attempts) {
@@ -196,7 +249,7 @@ void Scheduler::requeue_or_fail(JobId id, MeasureErrorNo error, const std::strin
   actions.push_back(std::move(deliver));
   ++counters_.failed_max_attempts;
   ++counters_.delivered;
-  jobs_.erase(it);
+  erase_job(it);
 }
 
 std::vector<Action> Scheduler::dispatch(TimePoint now) {

@@ -4,17 +4,23 @@
 #include "tracker/tracker_client.hpp"
 
 #include "beast.hpp"
+#include "client_transport.hpp"
 
 namespace webtune::tracker {
 
 namespace bj = boost::json;
 
 TrackerUrl TrackerUrl::parse(const std::string& url) {
-  const std::string scheme = "ws://";
-  if (url.rfind(scheme, 0) != 0)
-    throw std::invalid_argument("tracker URL '" + url + "' must start with ws://");
-  std::string rest = url.substr(scheme.size());
   TrackerUrl u;
+  std::string rest;
+  if (url.rfind("ws://", 0) == 0) {
+    rest = url.substr(5);
+  } else if (url.rfind("wss://", 0) == 0) {
+    rest = url.substr(6);
+    u.tls = true;
+  } else {
+    throw std::invalid_argument("tracker URL '" + url + "' must start with ws:// or wss://");
+  }
   const auto slash = rest.find('/');
   u.path = slash == std::string::npos ? "/ws" : rest.substr(slash);
   const std::string authority = rest.substr(0, slash);
@@ -28,7 +34,7 @@ TrackerUrl TrackerUrl::parse(const std::string& url) {
 
 struct TrackerClient::Impl {
   net::io_context ioc;
-  websocket::stream<beast::tcp_stream> ws{ioc};
+  std::unique_ptr<ClientWebsocket> ws;
   beast::flat_buffer buffer;
   std::deque<bj::object> pending;
   bool is_closed = false;
@@ -51,41 +57,34 @@ struct TrackerClient::Impl {
   void connect(const TrackerUrl& url, std::chrono::milliseconds timeout) {
     bool done = false;
     beast::error_code result;
+    std::string stage;
     tcp::resolver resolver(ioc);
     auto endpoints = resolver.resolve(url.host, url.port, result);
     if (result) throw std::runtime_error("cannot resolve " + url.host + ": " + result.message());
-    beast::get_lowest_layer(ws).expires_after(timeout);
-    beast::get_lowest_layer(ws).async_connect(
-        endpoints, [&](beast::error_code ec, const tcp::endpoint&) {
-          if (ec) {
-            result = ec;
-            done = true;
-            return;
-          }
-          beast::get_lowest_layer(ws).expires_never();
-          ws.async_handshake(url.host + ":" + url.port, url.path, [&](beast::error_code ec2) {
-            result = ec2;
-            done = true;
-          });
-        });
+    ws = std::make_unique<ClientWebsocket>(ioc.get_executor(), url);
+    ws->async_open(endpoints, timeout, [&](beast::error_code ec, std::string where) {
+      result = ec;
+      stage = std::move(where);
+      done = true;
+    });
     if (!run_until(done, timeout + std::chrono::milliseconds(100)))
       throw std::runtime_error("timed out connecting to the tracker at " + url.host + ":" +
                                url.port);
     if (result)
       throw std::runtime_error("cannot connect to the tracker at " + url.host + ":" + url.port +
-                               ": " + result.message());
-    beast::error_code ignored;
-    beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true), ignored);
+                               " (" + stage + "): " + result.message());
   }
 
   void write(const std::string& frame, bool text) {
     if (is_closed) throw std::runtime_error("the tracker closed the connection");
-    ws.text(text);
     bool done = false;
     beast::error_code result;
-    ws.async_write(net::buffer(frame), [&](beast::error_code ec, size_t) {
-      result = ec;
-      done = true;
+    ws->visit([&](auto& s) {
+      s.text(text);
+      s.async_write(net::buffer(frame), [&](beast::error_code ec, size_t) {
+        result = ec;
+        done = true;
+      });
     });
     run_until(done, std::chrono::seconds(30));
     if (!done || result)
@@ -105,17 +104,21 @@ struct TrackerClient::Impl {
     if (!read_pending) {
       read_pending = true;
       read_done = false;
-      ws.async_read(buffer, [this](beast::error_code ec, size_t) {
-        read_ec = ec;
-        read_done = true;
+      ws->visit([this](auto& s) {
+        s.async_read(buffer, [this](beast::error_code ec, size_t) {
+          read_ec = ec;
+          read_done = true;
+        });
       });
     }
     if (!run_until(read_done, timeout)) return std::nullopt;
     read_pending = false;
     if (read_ec) {
       is_closed = true;
-      code = static_cast<int>(ws.reason().code);
-      reason = std::string(ws.reason().reason.c_str());
+      ws->visit([this](auto& s) {
+        code = static_cast<int>(s.reason().code);
+        reason = std::string(s.reason().reason.c_str());
+      });
       throw std::runtime_error(closed_message() + " (" + read_ec.message() + ")");
     }
     std::string text = beast::buffers_to_string(buffer.data());
@@ -257,12 +260,15 @@ int TrackerClient::close_code() const {
 void TrackerClient::close() {
   if (impl_->is_closed) return;
   impl_->is_closed = true;
+  if (!impl_->ws) return;
   beast::error_code ec;
-  beast::get_lowest_layer(impl_->ws).expires_after(std::chrono::seconds(2));
+  impl_->ws->tcp().expires_after(std::chrono::seconds(2));
   bool done = false;
-  impl_->ws.async_close(websocket::close_code::normal, [&](beast::error_code e) {
-    ec = e;
-    done = true;
+  impl_->ws->visit([&](auto& s) {
+    s.async_close(websocket::close_code::normal, [&](beast::error_code e) {
+      ec = e;
+      done = true;
+    });
   });
   impl_->run_until(done, std::chrono::seconds(2));
 }

@@ -5,23 +5,21 @@
 #include <boost/json.hpp>
 
 #include "codegen/error_no.hpp"
+#include "tracker/secret.hpp"
 
 namespace webtune::tracker {
 
 namespace bj = boost::json;
 
-TrackerState::TrackerState(AccessTokens tokens, SchedulerOptions options, int heartbeat_ms,
-                           int client_heartbeat_ms)
-    : tokens_(std::move(tokens)),
-      heartbeat_ms_(heartbeat_ms),
-      client_heartbeat_ms_(client_heartbeat_ms),
-      scheduler_(options) {}
+TrackerState::TrackerState(TrackerPolicy policy)
+    : policy_(std::move(policy)), scheduler_(policy_.scheduler) {}
 
-uint64_t TrackerState::on_open(std::shared_ptr<PeerConnection> peer) {
+uint64_t TrackerState::on_open(std::shared_ptr<PeerConnection> peer, TimePoint now) {
   const uint64_t id = next_session_++;
   connections_[id] = std::move(peer);
   PeerInfo& info = peers_[id];
   info.connected_at = info.last_seen = std::chrono::system_clock::now();
+  info.opened = now;
   ++counters_.connections;
   return id;
 }
@@ -90,13 +88,14 @@ void TrackerState::on_message(uint64_t id, std::string_view text, TimePoint now)
     } else if (type == "hello") {
       throw ProtocolError("bad_message", "already greeted");
     } else {
-      throw ProtocolError("unknown_type", "unknown message type '" + type + "'");
+      throw ProtocolError("unknown_type", "unknown message type '" + truncate_utf8(type, 32) + "'");
     }
   } catch (const ProtocolError& e) {
     if (!peer->second.greeted) {
       ++counters_.refused_handshakes;
       protocol_error(id, e.code(), e.what());
-      if (auto c = connections_.find(id); c != connections_.end()) c->second->close(1008, e.what());
+      if (auto c = connections_.find(id); c != connections_.end())
+        c->second->close(1008, truncate_utf8(e.what(), kMaxCloseReasonBytes));
       return;
     }
     protocol_error(id, e.code(), e.what());
@@ -107,10 +106,11 @@ void TrackerState::on_message(uint64_t id, std::string_view text, TimePoint now)
 
 void TrackerState::handle_hello(uint64_t id, const bj::object& message, TimePoint now) {
   Hello hello = Hello::from_json(message);
-  const std::string& expected = hello.role == Role::kAgent    ? tokens_.agent
-                                : hello.role == Role::kClient ? tokens_.client
-                                                              : tokens_.viewer;
-  if (!expected.empty() && hello.token != expected)
+  const AccessTokens& tokens = policy_.tokens;
+  const std::string& expected = hello.role == Role::kAgent    ? tokens.agent
+                                : hello.role == Role::kClient ? tokens.client
+                                                              : tokens.viewer;
+  if (!expected.empty() && !token_equals(hello.token, expected))
     throw ProtocolError("bad_token", "wrong token for role " + std::string(role_name(hello.role)));
   PeerInfo& info = peers_.at(id);
   info.greeted = true;
@@ -118,33 +118,77 @@ void TrackerState::handle_hello(uint64_t id, const bj::object& message, TimePoin
   info.name = hello.name;
   info.keys = hello.keys;
   info.device_json = bj::serialize(hello.device);
-  const int heartbeat = hello.role == Role::kAgent ? heartbeat_ms_ : client_heartbeat_ms_;
-  if (heartbeat != heartbeat_ms_)
+  const int heartbeat =
+      hello.role == Role::kAgent ? policy_.heartbeat_ms : policy_.client_heartbeat_ms;
+  if (heartbeat != policy_.heartbeat_ms)
     if (auto c = connections_.find(id); c != connections_.end())
       c->second->set_idle_timeout(std::chrono::milliseconds(heartbeat));
   send(id, make_welcome(id, heartbeat));
   if (hello.role == Role::kAgent) {
+    // A tab with several executors describes each key's device under "devices".
+    const bj::object* per_key = nullptr;
+    if (auto d = hello.device.find("devices"); d != hello.device.end() && d->value().is_object())
+      per_key = &d->value().get_object();
+    for (const std::string& key : hello.keys) {
+      const bj::object* device = &hello.device;
+      if (per_key)
+        if (auto k = per_key->find(key); k != per_key->end() && k->value().is_object())
+          device = &k->value().get_object();
+      info.peaks[key] = DevicePeak::estimate(key, *device, policy_.plausibility);
+    }
     scheduler_.add_agent(id, hello.keys, now, hello.name);
+    // Reconnecting does not clear a suspicion: the agent waits out the rest of it.
+    if (auto s = suspects_.find(hello.name); s != suspects_.end() && s->second > now)
+      scheduler_.suspend(id, s->second);
     execute({}, now);
   }
+}
+
+bool TrackerState::is_suspect(const std::string& agent_name, TimePoint now) const {
+  auto it = suspects_.find(agent_name);
+  return it != suspects_.end() && it->second > now;
+}
+
+void TrackerState::refuse_result(uint64_t id, uint64_t job, const std::string& why, TimePoint now) {
+  PeerInfo& info = peers_.at(id);
+  const TimePoint until = now + policy_.suspect_duration;
+  std::vector<Action> actions;
+  if (!scheduler_.reject(id, job, why, until, &actions)) return;
+  ++counters_.results_implausible;
+  ++counters_.suspect_marks;
+  ++info.results_refused;
+  TimePoint& mark = suspects_[info.name];
+  mark = std::max(mark, until);
+  protocol_error(id, "implausible_result",
+                 "result for job " + std::to_string(job) + " refused: " + why +
+                     "; this agent takes no job until the suspicion ends");
+  execute(std::move(actions), now);
 }
 
 void TrackerState::handle_result(uint64_t id, const bj::object& message, TimePoint now) {
   const uint64_t job = get_u64(message, "job");
   const bj::value& result = get_field(message, "result");
-  if (!result.is_object()) throw ProtocolError("bad_message", "'result' must be an object");
-  MeasureErrorNo error = MeasureErrorNo::kUnknown;
-  if (auto e = result.get_object().find("error_no");
-      e != result.get_object().end() && e->value().is_int64()) {
-    const int64_t n = e->value().get_int64();
-    if (n >= 0 && n <= 8) error = static_cast<MeasureErrorNo>(n);
+  const JobSpec* spec = scheduler_.leased_spec(id, job);
+  if (!spec) {
+    std::string why;
+    scheduler_.complete(id, job, MeasureErrorNo::kUnknown, {}, now, nullptr, &why);  // counts it
+    throw ProtocolError("unknown_job", why);
   }
+  // Believe nothing an agent says before checking it against the job and its device.
+  PeerInfo& info = peers_.at(id);
+  const auto peak = info.peaks.find(scheduler_.leased_key(job));
+  const CheckedResult checked =
+      check_result(result, spec->facts, peak != info.peaks.end() ? peak->second : DevicePeak{});
+  if (!checked.refusal.empty()) {
+    refuse_result(id, job, checked.refusal, now);
+    return;
+  }
+  const MeasureErrorNo error = checked.error;
   std::vector<Action> actions;
   std::string why;
   if (!scheduler_.complete(id, job, error, bj::serialize(result), now, &actions, &why))
     throw ProtocolError("unknown_job", why);
   ++counters_.results_by_error[static_cast<size_t>(error)];
-  PeerInfo& info = peers_.at(id);
   if (error == MeasureErrorNo::kNoError)
     ++info.jobs_done;
   else
@@ -155,17 +199,46 @@ void TrackerState::handle_result(uint64_t id, const bj::object& message, TimePoi
 void TrackerState::handle_submit(uint64_t id, const bj::object& message, TimePoint now) {
   int batch_priority = 0;
   std::vector<SubmitItem> items = parse_submit(message, &batch_priority);
-  bj::array accepted;
-  for (SubmitItem& item : items) {
+  // Check the whole batch before queueing any of it: a refused submit leaves nothing behind.
+  std::vector<JobSpec> specs;
+  ClientLoad load = scheduler_.client_load(id);
+  for (size_t i = 0; i < items.size(); ++i) {
+    SubmitItem& item = items[i];
     JobSpec spec;
     spec.key = item.key;
     spec.priority = item.priority.value_or(batch_priority);
-    spec.lease = std::chrono::milliseconds(item.lease_ms);
+    try {
+      spec.facts = JobFacts::from_input(item.input);
+    } catch (const std::exception& e) {
+      throw ProtocolError(
+          "bad_message",
+          "batch[" + std::to_string(i) + "]: 'input' is not a valid measure input: " + e.what());
+    }
+    // The tracker chooses the lease: the job's own time budget plus a margin, within bounds.
+    spec.lease = policy_.leases.lease_for(spec.facts.timeout_s, item.lease_ms);
     spec.payload = bj::serialize(item.input);
     spec.client_tag = item.tag;
     spec.avoid_agent = std::move(item.avoid_agent);
+    load.jobs += 1;
+    load.bytes += spec.payload.size();
+    if (load.jobs > policy_.max_jobs_per_client || load.bytes > policy_.max_bytes_per_client) {
+      ++counters_.submits_over_quota;
+      throw ProtocolError("over_quota", "this submit would leave " + std::to_string(load.jobs) +
+                                            " jobs (" + std::to_string(load.bytes) +
+                                            " bytes) queued for this client; the "
+                                            "caps are " +
+                                            std::to_string(policy_.max_jobs_per_client) +
+                                            " jobs and " +
+                                            std::to_string(policy_.max_bytes_per_client) +
+                                            " bytes: wait for results before submitting more");
+    }
+    specs.push_back(std::move(spec));
+  }
+  bj::array accepted;
+  for (JobSpec& spec : specs) {
+    const uint64_t tag = spec.client_tag;
     const JobId job = scheduler_.submit(id, std::move(spec), now);
-    accepted.push_back(bj::array{item.tag, job});
+    accepted.push_back(bj::array{tag, job});
   }
   send(id, bj::object{{"type", "accepted"}, {"jobs", std::move(accepted)}});
   execute({}, now);
@@ -193,6 +266,22 @@ void TrackerState::on_close(uint64_t id, TimePoint now) {
 
 void TrackerState::on_tick(TimePoint now) {
   execute(scheduler_.tick(now), now);
+  // Hello deadlines: a connection that never says who it is holds a socket for nothing.
+  std::vector<uint64_t> silent;
+  for (const auto& [id, peer] : peers_)
+    if (!peer.greeted && now - peer.opened >= policy_.hello_timeout) silent.push_back(id);
+  for (uint64_t id : silent) {
+    auto c = connections_.find(id);
+    if (c == connections_.end()) continue;
+    ++counters_.hello_timeouts;
+    // Forget it at once (its socket closes behind): it must not be counted or closed twice.
+    std::shared_ptr<PeerConnection> peer = c->second;
+    connections_.erase(c);
+    peers_.erase(id);
+    peer->close(1008, "no hello within " + std::to_string(policy_.hello_timeout.count()) + " ms");
+  }
+  for (auto it = suspects_.begin(); it != suspects_.end();)
+    it = it->second <= now ? suspects_.erase(it) : std::next(it);
 }
 
 void TrackerState::close_all(int code, const std::string& reason) {
@@ -271,7 +360,14 @@ bj::object TrackerState::summary(TimePoint now) const {
                       {"jobs_failed_max_attempts", c.failed_max_attempts},
                       {"results_refused", c.refused_results},
                       {"jobs_cancelled", c.cancelled},
-                      {"quarantines", c.quarantines}};
+                      {"quarantines", c.quarantines},
+                      {"results_rejected", c.rejected_results},
+                      {"hello_timeouts", counters_.hello_timeouts},
+                      {"submits_over_quota", counters_.submits_over_quota},
+                      {"results_implausible", counters_.results_implausible},
+                      {"suspect_marks", counters_.suspect_marks},
+                      {"connections_refused", counters_.connections_refused},
+                      {"origins_refused", counters_.origins_refused}};
   int agents = 0, clients = 0, viewers = 0;
   bj::object devices;  // one device description per agent key, for limits and records
   for (const auto& [id, p] : peers_) {
@@ -304,6 +400,13 @@ double unix_seconds(std::chrono::system_clock::time_point t) {
 
 }  // namespace
 
+const char* TrackerState::agent_state(uint64_t id, const PeerInfo& peer) const {
+  if (scheduler_.job_of(id)) return "busy";
+  if (scheduler_.is_held(id))
+    return is_suspect(peer.name, Clock::now()) ? "suspect" : "quarantined";
+  return "idle";
+}
+
 bj::array TrackerState::agents_json() const {
   bj::array out;
   for (const auto& [id, p] : peers_) {
@@ -314,9 +417,10 @@ bj::array TrackerState::agents_json() const {
                              {"name", p.name},
                              {"keys", std::move(keys)},
                              {"device", bj::parse(p.device_json)},
-                             {"state", scheduler_.job_of(id) ? "busy" : "idle"},
+                             {"state", agent_state(id, p)},
                              {"jobs_done", p.jobs_done},
                              {"jobs_failed", p.jobs_failed},
+                             {"results_refused", p.results_refused},
                              {"connected_at", unix_seconds(p.connected_at)},
                              {"last_seen", unix_seconds(p.last_seen)}});
   }

@@ -14,6 +14,24 @@ namespace webtune::tracker {
 /// The protocol version checked at the handshake.
 constexpr int kProtocolVersion = 1;
 
+/// Bounds on what a hello may carry (refused with `handshake` beyond them): a name of at most
+/// kMaxNameBytes printable bytes, at most kMaxKeys keys of at most kMaxKeyBytes characters from
+/// [A-Za-z0-9._:+-], a token of at most kMaxTokenBytes and a device object of at most
+/// kMaxDeviceBytes serialized.
+constexpr size_t kMaxNameBytes = 128;
+constexpr size_t kMaxKeys = 16;
+constexpr size_t kMaxKeyBytes = 200;
+constexpr size_t kMaxTokenBytes = 1024;
+constexpr size_t kMaxDeviceBytes = 64 * 1024;
+/// A WebSocket close frame's reason holds at most 123 bytes (RFC 6455 5.5.1: 125-byte control
+/// payload minus the 2-byte code).
+constexpr size_t kMaxCloseReasonBytes = 123;
+
+/// `text` cut to at most `max_bytes` without splitting a UTF-8 sequence, with "..." at the end when
+/// cut (within the bound); invalid UTF-8 bytes become '?'. For close reasons and for echoing a
+/// peer's input in an error message.
+std::string truncate_utf8(std::string_view text, size_t max_bytes);
+
 enum class Role { kAgent, kClient, kViewer };
 std::string_view role_name(Role role);
 

@@ -16,9 +16,14 @@
 ///    with its attempt count raised; once it has used `max_attempts` it is delivered to its client
 ///    as an error (RUN_TIMEOUT after an expired lease, RUNTIME_DEVICE after a lost agent), never
 ///    dropped.
-///  - An agent that fails `quarantine_after` jobs in a row (lost lease or an error result other
-///    than WRONG_ANSWER/COMPILE_DEVICE, which are the kernel's fault) is quarantined for
-///    `quarantine_duration` and takes no job meanwhile.
+///  - An agent that fails `quarantine_after` jobs in a row (a lost lease, or a RUNTIME_DEVICE or
+///    UNKNOWN result) is quarantined for `quarantine_duration` and takes no job meanwhile. Results
+///    that are the kernel's or the job's fault (WRONG_ANSWER, COMPILE_DEVICE, RUN_TIMEOUT: the
+///    agent enforced the job's own time budget, ...) do not count: a client must not be able to
+///    quarantine healthy agents by sending kernels that hang.
+///  - An agent whose result is refused (reject(): implausible, malformed) loses the job, which is
+///    re-queued (or failed) as if the agent had vanished, and is suspended: it takes no job until
+///    the given time.
 ///  - A client that goes away has its queued jobs dropped and its leased ones forgotten: their
 ///    results are discarded when they come.
 ///  - Every job is delivered exactly once: a result for a job that is not leased to that agent is
@@ -36,6 +41,7 @@
 #include <vector>
 
 #include "codegen/error_no.hpp"
+#include "tracker/job_facts.hpp"
 
 namespace webtune::tracker {
 
@@ -62,6 +68,7 @@ struct JobSpec {
   std::string payload;
   uint64_t client_tag = 0;  ///< the client's own id for the job, echoed back in its result
   std::string avoid_agent;  ///< never lease to an agent of this name (empty: any agent)
+  JobFacts facts;           ///< what the tracker read of the payload; the scheduler ignores it
 };
 
 /// An instruction for the network layer.
@@ -96,7 +103,14 @@ struct KeyStatus {
 /// Running totals since start.
 struct SchedulerCounters {
   uint64_t submitted = 0, delivered = 0, requeued = 0, lease_expiries = 0, agents_lost_jobs = 0,
-           failed_max_attempts = 0, refused_results = 0, cancelled = 0, quarantines = 0;
+           failed_max_attempts = 0, refused_results = 0, cancelled = 0, quarantines = 0,
+           rejected_results = 0;
+};
+
+/// What one client has in the scheduler (queued or leased jobs), for per-client caps.
+struct ClientLoad {
+  size_t jobs = 0;
+  size_t bytes = 0;  ///< payload bytes of those jobs
 };
 
 class Scheduler {
@@ -129,6 +143,14 @@ class Scheduler {
   bool complete(AgentId agent, JobId job, MeasureErrorNo error, std::string result_json,
                 TimePoint now, std::vector<Action>* actions, std::string* why);
 
+  /// Refuses the result of a job leased to `agent` (it was implausible or malformed): the lease
+  /// ends, the job is re-queued or, out of attempts, failed with `why`, and the agent takes no job
+  /// until `suspended_until`. False (nothing changes) when the job is not leased to the agent.
+  bool reject(AgentId agent, JobId job, const std::string& why, TimePoint suspended_until,
+              std::vector<Action>* actions);
+  /// Keeps an agent from taking jobs until `until` (its current job, if any, runs on).
+  void suspend(AgentId agent, TimePoint until);
+
   /// Matches idle agents with queued jobs; returns the kSendJob actions.
   std::vector<Action> dispatch(TimePoint now);
   /// Expires leases past their deadline and ends quarantines; returns deliveries of jobs that
@@ -144,6 +166,15 @@ class Scheduler {
   bool has_agent(AgentId agent) const { return agents_.count(agent) > 0; }
   /// The job an agent holds, if any.
   std::optional<JobId> job_of(AgentId agent) const;
+  /// The spec of `job` when it is leased to `agent`, else nullptr. Valid until the next call that
+  /// changes the scheduler.
+  const JobSpec* leased_spec(AgentId agent, JobId job) const;
+  /// The agent key a leased job runs under (the device class); empty when it is not leased.
+  std::string leased_key(JobId job) const;
+  /// Whether an agent is quarantined or suspended now (takes no job).
+  bool is_held(AgentId agent) const { return quarantined_.count(agent) > 0; }
+  /// Queued and leased jobs of a client.
+  ClientLoad client_load(ClientId client) const;
 
  private:
   struct Job {
@@ -174,6 +205,10 @@ class Scheduler {
   using Queue = std::map<std::pair<int, uint64_t>, JobId, QueueOrder>;
 
   void enqueue(Job& job, bool front);
+  /// Removes a job from jobs_ and from its client's load.
+  void erase_job(std::map<JobId, Job>::iterator it);
+  /// Takes an agent out of dispatch until `until` (quarantine and suspension alike).
+  void hold(AgentId id, Agent& agent, TimePoint until);
   void unqueue(const Job& job);
   /// A leased job lost its agent (gone or lease expired): re-queue, or fail it when out of tries.
   void requeue_or_fail(JobId job, MeasureErrorNo error, const std::string& why,
@@ -198,6 +233,7 @@ class Scheduler {
   std::map<std::string, std::set<AgentId>> idle_by_key_;
   std::set<AgentId> quarantined_;
   std::set<JobId> orphaned_;  // leased jobs whose client left
+  std::map<ClientId, ClientLoad> loads_;
   SchedulerCounters counters_;
 };
 

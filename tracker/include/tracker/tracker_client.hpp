@@ -26,9 +26,12 @@ struct ClientResult {
   boost::json::object result;  ///< MeasureResult JSON
 };
 
-/// Splits "ws://host:port/path" into its parts; throws std::invalid_argument.
+/// Splits "ws://host:port/path" or "wss://host:port/path" into its parts; throws
+/// std::invalid_argument. wss:// is TLS, verified as client_transport.hpp says
+/// ($WEBTUNE_CA_FILE).
 struct TrackerUrl {
   std::string host, port, path;
+  bool tls = false;
   static TrackerUrl parse(const std::string& url);
 };
 

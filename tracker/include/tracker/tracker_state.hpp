@@ -14,7 +14,9 @@
 #include <string>
 
 #include "tracker/protocol.hpp"
+#include "tracker/result_check.hpp"
 #include "tracker/scheduler.hpp"
+#include "tracker/tracker_policy.hpp"
 
 namespace webtune::tracker {
 
@@ -31,11 +33,6 @@ class PeerConnection {
   virtual void set_idle_timeout(std::chrono::milliseconds /*timeout*/) {}
 };
 
-/// Who may connect: an empty token accepts anyone of that role.
-struct AccessTokens {
-  std::string agent, client, viewer;
-};
-
 /// What the tracker knows of one connected peer.
 struct PeerInfo {
   Role role = Role::kClient;
@@ -43,29 +40,40 @@ struct PeerInfo {
   std::string name;
   std::vector<std::string> keys;
   std::string device_json;  ///< the hello's device object, serialized
+  /// Agents: the fastest each of its keys' devices could be (result_check.hpp).
+  std::map<std::string, DevicePeak> peaks;
   uint64_t jobs_done = 0, jobs_failed = 0;
+  uint64_t results_refused = 0;  ///< results refused as implausible or malformed
   std::chrono::system_clock::time_point connected_at, last_seen;
+  TimePoint opened{};  ///< when the connection opened (the hello deadline counts from it)
 };
 
 /// Counters exposed by `summary` and /metrics.
 struct TrackerCounters {
   uint64_t connections = 0, protocol_errors = 0, refused_handshakes = 0, frames_in = 0,
            frames_out = 0;
+  uint64_t hello_timeouts = 0;       ///< connections closed for sending no hello in time
+  uint64_t submits_over_quota = 0;   ///< submits refused by the per-client caps
+  uint64_t results_implausible = 0;  ///< agent results refused by check_result
+  uint64_t suspect_marks = 0;        ///< times an agent was marked suspect
+  uint64_t connections_refused = 0;  ///< accepted and closed at once: over the connection cap
+  uint64_t origins_refused = 0;      ///< requests refused for their Host or Origin (403)
   /// Results that agents sent, by error number (index = MeasureErrorNo, 0 = NO_ERROR).
   std::array<uint64_t, 9> results_by_error{};
 };
 
 class TrackerState {
  public:
-  /// `heartbeat_ms`: how long an agent may stay silent before it is dropped (and its lease
-  /// re-queued). `client_heartbeat_ms`: the same for clients and viewers, which may be busy
-  /// for long stretches without reading (a tuner building a batch of LLVM modules or fitting
-  /// its cost model does not answer pings), and whose death the closed socket shows anyway.
-  TrackerState(AccessTokens tokens, SchedulerOptions options, int heartbeat_ms,
-               int client_heartbeat_ms = 300000);
+  /// Enforces `policy` (tracker_policy.hpp). Its `heartbeat_ms` is how long an agent may stay
+  /// silent before it is dropped (and its lease re-queued); `client_heartbeat_ms` the same for
+  /// clients and viewers, which may be busy for long stretches without reading (a tuner building
+  /// a batch of LLVM modules or fitting its cost model does not answer pings), and whose death
+  /// the closed socket shows anyway.
+  explicit TrackerState(TrackerPolicy policy);
 
-  /// A new connection; returns its session id.
-  uint64_t on_open(std::shared_ptr<PeerConnection> peer);
+  /// A new connection; returns its session id. It must say hello within the policy's
+  /// hello_timeout of `now`, or on_tick closes it.
+  uint64_t on_open(std::shared_ptr<PeerConnection> peer, TimePoint now = Clock::now());
   /// One text frame from session `id`. Never throws: protocol errors are answered and counted.
   void on_message(uint64_t id, std::string_view text, TimePoint now);
   /// A ping or pong from session `id`: the peer is alive (PeerInfo::last_seen).
@@ -74,12 +82,19 @@ class TrackerState {
   void on_binary(uint64_t id, size_t bytes);
   /// The connection is gone (closed, reset, timed out).
   void on_close(uint64_t id, TimePoint now);
-  /// Lease expiries and quarantine ends; call periodically.
+  /// Lease expiries, quarantine ends and hello deadlines; call periodically.
   void on_tick(TimePoint now);
+  /// The network layer refused a connection (over the cap); returns the count so far.
+  uint64_t note_refused_connection() { return ++counters_.connections_refused; }
+  /// The network layer refused a request for its Host or Origin.
+  void note_refused_origin() { ++counters_.origins_refused; }
   /// Closes every connection with `code` (1001 "going away" at shutdown).
   void close_all(int code, const std::string& reason);
 
   const Scheduler& scheduler() const { return scheduler_; }
+  const TrackerPolicy& policy() const { return policy_; }
+  /// Whether an agent of this name is suspect now (refused results; see TrackerPolicy).
+  bool is_suspect(const std::string& agent_name, TimePoint now) const;
   const TrackerCounters& counters() const { return counters_; }
   const std::map<uint64_t, PeerInfo>& peers() const { return peers_; }
   /// Open WebSocket connections (greeted or not).
@@ -90,8 +105,8 @@ class TrackerState {
   /// "agents", "clients", "viewers"}.
   boost::json::object summary(TimePoint now) const;
   /// The greeted agents, by session id: [{"session", "name", "keys": [...], "device": {...},
-  /// "state": "busy"|"idle", "jobs_done", "jobs_failed", "connected_at", "last_seen"}], times in
-  /// Unix seconds.
+  /// "state": "busy"|"idle"|"quarantined"|"suspect", "jobs_done", "jobs_failed",
+  /// "results_refused", "connected_at", "last_seen"}], times in Unix seconds.
   boost::json::array agents_json() const;
 
  private:
@@ -102,13 +117,16 @@ class TrackerState {
   void send(uint64_t id, const boost::json::object& message);
   void send_raw(uint64_t id, std::string frame);
   void protocol_error(uint64_t id, const std::string& code, const std::string& message);
+  /// "busy", "idle", "quarantined" or "suspect" (agents_json's "state").
+  const char* agent_state(uint64_t id, const PeerInfo& peer) const;
+  /// Refuses agent `id`'s result for `job`: re-queues the job, marks the agent suspect.
+  void refuse_result(uint64_t id, uint64_t job, const std::string& why, TimePoint now);
   /// Carries out scheduler actions, then dispatches waiting jobs to idle agents.
   void execute(std::vector<Action> actions, TimePoint now);
 
-  AccessTokens tokens_;
-  int heartbeat_ms_;
-  int client_heartbeat_ms_;
+  TrackerPolicy policy_;
   Scheduler scheduler_;
+  std::map<std::string, TimePoint> suspects_;  // agent name → suspect until
   uint64_t next_session_ = 1;
   std::map<uint64_t, std::shared_ptr<PeerConnection>> connections_;
   std::map<uint64_t, PeerInfo> peers_;

@@ -1,0 +1,31 @@
+/// \file job_facts.cpp
+/// Reading a job's facts from its MeasureInput JSON.
+#include "tracker/job_facts.hpp"
+
+#include <boost/json.hpp>
+
+#include "codegen/json_util.hpp"
+#include "codegen/measure.hpp"
+#include "codegen/workload.hpp"
+
+namespace webtune::tracker {
+
+namespace bj = boost::json;
+
+JobFacts JobFacts::from_input(const bj::value& input) {
+  const bj::object& o = json::as_object(input, "measure input");
+  const Workload workload = Workload::from_json(json::field(o, "workload"));
+  workload.validate();
+  MeasureOptions options;
+  if (auto it = o.find("options"); it != o.end()) options = MeasureOptions::from_json(it->value());
+  JobFacts f;
+  f.flops = workload.flops();
+  f.bytes = 4.0 * (static_cast<double>(workload.data_size()) +
+                   static_cast<double>(workload.weight_size()) +
+                   static_cast<double>(workload.output_size()));
+  f.repeat = options.repeat;
+  f.timeout_s = options.timeout_s;
+  return f;
+}
+
+}  // namespace webtune::tracker
