@@ -14,13 +14,14 @@
 #include "commands.hpp"
 #include "native_agent/isolated_runtime.hpp"
 #include "tracker/agent_connection.hpp"
+#include "tracker/tracker_client.hpp"
 
 namespace webtune::cli {
 
 namespace {
 
 struct AgentArgs {
-  std::string tracker = "ws://127.0.0.1:9190/ws", key = "gles", token, name;
+  std::string tracker = "ws://127.0.0.1:9190/ws", key = "gles", token, name, ca_file;
   pid_t parent_pid = 0;  ///< when set, the agent ends with that process (an embedded farm)
 };
 
@@ -50,6 +51,7 @@ boost::json::object run_input(IsolatedRuntime& runtime, const boost::json::value
 
 void run_agent(const AgentArgs& args) {
   exit_with_parent(args.parent_pid);
+  if (!args.ca_file.empty()) tracker::set_tracker_ca_file(args.ca_file);
   // Fork the GL worker before any thread starts.
   auto runtime = std::make_shared<IsolatedRuntime>();
   const GlDeviceInfo& device = runtime->info();
@@ -82,10 +84,16 @@ void run_agent(const AgentArgs& args) {
 void add_agent_command(CLI::App& app) {
   auto args = std::make_shared<AgentArgs>();
   CLI::App* cmd = app.add_subcommand("agent", "Run a native OpenGL ES agent for the tracker");
-  cmd->add_option("--tracker", args->tracker, "ws://HOST:PORT/ws")->capture_default_str();
+  cmd->add_option("--tracker", args->tracker, "ws://HOST:PORT/ws or wss://HOST:PORT/ws")
+      ->capture_default_str();
   cmd->add_option("--key", args->key, "key, or key prefix completed with the device name")
       ->capture_default_str();
-  cmd->add_option("--token", args->token, "agent token");
+  cmd->add_option("--token", args->token, "agent token (or $WEBTUNE_AGENT_TOKEN)")
+      ->envname("WEBTUNE_AGENT_TOKEN");
+  cmd->add_option("--ca-file", args->ca_file,
+                  "CA certificate(s) that signed a wss:// tracker's certificate (or "
+                  "$WEBTUNE_CA_FILE)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--name", args->name, "name shown in the farm");
   cmd->add_option("--parent-pid", args->parent_pid,
                   "exit when this process (the program that started the agent) ends");

@@ -6,16 +6,28 @@
 
 namespace webtune::tracker {
 
+namespace {
+std::string& ca_file_setting() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
+void set_tracker_ca_file(const std::string& path) {
+  ca_file_setting() = path;
+}
+
 std::shared_ptr<ssl::context> make_client_tls_context() {
   auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
   beast::error_code ec;
-  if (const char* ca = std::getenv("WEBTUNE_CA_FILE"); ca && *ca) {
+  std::string ca = ca_file_setting();
+  if (ca.empty())
+    if (const char* env = std::getenv("WEBTUNE_CA_FILE")) ca = env;
+  if (!ca.empty()) {
     context->load_verify_file(ca, ec);
-    if (ec)
-      throw std::runtime_error(std::string("cannot load the CA file '") + ca +
-                               "' ($WEBTUNE_CA_FILE): " + ec.message());
+    if (ec) throw std::runtime_error("cannot load the CA file '" + ca + "': " + ec.message());
   } else {
     context->set_default_verify_paths(ec);
   }

@@ -3,9 +3,9 @@
 /// WebSocket over plain TCP for ws:// URLs or over TLS for wss:// URLs, opened the same way by
 /// TrackerClient and AgentConnection.
 ///
-/// TLS peers verify the tracker's certificate and host name, against the CA file in
-/// $WEBTUNE_CA_FILE when it is set (a self-signed tracker certificate, or a private CA) and the
-/// system's CA store otherwise; an unverified tracker is never talked to.
+/// TLS peers verify the tracker's certificate and host name, against the CA file given to
+/// set_tracker_ca_file() or in $WEBTUNE_CA_FILE (a self-signed tracker certificate, or a private
+/// CA) and the system's CA store otherwise; an unverified tracker is never talked to.
 #pragma once
 
 #include <chrono>
@@ -21,8 +21,8 @@ namespace webtune::tracker {
 using PlainWebsocket = websocket::stream<PlainStream>;
 using TlsWebsocket = websocket::stream<TlsStream>;
 
-/// The TLS context of tracker clients (see the file comment). Throws std::runtime_error when
-/// $WEBTUNE_CA_FILE names a file that cannot be loaded.
+/// The TLS context of tracker clients (see the file comment). Throws std::runtime_error when the
+/// CA file cannot be loaded.
 std::shared_ptr<ssl::context> make_client_tls_context();
 
 /// One client WebSocket, plain or TLS by the URL's scheme.

@@ -35,6 +35,11 @@ struct TrackerUrl {
   static TrackerUrl parse(const std::string& url);
 };
 
+/// The CA certificate file that wss:// peers of this process (TrackerClient, AgentConnection)
+/// verify the tracker's certificate against; empty: $WEBTUNE_CA_FILE when set, else the
+/// system's CA store. Call before connecting (the CLI's --ca-file does).
+void set_tracker_ca_file(const std::string& path);
+
 class TrackerClient {
  public:
   /// Connects and sends `hello`; waits for `welcome`. Throws std::runtime_error with the
