@@ -138,6 +138,16 @@ bj::object artifact_json(const ArtifactArgs& args) {
     for (const TrialRecord& t : store.trials(job.id))
       if (t.config_index == args.config_index) trial = t;
   }
+  if (trial) {
+    // A stored config that the job's template no longer holds is an error, not a kernel.
+    try {
+      config_in_space(job.workload, job.target, trial->config_json, trial->result.ok());
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("job " + std::to_string(job.id) + " (" + job.workload.key() +
+                               "): the stored trial of config " +
+                               std::to_string(trial->config_index) + " is unusable: " + e.what());
+    }
+  }
   const ConfigEntity entity = trial ? task.space->from_json(bj::parse(trial->config_json))
                                     : task.space->parse(std::to_string(args.config_index));
   const double flops = job.workload.flops();
