@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -30,6 +31,7 @@
 
 #include "codegen/task.hpp"
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "tuner/records.hpp"
 
 namespace webtune::cli {
@@ -136,6 +138,16 @@ bj::object artifact_json(const ArtifactArgs& args) {
     for (const TrialRecord& t : store.trials(job.id))
       if (t.config_index == args.config_index) trial = t;
   }
+  if (trial) {
+    // A stored config that the job's template no longer holds is an error, not a kernel.
+    try {
+      config_in_space(job.workload, job.target, trial->config_json, trial->result.ok());
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("job " + std::to_string(job.id) + " (" + job.workload.key() +
+                               "): the stored trial of config " +
+                               std::to_string(trial->config_index) + " is unusable: " + e.what());
+    }
+  }
   const ConfigEntity entity = trial ? task.space->from_json(bj::parse(trial->config_json))
                                     : task.space->parse(std::to_string(args.config_index));
   const double flops = job.workload.flops();
@@ -192,15 +204,18 @@ void add_artifact_command(CLI::App& app) {
                   "target the job was tuned for: gles-frag, gles-compute, webgl2 or webgpu")
       ->required();
   cmd->add_option("--config-index", args->config_index,
-                  "this config of the job's space instead of the best measured one");
+                  "this config of the job's space instead of the best measured one")
+      ->check(int_range(0, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--rank", args->rank,
                   "the rank-th best measured config (1: the best; e.g. 2..5 for finalists to "
                   "re-measure side by side)")
+      ->check(int_range(1, 1'000'000))
       ->capture_default_str()
       ->excludes("--config-index");
   cmd->add_option("--seed", args->seed, "seed of the inputs the reference samples are for")
       ->capture_default_str();
   cmd->add_option("--samples", args->samples, "reference samples of the output to include")
+      ->check(int_range(1, kMaxSamples))
       ->capture_default_str();
   cmd->add_option("-o,--out", args->out, "output file, or - for stdout")->capture_default_str();
   cmd->callback([args] { run_artifact(*args); });

@@ -13,6 +13,7 @@
 
 #include "browser_farm.hpp"
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "tracker/tracker_server.hpp"
 
 namespace webtune::cli {
@@ -74,7 +75,9 @@ void add_farm_command(CLI::App& app) {
   auto args = std::make_shared<FarmArgs>();
   CLI::App* cmd =
       app.add_subcommand("farm", "Run a local farm of headless Chromium agent tabs (WebGL2)");
-  cmd->add_option("--tabs", args->farm.tabs, "agent tabs")->capture_default_str();
+  cmd->add_option("--tabs", args->farm.tabs, "agent tabs")
+      ->check(int_range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--targets", args->farm.targets,
                   "executor families, comma-separated (webgl2, webgpu, wasm)")
       ->capture_default_str();

@@ -65,7 +65,8 @@ void run_list(const LogArgs& args) {
   auto store = open_existing(args.db);
   const std::vector<TuningJobInfo> jobs = store->jobs();
   if (jobs.empty()) {
-    std::printf("no tuning jobs in %s\n", args.db.c_str());
+    // A note, not data: stdout stays empty.
+    std::fprintf(stderr, "no tuning jobs in %s\n", args.db.c_str());
     return;
   }
   std::vector<std::vector<std::string>> rows{{"job", "task", "workload", "target", "device",
@@ -83,11 +84,23 @@ void run_best(const LogArgs& args) {
   auto store = open_existing(args.db);
   const std::vector<BestRecord> best = store->best(args.workload, args.target);
   if (best.empty()) {
-    std::printf("no successful trial matches in %s\n", args.db.c_str());
+    std::fprintf(stderr, "no successful trial matches in %s\n", args.db.c_str());
     return;
   }
+  int misfits = 0;
   for (const BestRecord& b : best) {
     const TuningJobInfo& j = b.job;
+    // A best config that its template's space no longer holds (records of another webtune, or
+    // edited) is reported, not printed as if it could be built.
+    try {
+      config_in_space(j.workload, j.target, b.trial.config_json, true);
+    } catch (const std::invalid_argument& e) {
+      ++misfits;
+      spdlog::error("job {} ({} {} on {}): its best trial, config {}, is left out: {}", j.id,
+                    j.task_name.empty() ? "-" : j.task_name, j.workload.key(), j.device_key,
+                    b.trial.config_index, e.what());
+      continue;
+    }
     std::printf("job %lld  %s  %s  %s  %s\n", static_cast<long long>(j.id),
                 j.task_name.empty() ? "-" : j.task_name.c_str(), j.workload.key().c_str(),
                 std::string(target_name(j.target)).c_str(), j.device_key.c_str());
@@ -95,6 +108,9 @@ void run_best(const LogArgs& args) {
                 b.trial.result.mean_cost() * 1e3, static_cast<long long>(b.trial.config_index),
                 static_cast<long long>(j.trials), b.trial.config_json.c_str());
   }
+  if (misfits > 0)
+    throw std::runtime_error(std::to_string(misfits) +
+                             " job(s) hold a best config outside their template's space");
 }
 
 void run_export(const LogArgs& args) {

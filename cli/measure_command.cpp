@@ -13,6 +13,7 @@
 #include "codegen/task.hpp"
 #include "commands.hpp"
 #include "native_agent/isolated_runtime.hpp"
+#include "option_checks.hpp"
 
 namespace webtune::cli {
 
@@ -123,13 +124,20 @@ void add_measure_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of the generated inputs")->capture_default_str();
   cmd->add_option("--samples", args->samples, "outputs checked against the CPU reference")
+      ->check(int_range(1, kMaxSamples))
       ->capture_default_str();
-  cmd->add_option("--number", args->options.number, "runs per measurement")->capture_default_str();
-  cmd->add_option("--repeat", args->options.repeat, "measurements")->capture_default_str();
+  cmd->add_option("--number", args->options.number, "runs per measurement")
+      ->check(int_range(1, kMaxNumber))
+      ->capture_default_str();
+  cmd->add_option("--repeat", args->options.repeat, "measurements")
+      ->check(int_range(1, kMaxRepeat))
+      ->capture_default_str();
   cmd->add_option("--min-repeat-ms", args->options.min_repeat_ms,
                   "grow --number until one measurement lasts this long")
+      ->check(int_range(0, kMaxMinRepeatMs))
       ->capture_default_str();
   cmd->add_option("--timeout", args->options.timeout_s, "seconds before RUN_TIMEOUT")
+      ->check(seconds(kMaxTimeoutS))
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] {

@@ -7,6 +7,7 @@
 
 #include "codegen/task.hpp"
 #include "commands.hpp"
+#include "option_checks.hpp"
 
 namespace webtune::cli {
 
@@ -63,16 +64,28 @@ void add_space_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--config", args->config,
                   "print the kernel of this config (index, JSON, default)");
-  cmd->add_option("--max-texture-size", args->max_texture_size)->capture_default_str();
-  cmd->add_option("--max-draw-buffers", args->max_draw_buffers)->capture_default_str();
-  cmd->add_option("--max-invocations", args->max_invocations)->capture_default_str();
+  cmd->add_option("--max-texture-size", args->max_texture_size,
+                  "gles-frag: GL_MAX_TEXTURE_SIZE, the widest and tallest texture")
+      ->check(int_range(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--max-draw-buffers", args->max_draw_buffers,
+                  "gles-frag: GL_MAX_DRAW_BUFFERS, outputs of a fragment")
+      ->check(int_range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--max-invocations", args->max_invocations,
+                  "gles-compute, webgpu: invocations (and size in x and y) of a workgroup")
+      ->check(int_range(1, 65536))
+      ->capture_default_str();
   cmd->add_option("--max-threads", args->max_threads, "wasm: threads a tab allows")
+      ->check(int_range(1, 256))
       ->capture_default_str();
   cmd->add_option("--max-varyings", args->max_varying_vectors,
                   "gles-frag vertex stage: GL_MAX_VARYING_VECTORS")
+      ->check(int_range(1, 1024))
       ->capture_default_str();
   cmd->add_option("--max-feedback-components", args->max_feedback_components,
                   "gles-frag vertex stage: GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS")
+      ->check(int_range(1, 4096))
       ->capture_default_str();
   cmd->callback([args] { run_space(*args); });
 }

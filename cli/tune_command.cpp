@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "local_farm.hpp"
+#include "option_checks.hpp"
 #include "tuner/tune_session.hpp"
 
 namespace webtune::cli {
@@ -103,7 +104,9 @@ void add_tune_command(CLI::App& app) {
                   "(WGSL, dense and conv2d) or wasm (LLVM-built WebAssembly, dense and conv2d, "
                   "browser tabs)")
       ->capture_default_str();
-  cmd->add_option("--trials", args->options.trials, "trials per task")->capture_default_str();
+  cmd->add_option("--trials", args->options.trials, "trials per task")
+      ->check(int_range(1, 1'000'000))
+      ->capture_default_str();
   cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();
   cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
   cmd->add_option("--tracker", args->tracker, "ws://HOST:PORT/ws (default: embedded)");
@@ -111,27 +114,43 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--key", args->key, "agent key or prefix (default: the target's, e.g. gles)");
   cmd->add_option("--local-agents", args->local_agents,
                   "agents (browser tabs for webgl2, webgpu and wasm) of the embedded farm")
+      ->check(int_range(1, 256))
       ->capture_default_str();
   cmd->add_option("--farm-gl", args->farm_gl,
                   "WebGL backend of the embedded browser farm: swiftshader or llvmpipe")
       ->capture_default_str();
   cmd->add_option("--linger", args->linger_s,
                   "seconds the embedded farm's dashboard stays up after tuning")
+      ->check(int_range(0, 7 * 86400))
       ->capture_default_str();
   cmd->add_option("--early-stopping", args->options.early_stopping,
-                  "stop a task after N trials without improvement");
-  cmd->add_option("--timeout", args->options.timeout_s, "wall-clock budget in seconds");
-  cmd->add_option("--batch", args->options.batch_size, "configs per round")->capture_default_str();
+                  "stop a task after N trials without improvement")
+      ->check(int_range(1, 1'000'000'000));
+  cmd->add_option("--timeout", args->options.timeout_s, "wall-clock budget in seconds (0: none)")
+      ->check(seconds(1e7, true));
+  cmd->add_option("--batch", args->options.batch_size, "configs per round")
+      ->check(int_range(1, 4096))
+      ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "search and input seed")->capture_default_str();
   cmd->add_option("--schedule", args->options.schedule, "round-robin or latency")
       ->capture_default_str();
   cmd->add_flag("--transfer", args->options.transfer,
                 "warm-start the cost model from records of other workloads");
-  cmd->add_option("--number", args->options.measure.number)->capture_default_str();
-  cmd->add_option("--repeat", args->options.measure.repeat)->capture_default_str();
-  cmd->add_option("--min-repeat-ms", args->options.measure.min_repeat_ms)->capture_default_str();
+  cmd->add_option("--number", args->options.measure.number,
+                  "kernel runs averaged into one cost (TVM time_evaluator's number)")
+      ->check(int_range(1, kMaxNumber))
+      ->capture_default_str();
+  cmd->add_option("--repeat", args->options.measure.repeat,
+                  "costs measured per config (TVM time_evaluator's repeat)")
+      ->check(int_range(1, kMaxRepeat))
+      ->capture_default_str();
+  cmd->add_option("--min-repeat-ms", args->options.measure.min_repeat_ms,
+                  "grow --number until one cost takes at least this many ms (0: never)")
+      ->check(int_range(0, kMaxMinRepeatMs))
+      ->capture_default_str();
   cmd->add_option("--run-timeout", args->options.measure.timeout_s,
                   "seconds before a kernel is RUN_TIMEOUT")
+      ->check(seconds(kMaxTimeoutS))
       ->capture_default_str();
   cmd->callback([args] { run_tune(*args); });
 }

@@ -3,8 +3,9 @@
 #include "codegen/json_util.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <limits>
 #include <stdexcept>
 
 namespace webtune::json {
@@ -24,7 +25,14 @@ const bj::value& field(const bj::object& object, std::string_view key) {
 
 int64_t to_int(const bj::value& value, std::string_view what) {
   if (value.is_int64()) return value.get_int64();
-  if (value.is_uint64()) return static_cast<int64_t>(value.get_uint64());
+  if (value.is_uint64()) {
+    // Above INT64_MAX (Boost.JSON keeps those as uint64): refused, not wrapped to a negative.
+    if (value.get_uint64() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw std::invalid_argument("'" + std::string(what) +
+                                  "' = " + std::to_string(value.get_uint64()) +
+                                  " is out of the 64-bit integer range");
+    return static_cast<int64_t>(value.get_uint64());
+  }
   if (value.is_double()) {
     double d = value.get_double();
     if (std::floor(d) == d && std::abs(d) < 9.0e15) return static_cast<int64_t>(d);
@@ -80,14 +88,34 @@ bj::array to_array(const std::vector<int64_t>& values) {
   return out;
 }
 
-bj::value read_file(const std::string& path) {
-  std::ifstream in(path);
+bj::value read_file(const std::string& path, std::uintmax_t max_bytes) {
+  // Check what the path is before opening it: a FIFO would block the open, and /dev/zero or
+  // /dev/urandom would be read until memory runs out.
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    throw std::runtime_error("cannot open '" + path + "'" + (ec ? ": " + ec.message() : ""));
+  if (!std::filesystem::is_regular_file(status))
+    throw std::runtime_error("'" + path + "' is not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    throw std::runtime_error("'" + path + "' has " + std::to_string(size) +
+                             " bytes, more than the limit of " + std::to_string(max_bytes));
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  boost::system::error_code ec;
-  bj::value value = bj::parse(text.str(), ec);
-  if (ec) throw std::runtime_error("'" + path + "' is not valid JSON: " + ec.message());
+  // Read at most max_bytes + 1, in case the file grew since it was measured.
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes)
+      throw std::runtime_error("'" + path + "' has more than the limit of " +
+                               std::to_string(max_bytes) + " bytes");
+  }
+  if (in.bad()) throw std::runtime_error("reading '" + path + "' failed");
+  boost::system::error_code parse_ec;
+  bj::value value = bj::parse(text, parse_ec);
+  if (parse_ec) throw std::runtime_error("'" + path + "' is not valid JSON: " + parse_ec.message());
   return value;
 }
 

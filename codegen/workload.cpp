@@ -3,6 +3,7 @@
 #include "codegen/workload.hpp"
 
 #include <boost/json.hpp>
+#include <cstdio>
 #include <stdexcept>
 
 #include "codegen/json_util.hpp"
@@ -155,29 +156,79 @@ std::string Workload::key() const {
   return s;
 }
 
-void Workload::validate() const {
-  auto positive = [](int64_t v, const char* what) {
-    if (v <= 0) throw std::invalid_argument(std::string("workload: ") + what + " must be > 0");
-  };
-  if (op == OpKind::kDense) {
-    positive(m, "M");
-    positive(n, "N");
-    positive(k, "K");
-    return;
+namespace {
+
+/// "[1,64,56,56]".
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// A dimension in [minimum, kMaxWorkloadDim]; `what` names the field.
+void check_dim(int64_t value, const char* what, int64_t minimum = 1) {
+  if (value < minimum)
+    throw std::invalid_argument(std::string("workload: ") + what + " = " + std::to_string(value) +
+                                " must be >= " + std::to_string(minimum));
+  if (value > kMaxWorkloadDim)
+    throw std::invalid_argument(std::string("workload: ") + what + " = " + std::to_string(value) +
+                                " is above the limit of " + std::to_string(kMaxWorkloadDim) +
+                                " (2^24)");
+}
+
+/// A tensor of at most kMaxTensorElements elements, its product computed with overflow checks
+/// (the dimensions are already known to be in [1, 2^24]).
+void check_tensor(const std::vector<int64_t>& dims, const char* what) {
+  int64_t elements = 1;
+  bool overflow = false;
+  long double exact = 1;  // for the message when the int64 product overflows
+  for (int64_t d : dims) {
+    exact *= static_cast<long double>(d);
+    overflow = overflow || __builtin_mul_overflow(elements, d, &elements);
   }
-  positive(batch, "N (batch)");
-  positive(in_channels, "C");
-  positive(height, "H");
-  positive(width, "W");
-  positive(out_channels, "K (out channels)");
-  positive(kernel_h, "R");
-  positive(kernel_w, "S");
-  positive(stride, "stride");
-  if (pad < 0) throw std::invalid_argument("workload: pad must be >= 0");
-  if (op == OpKind::kDepthwiseConv2d && out_channels != in_channels)
-    throw std::invalid_argument("workload: depthwise_conv2d needs K == C");
-  if (out_h() <= 0 || out_w() <= 0)
-    throw std::invalid_argument("workload: the kernel is larger than the padded input");
+  if (!overflow && elements <= kMaxTensorElements) return;
+  char count[64];
+  std::snprintf(count, sizeof count, "%.0Lf", exact);
+  throw std::invalid_argument(std::string("workload: the ") + what + " tensor " + shape_text(dims) +
+                              " has " + count + " elements, above the limit of " +
+                              std::to_string(kMaxTensorElements) + " (2^28, 1 GiB of fp32)");
+}
+
+}  // namespace
+
+void Workload::validate() const {
+  if (op != OpKind::kDense && op != OpKind::kConv2d && op != OpKind::kDepthwiseConv2d)
+    throw std::invalid_argument("workload: unknown op " + std::to_string(static_cast<int>(op)));
+  if (op == OpKind::kDense) {
+    check_dim(m, "M");
+    check_dim(n, "N");
+    check_dim(k, "K");
+  } else {
+    check_dim(batch, "N (batch)");
+    check_dim(in_channels, "C");
+    check_dim(height, "H");
+    check_dim(width, "W");
+    check_dim(out_channels, "K (out channels)");
+    check_dim(kernel_h, "R");
+    check_dim(kernel_w, "S");
+    check_dim(stride, "stride");
+    check_dim(pad, "pad", 0);
+    if (op == OpKind::kDepthwiseConv2d && out_channels != in_channels)
+      throw std::invalid_argument(
+          "workload: depthwise_conv2d needs K == C (K = " + std::to_string(out_channels) +
+          ", C = " + std::to_string(in_channels) + ")");
+    // Every term is at most 3·2^24 now: no overflow.
+    if (out_h() <= 0 || out_w() <= 0)
+      throw std::invalid_argument("workload: the kernel is larger than the padded input (R×S = " +
+                                  std::to_string(kernel_h) + "×" + std::to_string(kernel_w) +
+                                  ", padded input " + std::to_string(height + 2 * pad) + "×" +
+                                  std::to_string(width + 2 * pad) + ")");
+    check_dim(out_h(), "output height OH");
+    check_dim(out_w(), "output width OW");
+  }
+  check_tensor(data_shape(), "data");
+  check_tensor(weight_shape(), "weight");
+  check_tensor(output_shape(), "output");
 }
 
 bj::object Workload::to_json() const {
@@ -240,12 +291,16 @@ std::vector<WorkloadFileTask> load_workload_file(const std::string& path) {
     if (!list.is_array()) throw std::invalid_argument("'tasks' must be an array");
     for (const bj::value& item : list.get_array()) {
       WorkloadFileTask task{Workload::from_json(item), 1};
-      task.occurrences =
-          static_cast<int>(json::get_int_or(json::as_object(item, "task"), "occurrences", 1));
+      const int64_t occurrences = json::get_int_or(json::as_object(item, "task"), "occurrences", 1);
+      if (occurrences < 1 || occurrences > kMaxOccurrences)
+        throw std::invalid_argument("task '" + task.workload.name +
+                                    "': occurrences = " + std::to_string(occurrences) +
+                                    " must be in [1, " + std::to_string(kMaxOccurrences) + "]");
+      task.occurrences = static_cast<int>(occurrences);
       tasks.push_back(std::move(task));
     }
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error("'" + path + "': " + e.what());
+    throw std::invalid_argument("'" + path + "': " + e.what());
   }
   return tasks;
 }
@@ -295,16 +350,21 @@ std::vector<WorkloadFileTask> resolve_workloads(const std::string& spec, const s
   if (colon != std::string::npos &&
       (head == "dense" || head == "conv2d" || head == "depthwise_conv2d")) {
     const std::string body = spec.substr(colon + 1);
-    if (head == "dense") {
-      auto d = parse_dims(body, 3, "dense:M,N,K");
-      tasks.push_back({Workload::dense(d[0], d[1], d[2], spec), 1});
-    } else if (head == "conv2d") {
-      auto d = parse_dims(body, 8, "conv2d:N,C,H,W,K,R,stride,pad");
-      tasks.push_back({Workload::conv2d(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], spec), 1});
-    } else {
-      auto d = parse_dims(body, 7, "depthwise_conv2d:N,C,H,W,R,stride,pad");
-      tasks.push_back(
-          {Workload::depthwise_conv2d(d[0], d[1], d[2], d[3], d[4], d[5], d[6], spec), 1});
+    try {
+      if (head == "dense") {
+        auto d = parse_dims(body, 3, "dense:M,N,K");
+        tasks.push_back({Workload::dense(d[0], d[1], d[2], spec), 1});
+      } else if (head == "conv2d") {
+        auto d = parse_dims(body, 8, "conv2d:N,C,H,W,K,R,stride,pad");
+        tasks.push_back(
+            {Workload::conv2d(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], spec), 1});
+      } else {
+        auto d = parse_dims(body, 7, "depthwise_conv2d:N,C,H,W,R,stride,pad");
+        tasks.push_back(
+            {Workload::depthwise_conv2d(d[0], d[1], d[2], d[3], d[4], d[5], d[6], spec), 1});
+      }
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("'" + spec + "': " + e.what());
     }
   } else {
     tasks = load_workload_file(spec);

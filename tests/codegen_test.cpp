@@ -4,7 +4,11 @@
 
 #include <boost/json.hpp>
 #include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
 
+#include "codegen/json_util.hpp"
 #include "codegen/measure.hpp"
 #include "codegen/reference.hpp"
 #include "codegen/seeded_random.hpp"
@@ -57,6 +61,115 @@ TEST(Workload, BadShapesAreRefusedWithTheirName) {
   EXPECT_THROW(Workload::from_json(boost::json::parse(R"({"op":"dense","M":4})")),
                std::invalid_argument);
   EXPECT_THROW(resolve_workloads("dense:4,4"), std::invalid_argument);
+}
+
+/// The message of the std::invalid_argument that `make` throws ("" when it throws none).
+template <typename F>
+std::string refusal(F make) {
+  try {
+    make();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Workload, BoundsKeepIndexArithmeticFarFromOverflowAndNameTheField) {
+  // Each dimension <= 2^24, pads >= 0, strides >= 1.
+  EXPECT_NE(refusal([] {
+              Workload::dense(int64_t{1} << 32, 1, int64_t{1} << 32);
+            }).find("M = 4294967296 is above the limit of 16777216"),
+            std::string::npos);
+  EXPECT_NE(refusal([] { Workload::dense(1, kMaxWorkloadDim + 1, 1); }).find("N = 16777217"),
+            std::string::npos);
+  EXPECT_NO_THROW(Workload::dense(1, kMaxWorkloadDim, 1));
+  EXPECT_NE(
+      refusal([] { Workload::conv2d(1, 1'000'000'000, 7, 7, 64, 3, 1, 1); }).find("C = 1000000000"),
+      std::string::npos);
+  EXPECT_NE(refusal([] {
+              Workload::conv2d(1, 3, 8, 8, 4, 3, 1, std::numeric_limits<int64_t>::max());
+            }).find("pad = 9223372036854775807"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal([] { Workload::conv2d(1, 3, 8, 8, 4, 3, 1, -1); }).find("pad = -1 must be >= 0"),
+      std::string::npos);
+  EXPECT_NE(refusal([] {
+              Workload::depthwise_conv2d(1, 3, 8, 8, 3, 0, 1);
+            }).find("stride = 0 must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(refusal([] {
+              Workload::depthwise_conv2d(1, 3, 8, 8, 3, int64_t{1} << 40, 1);
+            }).find("stride = 1099511627776"),
+            std::string::npos);
+  // Each tensor <= 2^28 elements, its size computed without overflow: 2^24 · 2^24 · 2^24 ·
+  // 2^24 would wrap int64 to 0.
+  const int64_t d = kMaxWorkloadDim;
+  const std::string wraps = refusal([d] { Workload::conv2d(d, d, d, d, 1, 1, 1, 0); });
+  EXPECT_NE(wraps.find("the data tensor [16777216,16777216,16777216,16777216] has "
+                       "79228162514264337593543950336 elements, above the limit of 268435456"),
+            std::string::npos)
+      << wraps;
+  EXPECT_NE(refusal([] { Workload::dense(65536, 65536, 1); }).find("the output tensor"),
+            std::string::npos);
+  EXPECT_NE(refusal([] { Workload::dense(1, 65536, 8192); }).find("the weight tensor [8192,65536]"),
+            std::string::npos);
+  // A tensor of exactly 2^28 elements is allowed.
+  EXPECT_NO_THROW(Workload::dense(16384, 1, 16384));
+  EXPECT_EQ(Workload::conv2d(1, 16384, 128, 128, 1, 1, 1, 0).data_size(), kMaxTensorElements);
+  EXPECT_THROW(Workload::conv2d(1, 16384, 128, 129, 1, 1, 1, 0), std::invalid_argument);
+
+  // JSON, where the numbers may arrive as uint64 or doubles.
+  EXPECT_NE(refusal([] {
+              Workload::from_json(boost::json::parse(R"({"op":"dense","M":18446744073709551615,)"
+                                                     R"("N":1,"K":1})"));
+            }).find("'M' = 18446744073709551615 is out of the 64-bit integer range"),
+            std::string::npos);
+  EXPECT_NE(refusal([] {
+              Workload::from_json(boost::json::parse(
+                  R"({"op":"conv2d","C":3,"H":8,"W":8,"K":4,"R":3,"pad":1e15})"));
+            }).find("pad = 1000000000000000"),
+            std::string::npos);
+}
+
+TEST(Workload, RealModelsStayWithinTheBounds) {
+  // ResNet-18 (configs/workloads/resnet18.json), ResNet-50's and VGG-16's largest layers,
+  // MobileNet's depthwise layers, dense 4096³ and VGG-16's fc6.
+  EXPECT_EQ(resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json").size(), 12u);
+  for (const auto& t : resolve_workloads(WEBTUNE_SOURCE_DIR "/configs/workloads/matmul.json"))
+    EXPECT_NO_THROW(t.workload.validate());
+  EXPECT_NO_THROW(Workload::dense(4096, 4096, 4096));
+  EXPECT_NO_THROW(Workload::dense(1, 4096, 25088));
+  EXPECT_NO_THROW(Workload::dense(64, 4096, 25088));
+  EXPECT_NO_THROW(Workload::conv2d(1, 3, 224, 224, 64, 7, 2, 3));
+  EXPECT_NO_THROW(Workload::conv2d(1, 64, 224, 224, 64, 3, 1, 1));
+  EXPECT_NO_THROW(Workload::conv2d(1, 512, 14, 14, 512, 3, 1, 1));
+  EXPECT_NO_THROW(Workload::conv2d(1, 1024, 14, 14, 2048, 1, 2, 0));
+  EXPECT_NO_THROW(Workload::conv2d(64, 64, 56, 56, 64, 3, 1, 1));  // a batch of 64
+  EXPECT_NO_THROW(Workload::depthwise_conv2d(1, 32, 112, 112, 3, 1, 1));
+  EXPECT_NO_THROW(Workload::depthwise_conv2d(1, 1024, 7, 7, 3, 1, 1));
+}
+
+TEST(JsonFiles, OnlyRegularFilesUpToTheSizeLimitAreRead) {
+  auto message = [](const std::string& path, std::uintmax_t max_bytes) -> std::string {
+    try {
+      json::read_file(path, max_bytes);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message("/dev/zero", json::kMaxFileBytes).find("'/dev/zero' is not a regular file"),
+            std::string::npos);
+  EXPECT_NE(message("/", json::kMaxFileBytes).find("not a regular file"), std::string::npos);
+  EXPECT_NE(message("/no/such/file.json", json::kMaxFileBytes).find("cannot open"),
+            std::string::npos);
+  const std::string path = WEBTUNE_SOURCE_DIR "/configs/workloads/resnet18.json";
+  const auto size = std::filesystem::file_size(path);
+  EXPECT_TRUE(json::read_file(path, size).is_object());
+  EXPECT_NE(
+      message(path, size - 1).find("bytes, more than the limit of " + std::to_string(size - 1)),
+      std::string::npos);
+  EXPECT_EQ(json::kMaxFileBytes, 64u << 20);
 }
 
 TEST(Workload, ResolvesInlineSpecsAndTheResNetFile) {
@@ -176,6 +289,73 @@ TEST(Measure, InputAndResultRoundTripThroughJson) {
   EXPECT_EQ(fb.gflops(1e9), 0);
   EXPECT_EQ(error_name(MeasureErrorNo::kRunTimeout), "RUN_TIMEOUT");
   EXPECT_THROW(error_from_int(9), std::invalid_argument);
+}
+
+TEST(Measure, OptionsAndInputsFromTheNetworkAreBounded) {
+  namespace bj = boost::json;
+  auto options_refusal = [](const char* text) {
+    return refusal([text] { MeasureOptions::from_json(bj::parse(text)); });
+  };
+  EXPECT_EQ(options_refusal(R"({"number":1,"repeat":1000,"min_repeat_ms":60000,"timeout_s":3600})"),
+            "");
+  EXPECT_NE(options_refusal(R"({"number":0})").find("number = 0 must be in [1, 1000000]"),
+            std::string::npos);
+  // 2^32 + 1 must not narrow to 1.
+  EXPECT_NE(options_refusal(R"({"number":4294967297})").find("number = 4294967297"),
+            std::string::npos);
+  EXPECT_NE(options_refusal(R"({"repeat":0})").find("repeat = 0 must be in [1, 1000]"),
+            std::string::npos);
+  EXPECT_NE(options_refusal(R"({"repeat":1001})").find("repeat = 1001"), std::string::npos);
+  EXPECT_NE(options_refusal(R"({"min_repeat_ms":-1})")
+                .find("min_repeat_ms = -1 must be in [0, "
+                      "60000]"),
+            std::string::npos);
+  EXPECT_NE(options_refusal(R"({"timeout_s":0})").find("timeout_s"), std::string::npos);
+  EXPECT_NE(options_refusal(R"({"timeout_s":-5})").find("timeout_s"), std::string::npos);
+  EXPECT_NE(options_refusal(R"({"timeout_s":3600.5})").find("(0, 3600]"), std::string::npos);
+  EXPECT_NE(options_refusal(R"({"timeout_s":1e400})").find("timeout_s"), std::string::npos);
+
+  MeasureInput in;
+  in.workload = Workload::dense(8, 8, 8);
+  in.samples = reference_samples(in.workload, 1, 4);
+  in.artifact.source = "void main() {}";
+  in.artifact.inputs = {TensorLayout{{8, 8}, 1, 2, 8}};
+  in.artifact.output = OutputLayout{8, 8, 1, 1, 8, 8};
+  const bj::object good = in.to_json();
+  EXPECT_EQ(refusal([&] { MeasureInput::from_json(good); }), "");
+  auto input_refusal = [&](const std::function<void(bj::object&)>& change) {
+    bj::object o = good;
+    change(o);
+    return refusal([&] { MeasureInput::from_json(o); });
+  };
+  EXPECT_NE(input_refusal([](bj::object& o) {
+              o["workload"].as_object()["M"] = 1 << 25;
+            }).find("M = 33554432"),
+            std::string::npos);
+  EXPECT_NE(input_refusal([](bj::object& o) {
+              o["options"].as_object()["repeat"] = 0;
+            }).find("repeat = 0"),
+            std::string::npos);
+  EXPECT_NE(input_refusal([](bj::object& o) {
+              o["samples"].as_array()[0].as_array()[0] = 64;  // the output has 64 elements
+            }).find("sample index 64 is outside the output's 64 elements"),
+            std::string::npos);
+  EXPECT_NE(input_refusal([](bj::object& o) {
+              o["samples"].as_array()[0].as_array()[3] = -1.0;
+            }).find("tolerance >= 0"),
+            std::string::npos);
+  EXPECT_NE(input_refusal([](bj::object& o) {
+              bj::array many;
+              for (int i = 0; i <= kMaxSamples; ++i) many.push_back(bj::array{0, 0.0, 0.0, 0.0});
+              o["samples"] = std::move(many);
+            }).find("4097 samples, more than the limit of 4096"),
+            std::string::npos);
+
+  // A result's error number is checked before it narrows: 2^32 is not NO_ERROR.
+  EXPECT_NE(refusal([] {
+              MeasureResult::from_json(bj::parse(R"({"error_no":4294967296,"costs":[1e-3]})"));
+            }).find("4294967296"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 /// \file records_test.cpp
 /// The SQLite record store on real database files: round trips, resume, no duplicate configs,
 /// best/filters, crash safety, schema versioning, and the AutoTVM log export/import.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -10,9 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "codegen/task.hpp"
 #include "tuner/records.hpp"
 
 namespace webtune {
@@ -69,6 +72,16 @@ void expect_same_trial(const TrialRecord& a, const TrialRecord& b) {
   EXPECT_EQ(a.result.timestamp, b.result.timestamp);
   EXPECT_EQ(a.gflops, b.gflops);
   EXPECT_EQ(a.agent, b.agent);
+}
+
+/// `t` with its config replaced by the `nth` valid entity of `workload` on `target`: what the
+/// import (which checks every config against its template's space) accepts.
+TrialRecord in_space(TrialRecord t, const Workload& workload, Target target, size_t nth) {
+  const Task task = Task::create(workload, target);
+  const ConfigEntity entity = task.space->get(task.space->valid_indices().at(nth));
+  t.config_index = entity.index();
+  t.config_json = bj::serialize(entity.to_json());
+  return t;
 }
 
 Workload conv_c2() {
@@ -567,14 +580,17 @@ TEST_F(RecordsTest, ExportImportRoundTrip) {
   std::vector<std::vector<TrialRecord>> source_trials;
   {
     RecordStore store(path_);
-    const int64_t a = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2", "xgb");
-    store.add_trials(a, {ok_trial(3, {1.0 / 3, 2.0 / 7}),
-                         error_trial(4, MeasureErrorNo::kWrongAnswer, "out[3] = 1 != 2"),
-                         ok_trial(1, {1e-5}, "")});
-    const int64_t b = store.open_job(depthwise_d1(), Target::kGlesCompute, "gles:other", "D1");
-    store.add_trials(b, {error_trial(0, MeasureErrorNo::kInstantiation, "bad knob")});
-    const int64_t c = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "");
-    store.add_trials(c, {ok_trial(9, {4e-4, 5e-4})});
+    const Target frag = Target::kGlesFrag, compute = Target::kGlesCompute;
+    const int64_t a = store.open_job(conv_c2(), frag, kDevice, "C2", "xgb");
+    store.add_trials(a, {in_space(ok_trial(3, {1.0 / 3, 2.0 / 7}), conv_c2(), frag, 3),
+                         in_space(error_trial(4, MeasureErrorNo::kWrongAnswer, "out[3] = 1 != 2"),
+                                  conv_c2(), frag, 4),
+                         in_space(ok_trial(1, {1e-5}, ""), conv_c2(), frag, 1)});
+    const int64_t b = store.open_job(depthwise_d1(), compute, "gles:other", "D1");
+    store.add_trials(b, {in_space(error_trial(0, MeasureErrorNo::kInstantiation, "bad knob"),
+                                  depthwise_d1(), compute, 0)});
+    const int64_t c = store.open_job(dense_m(), frag, kDevice, "");
+    store.add_trials(c, {in_space(ok_trial(9, {4e-4, 5e-4}), dense_m(), frag, 9)});
     std::ostringstream out;
     ASSERT_EQ(store.export_autotvm(out), 5);
     log = out.str();
@@ -617,42 +633,63 @@ TEST_F(RecordsTest, ExportImportRoundTrip) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(other_path + suffix);
 }
 
+/// An entity as AutoTVM writes it: −1 for the outermost factor of every split.
+std::string autotvm_entity_text(const ConfigEntity& entity) {
+  bj::array items = entity.to_json().at("entity").as_array();
+  for (bj::value& item : items)
+    if (item.as_array()[1].as_string() == "sp") item.as_array()[2].as_array()[0] = -1;
+  return bj::serialize(items);
+}
+
 TEST_F(RecordsTest, ImportsForeignAutoTvmLines) {
   RecordStore store(path_);
-  // TVM's dense weight is [N,K]; no "webtune" object; -1 in the split; stride as an int.
+  // Lines another tool wrote for webtune's templates: TVM's dense weight is [N,K]; no
+  // "webtune" object; -1 in the splits; stride as an int; a '#' comment as in TopHub's files.
+  const Workload dense = Workload::dense(8, 16, 32);
+  const Workload conv = Workload::conv2d(1, 3, 32, 32, 8, 5, 2, 2);
+  const Task dense_task = Task::create(dense, Target::kGlesCompute);
+  const Task conv_task = Task::create(conv, Target::kGlesCompute);
+  const ConfigEntity dense_entity = dense_task.space->get(dense_task.space->valid_indices().at(5));
+  const ConfigEntity conv_entity = conv_task.space->get(conv_task.space->valid_indices().at(0));
+  ASSERT_NE(autotvm_entity_text(dense_entity).find("-1"), std::string::npos);
   std::istringstream in(
-      R"({"input": ["opengl -keys=gles-frag,gpu", "dense.gles-frag", )"
+      "# pre-tuned parameters\n"
+      R"({"input": ["opengl -keys=gles-compute,gpu", "dense.gles-compute", )"
       R"([["TENSOR", [8, 32], "float32"], ["TENSOR", [16, 32], "float32"], null, "float32"], {}],)"
-      R"( "config": {"index": 5, "code_hash": null, "entity": [["tile_x", "sp", [-1, 4]]]},)"
-      R"( "result": [[0.001, 0.003], 0, 1.5, 1600000000.0], "version": 0.2,)"
+      R"( "config": {"index": )" +
+      std::to_string(dense_entity.index()) + R"(, "code_hash": null, "entity": )" +
+      autotvm_entity_text(dense_entity) +
+      R"(}, "result": [[0.001, 0.003], 0, 1.5, 1600000000.0], "version": 0.2,)"
       R"( "tvm_version": "0.8.0"})"
       "\n"
-      R"({"input": ["opengl -keys=gles-compute", "conv2d_nchw.gles-compute", )"
+      R"({"input": ["opengl", "conv2d_nchw.gles-compute", )"
       R"([["TENSOR", [1, 3, 32, 32], "float32"], ["TENSOR", [8, 3, 5, 5], "float32"], 2, )"
-      R"([2, 2], 1, "float32"], {}], "config": {"index": 0, "entity": []},)"
-      R"( "result": [[1000000000.0], 7, 10, 1600000001]})"
+      R"([2, 2], 1, "float32"], {}], "config": {"index": )" +
+      std::to_string(conv_entity.index()) + R"(, "entity": )" + autotvm_entity_text(conv_entity) +
+      R"(}, "result": [[1000000000.0], 7, 10, 1600000001]})"
       "\n");
   EXPECT_EQ(store.import_autotvm(in), 2);
   const std::vector<TuningJobInfo> jobs = store.jobs();
   ASSERT_EQ(jobs.size(), 2u);
-  EXPECT_EQ(jobs[0].workload.key(), Workload::dense(8, 16, 32).key());
+  EXPECT_EQ(jobs[0].workload.key(), dense.key());
   EXPECT_EQ(jobs[0].device_key, "imported");
-  EXPECT_EQ(jobs[0].target, Target::kGlesFrag);
-  const std::vector<TrialRecord> dense = store.trials(jobs[0].id);
-  ASSERT_EQ(dense.size(), 1u);
-  EXPECT_EQ(dense[0].config_index, 5);
-  EXPECT_EQ(bj::parse(dense[0].config_json),
-            bj::parse(R"({"index":5,"entity":[["tile_x","sp",[-1,4]]]})"));
-  EXPECT_EQ(dense[0].result.costs, (std::vector<double>{0.001, 0.003}));
-  EXPECT_DOUBLE_EQ(dense[0].gflops, 2.0 * 8 * 16 * 32 / 0.002 / 1e9);
+  EXPECT_EQ(jobs[0].target, Target::kGlesCompute);
+  const std::vector<TrialRecord> dense_trials = store.trials(jobs[0].id);
+  ASSERT_EQ(dense_trials.size(), 1u);
+  EXPECT_EQ(dense_trials[0].config_index, dense_entity.index());
+  // Stored as the space's own entity: the -1 factors resolved.
+  EXPECT_EQ(dense_trials[0].config_json, bj::serialize(dense_entity.to_json()));
+  EXPECT_EQ(dense_trials[0].result.costs, (std::vector<double>{0.001, 0.003}));
+  EXPECT_DOUBLE_EQ(dense_trials[0].gflops, 2.0 * 8 * 16 * 32 / 0.002 / 1e9);
 
-  EXPECT_EQ(jobs[1].workload.key(), Workload::conv2d(1, 3, 32, 32, 8, 5, 2, 2).key());
+  EXPECT_EQ(jobs[1].workload.key(), conv.key());
   EXPECT_EQ(jobs[1].target, Target::kGlesCompute);
-  const std::vector<TrialRecord> conv = store.trials(jobs[1].id);
-  ASSERT_EQ(conv.size(), 1u);
-  EXPECT_EQ(conv[0].result.error, MeasureErrorNo::kRunTimeout);
-  EXPECT_TRUE(conv[0].result.costs.empty());
-  EXPECT_EQ(conv[0].result.timestamp, 1600000001);
+  const std::vector<TrialRecord> conv_trials = store.trials(jobs[1].id);
+  ASSERT_EQ(conv_trials.size(), 1u);
+  EXPECT_EQ(conv_trials[0].config_json, bj::serialize(conv_entity.to_json()));
+  EXPECT_EQ(conv_trials[0].result.error, MeasureErrorNo::kRunTimeout);
+  EXPECT_TRUE(conv_trials[0].result.costs.empty());
+  EXPECT_EQ(conv_trials[0].result.timestamp, 1600000001);
 }
 
 TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
@@ -660,7 +697,7 @@ TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
   {
     RecordStore source(":memory:");
     const int64_t job = source.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
-    source.add_trials(job, {ok_trial(0, {1e-3})});
+    source.add_trials(job, {in_space(ok_trial(0, {1e-3}), dense_m(), Target::kGlesFrag, 0)});
     std::ostringstream out;
     source.export_autotvm(out);
     good = out.str();
@@ -697,6 +734,302 @@ TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
 
   std::istringstream in(good);
   EXPECT_EQ(store.import_autotvm(in), 1);
+}
+
+// Two lines of TopHub's real AutoTVM logs (tlc-pack/tophub f05376ec, ../shared/tophub):
+// opencl_v0.04.log line 3, a CUDA conv2d, and mali_v0.06.log line 3, a Mali dense.
+const std::string kTopHubCuda =
+    R"({"input": ["opencl -model=1080ti", "conv2d_nchw.cuda", [["TENSOR", [1, 2048, 8, 8], )"
+    R"("float32"], ["TENSOR", [192, 2048, 1, 1], "float32"], [1, 1], [0, 0, 0, 0], [1, 1], )"
+    R"("float32"], {}], "config": {"index": 599486, "code_hash": null, "entity": [["tile_f", )"
+    R"("sp", [12, 1, 16, 1]], ["tile_y", "sp", [4, 1, 2, 1]], ["tile_x", "sp", [1, 1, 8, 1]], )"
+    R"(["tile_rc", "sp", [128, 16]], ["tile_rx", "sp", [1, 1]], ["tile_ry", "sp", [1, 1]], )"
+    R"(["auto_unroll_max_step", "ot", 0], ["unroll_explicit", "ot", 0]]}, "result": )"
+    R"([[3.342781593590029e-05], 0, 2.1750707626342773, 1535942689.128338], "version": 0.2, )"
+    R"("tvm_version": "0.7.dev0"})";
+const std::string kTopHubMali =
+    R"({"input": ["opencl -model=rk3399 -device=mali", "dense.mali", [["TENSOR", [1, 1024], )"
+    R"("float32"], ["TENSOR", [1000, 1024], "float32"], ["TENSOR", [1000], "float32"], null], )"
+    R"({}], "config": {"index": 407, "code_hash": null, "entity": [["tile_y", "sp", [1, 1, 1]], )"
+    R"(["tile_x", "sp", [40, 25, 1]], ["c_unroll", "sp", [64, 16]]]}, "result": )"
+    R"([[0.0008410332727272727], 0, 0.9504795074462891, 1538219132.0322816], "version": 0.2, )"
+    R"("tvm_version": "0.7.dev0"})";
+
+/// `text` with its first `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+/// Imports `log` into `store`, expecting a refusal whose message holds each of `expected`.
+void expect_refused(RecordStore& store, const std::string& log,
+                    const std::vector<std::string>& expected) {
+  std::istringstream in(log);
+  try {
+    const int64_t n = store.import_autotvm(in);
+    ADD_FAILURE() << "imported " << n << " trials of\n" << log;
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    for (const std::string& text : expected)
+      EXPECT_NE(what.find(text), std::string::npos) << "'" << text << "' not in: " << what;
+  }
+}
+
+TEST_F(RecordsTest, ImportRefusesForeignTargetsKnobsAndValues) {
+  RecordStore store(path_);
+  // As TopHub wrote them: targets that are not webtune's.
+  expect_refused(store, "# TopHub\n" + kTopHubCuda + "\n",
+                 {"line 2:", "opencl -model=1080ti", "conv2d_nchw.cuda", "not one of webtune's"});
+  expect_refused(store, kTopHubMali + "\n", {"line 1:", "dense.mali", "not one of webtune's"});
+  // -keys= and the task name must agree.
+  expect_refused(store, replaced(kTopHubCuda, "opencl -model=1080ti", "opengl -keys=gles-frag"),
+                 {"line 1:", "-keys= names gles-frag", "'cuda'"});
+  // Relabelled as webtune's: the CUDA knobs are not the template's (this was stored as a
+  // gles-frag job, and `log best` reported tile_f).
+  const std::string cuda_as_frag =
+      replaced(replaced(kTopHubCuda, "opencl -model=1080ti", "opengl -keys=gles-frag"),
+               "conv2d_nchw.cuda", "conv2d_nchw.gles-frag");
+  expect_refused(store, cuda_as_frag,
+                 {"line 1:", "gles-frag conv2d template", "unknown knob 'tile_f'"});
+  const std::string mali_as_compute =
+      replaced(replaced(kTopHubMali, "opencl -model=rk3399 -device=mali", "opengl"), "dense.mali",
+               "dense.gles-compute");
+  expect_refused(store, mali_as_compute, {"line 1:", "gles-compute dense template"});
+
+  // A webtune line whose knob names are right but one value is not a candidate, or whose index
+  // does not match its entity.
+  std::string good;
+  {
+    RecordStore source(":memory:");
+    const int64_t job = source.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+    source.add_trials(job, {in_space(ok_trial(0, {1e-3}), dense_m(), Target::kGlesFrag, 2)});
+    std::ostringstream out;
+    source.export_autotvm(out);
+    good = out.str();
+  }
+  // unroll 3000 in both copies of the entity, AutoTVM's and webtune's.
+  std::string bad_value = good;
+  for (size_t at = 0; (at = bad_value.find(R"(["unroll", "ot", )", at)) != std::string::npos;) {
+    const size_t value = at + 17, end = bad_value.find(']', value);
+    bad_value.replace(value, end - value, "3000");
+    at = value;
+  }
+  expect_refused(store, bad_value,
+                 {"line 1:", "gles-frag dense template", "knob 'unroll' has no candidate 3000"});
+  const std::string bad_index =
+      replaced(good, R"("config": {"index": )", R"("config": {"index": 1)");
+  expect_refused(store, bad_index, {"line 1:", "does not match its entity"});
+  // A good line before a bad one: nothing of the log is imported.
+  expect_refused(store, good + cuda_as_frag + "\n", {"line 2:", "unknown knob 'tile_f'"});
+  EXPECT_TRUE(store.jobs().empty());
+
+  std::istringstream in(good);
+  EXPECT_EQ(store.import_autotvm(in), 1);
+}
+
+TEST_F(RecordsTest, AnEndlessLineIsRefusedNotReadIntoMemory) {
+  RecordStore store(path_);
+  // 5 MiB without a newline, after a blank line: refused at line 2 from its length.
+  expect_refused(store, "\n" + std::string(size_t{5} << 20, ' '),
+                 {"line 2:", "longer than the limit of 4194304 bytes"});
+  EXPECT_TRUE(store.jobs().empty());
+}
+
+TEST_F(RecordsTest, ASuccessfulTrialOfAConfigThatBreaksAConstraintIsRefused) {
+  const Task task = Task::create(dense_m(), Target::kGlesFrag);
+  int64_t broken = -1;
+  for (int64_t i = 0; i < task.space->raw_size() && broken < 0; ++i)
+    if (!task.space->satisfies_constraints(task.space->get(i))) broken = i;
+  ASSERT_GE(broken, 0) << "every config of the space satisfies its constraints";
+  std::string log;
+  {
+    RecordStore source(":memory:");
+    const int64_t job = source.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+    TrialRecord fake = ok_trial(broken, {1e-3});
+    fake.config_json = bj::serialize(task.space->get(broken).to_json());
+    TrialRecord failed = error_trial(broken, MeasureErrorNo::kInstantiation, "not valid");
+    failed.config_json = fake.config_json;
+    source.add_trials(job, {fake});
+    std::ostringstream out;
+    source.export_autotvm(out);
+    log = out.str();
+    // The same config as a failed trial imports: failing is what such a config does.
+    RecordStore other(":memory:");
+    const int64_t job2 = other.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+    other.add_trials(job2, {failed});
+    std::ostringstream out2;
+    other.export_autotvm(out2);
+    RecordStore store(":memory:");
+    std::istringstream in(out2.str());
+    EXPECT_EQ(store.import_autotvm(in), 1);
+  }
+  RecordStore store(path_);
+  expect_refused(
+      store, log,
+      {"line 1:", "a successful trial of config " + std::to_string(broken), "breaks constraint"});
+}
+
+TEST_F(RecordsTest, AStoredWorkloadOutOfBoundsIsReportedWithItsJob) {
+  {
+    RecordStore store(path_);
+    store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+  }
+  // An edited (or hostile) records file: shapes past the workload bounds.
+  query_text(path_, R"(UPDATE workloads SET json = '{"op":"dense","M":4294967296,"N":1,"K":1}')");
+  RecordStore store(path_);
+  try {
+    store.jobs();
+    ADD_FAILURE() << "a workload with M = 2^32 was read back";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("job 1 has an unusable workload"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("M = 4294967296"), std::string::npos) << e.what();
+  }
+}
+
+// ---- the real binary: data on stdout, logs on stderr ----------------------------------------
+
+struct CommandRun {
+  int status = -1;  ///< exit status; -1 when it did not exit normally
+  std::string out, err;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Runs WEBTUNE_BINARY with `args`, its stdout into `out_path` (a temporary when empty) and its
+/// stderr into a temporary; returns both texts.
+CommandRun run_webtune(const std::vector<std::string>& args, std::string out_path = {}) {
+  const std::string base = testing::TempDir() + "webtune_records_run_" + std::to_string(getpid());
+  const bool keep_out = !out_path.empty();
+  if (!keep_out) out_path = base + ".out";
+  const std::string err_path = base + ".err";
+  std::vector<std::string> text = {WEBTUNE_BINARY};
+  text.insert(text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int in = open("/dev/null", O_RDONLY);
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || out < 0 || err < 0) _exit(127);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  CommandRun run;
+  int status = 0;
+  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status))
+    run.status = WEXITSTATUS(status);
+  run.out = read_text(out_path);
+  run.err = read_text(err_path);
+  if (!keep_out) fs::remove(out_path);
+  fs::remove(err_path);
+  return run;
+}
+
+TEST_F(RecordsTest, ExportThroughTheBinaryWritesOnlyTheLogToStdoutAndReimports) {
+  // `webtune log export > f.log` once had spdlog's "exported N records" line appended to f.log
+  // (the default logger wrote to stdout), and re-importing f.log failed at that line.
+  const std::string copy_path = path_ + ".copy.db", log_path = path_ + ".log";
+  const Target frag = Target::kGlesFrag, compute = Target::kGlesCompute;
+  {
+    RecordStore store(path_);
+    const int64_t a = store.open_job(conv_c2(), frag, kDevice, "C2", "xgb");
+    store.add_trials(a, {in_space(ok_trial(0, {1e-3, 2e-3}), conv_c2(), frag, 0),
+                         in_space(error_trial(0, MeasureErrorNo::kWrongAnswer, "out[1] differs"),
+                                  conv_c2(), frag, 1),
+                         in_space(ok_trial(0, {5e-4}), conv_c2(), frag, 2)});
+    const int64_t b = store.open_job(dense_m(), compute, kDevice, "M1", "random");
+    store.add_trials(b, {in_space(ok_trial(0, {1e-4}), dense_m(), compute, 0)});
+  }
+  CommandRun run = run_webtune({"log", "export", "--db", path_, "--format", "autotvm"}, log_path);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string log = read_text(log_path);
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4) << log;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_NO_THROW(bj::parse(line).as_object().at("input")) << line;
+  EXPECT_NE(run.err.find("exported 4 AutoTVM records to stdout"), std::string::npos) << run.err;
+
+  run = run_webtune({"log", "import", "--db", copy_path, "--in", log_path});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("imported 4 trials"), std::string::npos) << run.out;
+  {
+    RecordStore source(path_), copy(copy_path);
+    const auto jobs = source.jobs(), copied = copy.jobs();
+    ASSERT_EQ(copied.size(), jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      EXPECT_EQ(copied[j].workload.key(), jobs[j].workload.key());
+      EXPECT_EQ(copied[j].target, jobs[j].target);
+      EXPECT_EQ(copied[j].task_name, jobs[j].task_name);
+      EXPECT_EQ(copied[j].best_gflops, jobs[j].best_gflops);
+      const auto a = source.trials(jobs[j].id), b = copy.trials(copied[j].id);
+      ASSERT_EQ(b.size(), a.size());
+      for (size_t t = 0; t < a.size(); ++t) expect_same_trial(b[t], a[t]);
+    }
+  }
+
+  // The other readers print data only: no log line on stdout, whatever the log level.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--log-level", "trace", "log", "best", "--db", copy_path},
+        std::vector<std::string>{"--log-level", "trace", "log", "list", "--db", copy_path},
+        std::vector<std::string>{"--log-level", "trace", "log", "export", "--db", copy_path}}) {
+    run = run_webtune(args);
+    EXPECT_EQ(run.status, 0) << args[3] << ": " << run.err;
+    EXPECT_EQ(run.out.find("] ["), std::string::npos) << args[3] << " stdout:\n" << run.out;
+    EXPECT_NE(run.out.find(args[3] == "export" ? "conv2d_nchw.gles-frag" : "C2"), std::string::npos)
+        << args[3] << " stdout:\n"
+        << run.out;
+  }
+  for (const std::string& p : {copy_path, log_path})
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p + suffix);
+}
+
+TEST_F(RecordsTest, StoredConfigsOutsideTheirSpaceAreReportedNotUsed) {
+  // Records whose best config the template's space does not hold (a CUDA entity stored by an
+  // older import, or an edited file): `log best` and `artifact` say so instead of using it.
+  {
+    RecordStore store(path_);
+    const int64_t bad = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2", "xgb");
+    TrialRecord cuda = ok_trial(599486, {1e-5});
+    cuda.config_json =
+        R"({"index":599486,"entity":[["tile_f","sp",[12,1,16,1]],["tile_rc","sp",[128,16]]]})";
+    store.add_trials(bad, {in_space(ok_trial(0, {1e-3}), conv_c2(), Target::kGlesFrag, 0), cuda});
+    const int64_t good = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1", "xgb");
+    store.add_trials(good, {in_space(ok_trial(0, {1e-4}), dense_m(), Target::kGlesFrag, 3)});
+  }
+  CommandRun run = run_webtune({"log", "best", "--db", path_});
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_NE(run.err.find("job 1 (C2"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("unknown knob 'tile_f'"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("1 job(s) hold a best config outside their template's space"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.out.find("tile_f"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("job 2  M1"), std::string::npos) << run.out;
+
+  run = run_webtune({"artifact", "--db", path_, "--workload", "C2", "--target", "gles-frag"});
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_NE(run.err.find("stored trial of config 599486 is unusable"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("unknown knob 'tile_f'"), std::string::npos) << run.err;
+  EXPECT_EQ(run.out, "");
+  // The job's second-best trial fits, and is used.
+  run = run_webtune(
+      {"artifact", "--db", path_, "--workload", "C2", "--target", "gles-frag", "--rank", "2"});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("\"artifact\""), std::string::npos);
 }
 
 }  // namespace

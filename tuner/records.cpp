@@ -14,12 +14,15 @@
 #include <cmath>
 #include <istream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
 #include <tuple>
 
 #include "codegen/json_util.hpp"
+#include "codegen/task.hpp"
 
 namespace webtune {
 
@@ -414,7 +417,14 @@ constexpr std::string_view kJobFilter =
 TuningJobInfo read_job(const Statement& s) {
   TuningJobInfo job;
   job.id = s.get_int(0);
-  job.workload = Workload::from_json(bj::parse(s.get_text(1)));
+  // Validated like any workload from text (Workload::validate): an edited or foreign file must
+  // not hand out-of-bounds shapes to the emitters.
+  try {
+    job.workload = Workload::from_json(bj::parse(s.get_text(1)));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("records: job " + std::to_string(job.id) +
+                             " has an unusable workload: " + e.what());
+  }
   job.target = target_from_name(s.get_text(2));
   job.device_key = s.get_text(3);
   job.task_name = s.get_text(4);
@@ -684,23 +694,38 @@ std::string target_option(std::string_view target, std::string_view name) {
   return {};
 }
 
+/// The webtune target named `name`, or nullopt.
+std::optional<Target> webtune_target(std::string_view name) {
+  for (Target t : {Target::kGlesFrag, Target::kGlesCompute, Target::kWebgpu, Target::kWasm})
+    if (name == target_name(t)) return t;
+  return std::nullopt;
+}
+
+/// The line's webtune target: the first one among -keys=..., else the suffix of the task name
+/// ("conv2d_nchw.gles-frag"). When both are there they must name the same target; a line for
+/// any other target (cuda, mali, opencl, ...) is refused.
 Target parse_target(std::string_view target_string, std::string_view task_name) {
-  // The first webtune target among -keys=..., else the suffix of the task name.
-  std::string keys = target_option(target_string, "keys");
-  size_t begin = 0;
-  while (begin <= keys.size() && !keys.empty()) {
+  const std::string where =
+      "target '" + std::string(target_string) + "', task '" + std::string(task_name) + "'";
+  std::optional<Target> from_keys;
+  const std::string keys = target_option(target_string, "keys");
+  for (size_t begin = 0; begin < keys.size() && !from_keys;) {
     const size_t end = std::min(keys.find(',', begin), keys.size());
-    const std::string_view key = std::string_view(keys).substr(begin, end - begin);
-    if (key == target_name(Target::kGlesFrag)) return Target::kGlesFrag;
-    if (key == target_name(Target::kGlesCompute)) return Target::kGlesCompute;
-    if (key == target_name(Target::kWebgpu)) return Target::kWebgpu;
-    if (key == target_name(Target::kWasm)) return Target::kWasm;
+    from_keys = webtune_target(std::string_view(keys).substr(begin, end - begin));
     begin = end + 1;
   }
   const size_t dot = task_name.rfind('.');
-  if (dot != std::string_view::npos) return target_from_name(task_name.substr(dot + 1));
-  throw std::invalid_argument("no webtune target in '" + std::string(target_string) +
-                              "' (expected -keys=gles-frag, gles-compute, webgpu or wasm)");
+  const std::string suffix =
+      dot == std::string_view::npos ? std::string() : std::string(task_name.substr(dot + 1));
+  const std::optional<Target> from_task = webtune_target(suffix);
+  if (from_keys && !suffix.empty() && from_task != from_keys)
+    throw std::invalid_argument(where + ": -keys= names " + std::string(target_name(*from_keys)) +
+                                " but the task is for '" + suffix + "'");
+  if (from_keys) return *from_keys;
+  if (from_task && keys.empty()) return *from_task;
+  throw std::invalid_argument(where +
+                              ": not one of webtune's targets (gles-frag, gles-compute, "
+                              "webgpu, wasm); this line is from another AutoTVM target");
 }
 
 ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& device_key) {
@@ -728,7 +753,11 @@ ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& devic
   if (result.size() != 4)
     throw std::invalid_argument("'result' must be [costs, error_no, all_cost, timestamp]");
   MeasureResult& r = t.trial.result;
-  r.error = error_from_int(static_cast<int>(json::to_int(result[1], "error_no")));
+  // Checked as int64: 2^32 must not narrow to 0, NO_ERROR.
+  const int64_t error_no = json::to_int(result[1], "error_no");
+  if (error_no < 0 || error_no > 255)
+    throw std::invalid_argument("error number " + std::to_string(error_no) + " is not in 0..8");
+  r.error = error_from_int(static_cast<int>(error_no));
   if (r.ok())
     for (const bj::value& c : as_array(result[0], "'result' costs"))
       r.costs.push_back(json::to_double(c, "cost"));
@@ -750,7 +779,60 @@ ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& devic
   return t;
 }
 
+/// The longest AutoTVM log line import_autotvm reads (a line is about 1 KB).
+constexpr size_t kMaxLogLineBytes = size_t{4} << 20;
+
+/// std::getline that gives up past `max_bytes` (std::length_error) instead of growing the line
+/// without bound (an --in /dev/zero has no newline). False at the end of the input.
+bool read_line(std::istream& in, std::string& line, size_t max_bytes) {
+  line.clear();
+  std::streambuf* buffer = in.rdbuf();
+  if (buffer == nullptr || !in.good()) return false;
+  for (;;) {
+    const int c = buffer->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return !line.empty();
+    }
+    if (c == '\n') return true;
+    if (line.size() >= max_bytes)
+      throw std::length_error("longer than the limit of " + std::to_string(max_bytes) + " bytes");
+    line.push_back(static_cast<char>(c));
+  }
+}
+
+/// config_in_space with the space already built (the import keeps one per task).
+ConfigEntity check_config(const ConfigSpace& space, const Workload& workload, Target target,
+                          const std::string& config_json, bool succeeded) {
+  const std::string where = "config does not fit the " + std::string(target_name(target)) + " " +
+                            std::string(op_name(workload.op)) + " template (" + workload.key() +
+                            "): ";
+  boost::system::error_code ec;
+  const bj::value config = bj::parse(config_json, ec);
+  if (ec) throw std::invalid_argument(where + "its JSON does not parse: " + ec.message());
+  ConfigEntity entity;
+  try {
+    entity = space.from_json(config);
+  } catch (const std::exception& e) {  // MeasureError(kInstantiation) naming the knob
+    throw std::invalid_argument(where + e.what());
+  }
+  std::string why;
+  if (succeeded && !space.satisfies_constraints(entity)) {
+    space.is_valid(entity, &why);  // constraints come first: `why` names the broken one
+    throw std::invalid_argument(where + "a successful trial of config " +
+                                std::to_string(entity.index()) + ", which " + why +
+                                " and so cannot have been built");
+  }
+  return entity;
+}
+
 }  // namespace
+
+ConfigEntity config_in_space(const Workload& workload, Target target,
+                             const std::string& config_json, bool succeeded) {
+  const Task task = Task::create(workload, target);
+  return check_config(*task.space, workload, target, config_json, succeeded);
+}
 
 // ---- RecordStore --------------------------------------------------------------------------
 
@@ -989,16 +1071,31 @@ int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& worklo
 }
 
 int64_t RecordStore::import_autotvm(std::istream& in, const std::string& device_key) {
-  // Parse everything first: a malformed line anywhere imports nothing.
+  // Parse and check everything first: a bad line anywhere imports nothing.
   std::vector<ImportedTrial> parsed;
+  // One space per template and workload (a log holds many trials of few tasks).
+  std::map<std::pair<std::string, Target>, std::shared_ptr<ConfigSpace>> spaces;
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for (int64_t number = 1;; ++number) {
+    try {
+      if (!read_line(in, line, kMaxLogLineBytes)) break;
+    } catch (const std::length_error& e) {
+      throw std::runtime_error("records: AutoTVM log line " + std::to_string(number) + ": " +
+                               e.what());
+    }
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
     try {
       boost::system::error_code ec;
       bj::value root = bj::parse(line, ec);
       if (ec) throw std::invalid_argument("not JSON: " + ec.message());
-      parsed.push_back(parse_autotvm_line(root, device_key));
+      ImportedTrial t = parse_autotvm_line(root, device_key);
+      auto& space = spaces[{t.workload.key(), t.target}];
+      if (!space) space = Task::create(t.workload, t.target).space;
+      const ConfigEntity entity =
+          check_config(*space, t.workload, t.target, t.trial.config_json, t.trial.result.ok());
+      t.trial.config_json = bj::serialize(entity.to_json());
+      parsed.push_back(std::move(t));
     } catch (const std::exception& e) {
       throw std::runtime_error("records: AutoTVM log line " + std::to_string(number) + ": " +
                                e.what());

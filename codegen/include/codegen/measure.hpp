@@ -19,13 +19,27 @@
 
 namespace webtune {
 
-struct MeasureOptions {
-  int number = 1;         ///< runs averaged into one cost
-  int repeat = 1;         ///< costs reported
-  int min_repeat_ms = 0;  ///< grow `number` until a measurement takes this long (ms)
-  double timeout_s = 10;  ///< wall-clock budget of one whole measurement (s); RUN_TIMEOUT past it
+/// Bounds of MeasureOptions and of the reference samples of a MeasureInput. They arrive over
+/// the network at agents, so from_json enforces them; the CLI's options use the same ones.
+inline constexpr int kMaxNumber = 1'000'000;    ///< runs per measurement
+inline constexpr int kMaxRepeat = 1000;         ///< measurements (costs) per trial
+inline constexpr int kMaxMinRepeatMs = 60'000;  ///< min_repeat_ms, in ms (one minute)
+inline constexpr double kMaxTimeoutS = 3600;    ///< timeout_s, in s (one hour)
+inline constexpr int kMaxSamples = 4096;        ///< reference samples per input
 
+struct MeasureOptions {
+  int number = 1;         ///< runs averaged into one cost, in [1, kMaxNumber]
+  int repeat = 1;         ///< costs reported, in [1, kMaxRepeat]
+  int min_repeat_ms = 0;  ///< grow `number` until a measurement takes this long (ms), in
+                          ///< [0, kMaxMinRepeatMs]
+  double timeout_s = 10;  ///< wall-clock budget of one whole measurement (s); RUN_TIMEOUT past
+                          ///< it; finite, in (0, kMaxTimeoutS]
+
+  /// Throws std::invalid_argument naming the first field outside its bounds (above).
+  void validate() const;
   boost::json::object to_json() const;
+  /// Missing fields keep their defaults; throws std::invalid_argument on a mistyped field or a
+  /// value outside the bounds (validate()).
   static MeasureOptions from_json(const boost::json::value& value);
 };
 
@@ -39,6 +53,10 @@ struct MeasureInput {
   MeasureOptions options;
 
   boost::json::object to_json() const;
+  /// Throws std::invalid_argument on a missing or mistyped field, a workload out of bounds
+  /// (Workload::validate), options out of bounds (MeasureOptions::validate), more than
+  /// kMaxSamples samples, or a sample whose index is outside the output or whose value or
+  /// tolerance is not finite (a negative tolerance too).
   static MeasureInput from_json(const boost::json::value& value);
 };
 

@@ -27,6 +27,12 @@
 ///    while TVM's is [N,K]; the export writes webtune's layout, and the import accepts both (the
 ///    dimension equal to the data's K tells them apart).
 ///  - As AutoTVM, a failed trial's costs are written as [1e9]; the import reads them back empty.
+///  - The import takes only lines for webtune's targets and templates: the target is the first
+///    webtune target in -keys= (else the task name's suffix; both, when given, must agree), and
+///    every config must be an entity of that template's config space (config_in_space), so a
+///    foreign line (CUDA's tile_f, Mali's ann_spatial) is refused, not stored under a webtune
+///    job. The entity stored is the space's own (a −1 factor resolved). Lines starting with '#'
+///    are comments, as in TVM's load_from_file.
 ///  - AutoTVM writes −1 for the outermost factor of a split; so does the export. The exact
 ///    entity, the task name, the agent and the error message, which AutoTVM has no place for,
 ///    go into the extra top-level "webtune" object that AutoTVM ignores, so that an import
@@ -43,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/config_space.hpp"
 #include "codegen/measure.hpp"
 #include "codegen/target.hpp"
 #include "codegen/workload.hpp"
@@ -91,6 +98,16 @@ struct BestRecord {
   TuningJobInfo job;
   TrialRecord trial;
 };
+
+/// Checks a trial's config JSON against the config space of its template, `workload` on
+/// `target` (device limits are not applied: the device may differ): the knob names, values and
+/// index as ConfigSpace::from_json checks them, and, when `succeeded`, the template's structural
+/// constraints (a config that breaks one cannot have been built, let alone measured). Returns
+/// the entity. Throws std::invalid_argument naming the template and what does not fit, e.g.
+/// "config does not fit the gles-frag conv2d template (conv2d_1_2048_8_8_192_1x1_s1_p0): config
+/// outside the space: unknown knob 'tile_f'", or when the workload has no template on `target`.
+ConfigEntity config_in_space(const Workload& workload, Target target,
+                             const std::string& config_json, bool succeeded);
 
 class RecordStore {
  public:
@@ -150,11 +167,13 @@ class RecordStore {
   int64_t export_autotvm(std::ostream& out, const std::string& workload_filter = {},
                          const std::string& target_filter = {}) const;
   /// Reads AutoTVM JSON lines (see the file comment) into jobs of `device_key`; an empty
-  /// `device_key` takes each line's "-model=" (or "imported" when it has none). Blank lines are
-  /// skipped, config indices already stored are skipped, and new jobs get status "done".
-  /// Returns trials imported. Every line is checked before anything is written, and the writes
-  /// are one transaction: a malformed line throws std::runtime_error naming its line number and
-  /// imports nothing.
+  /// `device_key` takes each line's "-model=" (or "imported" when it has none). Blank lines and
+  /// '#' comments are skipped, config indices already stored are skipped, and new jobs get
+  /// status "done". Returns trials imported. Every line is checked before anything is written
+  /// (its workload by Workload::validate, its target, its config by config_in_space), and the
+  /// writes are one transaction: a bad line throws std::runtime_error naming its line number
+  /// and why (not JSON, longer than 4 MiB, unknown target, unknown knob 'tile_f' for the
+  /// template, a value outside the space, ...) and imports nothing.
   int64_t import_autotvm(std::istream& in, const std::string& device_key = "imported");
 
   const std::string& path() const { return path_; }
