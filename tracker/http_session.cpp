@@ -105,7 +105,6 @@ std::optional<HttpResponse> HttpSession<Stream>::refuse_foreign(
 
 template <class Stream>
 HttpResponse HttpSession<Stream>::answer(const http::request<http::string_body>& request) {
-  if (auto refused = refuse_foreign(request)) return std::move(*refused);
   const ListenerContext& c = context_;
   if (c.config.websocket && is_agent_page_target(request.target())) {
     // The browser agent's page and modules (agent_page.hpp); HEAD keeps GET's Content-Length.
@@ -149,8 +148,9 @@ void HttpSession<Stream>::on_read(beast::error_code ec, size_t) {
     return;
   }
   http::request<http::string_body> request = parser_->release();
-  if (context_.config.websocket && websocket::is_upgrade(request) && request.target() == "/ws" &&
-      !refuse_foreign(request)) {
+  std::optional<HttpResponse> refused = refuse_foreign(request);
+  if (!refused && context_.config.websocket && websocket::is_upgrade(request) &&
+      request.target() == "/ws") {
     beast::get_lowest_layer(stream_).expires_never();  // the WebSocket's own timeouts take over
     std::make_shared<WebsocketSession<Stream>>(std::move(stream_), context_.state,
                                                context_.config.max_frame_bytes,
@@ -158,7 +158,7 @@ void HttpSession<Stream>::on_read(beast::error_code ec, size_t) {
         ->run(std::move(request));
     return;
   }
-  HttpResponse r = answer(request);
+  HttpResponse r = refused ? std::move(*refused) : answer(request);
   // A refused upgrade ends the connection: its client waits for a 101, not for another request.
   const bool keep_alive = request.keep_alive() && !websocket::is_upgrade(request);
   response_ = std::make_shared<http::response<http::string_body>>(

@@ -33,7 +33,8 @@ struct LeasePolicy {
   int64_t margin_ms = 30'000;
 
   /// The lease of a job whose measurement may take `timeout_s` seconds, given the client's
-  /// hint (ms; <= 0 for none). Never overflows: NaN, infinite or huge inputs give `max_ms`.
+  /// hint (ms; <= 0 for none). Never overflows: a NaN, infinite or huge timeout or hint gives
+  /// `max_ms`.
   std::chrono::milliseconds lease_for(double timeout_s, int64_t hint_ms) const;
 };
 
