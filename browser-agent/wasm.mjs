@@ -18,6 +18,7 @@
 
 import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
+import { deviceClassKey, platformDevice } from './device_class.mjs';
 
 /**
  * The control block shared by the threads of one T > 1 job (Int32Array indices over a
@@ -239,9 +240,12 @@ export class WasmExecutor {
     this.pool = [];
   }
 
-  /** The tracker key of this device: "wasm:threads" or "wasm:simd". */
+  /**
+   * The tracker key of this device class: "wasm:threads" or "wasm:simd", then the browser, OS
+   * and thread count (device_class.mjs), e.g. "wasm:threads:firefox-153:linux-x86_64:8t".
+   */
   key() {
-    return this.threads ? 'wasm:threads' : 'wasm:simd';
+    return deviceClassKey('wasm', this.threads ? 'threads' : 'simd', { cpu: true });
   }
 
   /** The `device` object of the agent's hello. */
@@ -253,6 +257,7 @@ export class WasmExecutor {
       hardware_concurrency: (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 0,
       user_agent: typeof navigator !== 'undefined' ? navigator.userAgent : '',
       cross_origin_isolated: typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated,
+      ...platformDevice(),
     };
   }
 

@@ -13,6 +13,7 @@
 import { ErrorNo, MeasureError, checkJobDeadline, requireSamplesMatch, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
 import { channels, feedbackVaryings, pack, packedShape, shapeSize, unpack } from './layout.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
+import { deviceClassKey, platformDevice } from './device_class.mjs';
 
 /** The vertex shader every fragment kernel is drawn with (kFullscreenVertexShader in C++). */
 export const FULLSCREEN_VERTEX_SHADER = `#version 300 es
@@ -132,9 +133,9 @@ export class WebGL2Executor {
     };
   }
 
-  /** The tracker key of this device, e.g. "webgl2:swiftshader". */
+  /** The tracker key of this device class, e.g. "webgl2:swiftshader:chromium-156:linux-x86_64:2t". */
   key() {
-    return `webgl2:${shortRendererName(this.renderer)}`;
+    return deviceClassKey('webgl2', shortRendererName(this.renderer));
   }
 
   /** The `device` object of the agent's hello, in the shape of the native GlDeviceInfo JSON. */
@@ -152,6 +153,7 @@ export class WebGL2Executor {
       short_name: shortRendererName(this.renderer),
       user_agent: typeof navigator !== 'undefined' ? navigator.userAgent : '',
       cross_origin_isolated: typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated,
+      ...platformDevice(),
     };
   }
 

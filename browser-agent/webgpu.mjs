@@ -21,6 +21,7 @@
 
 import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
+import { deviceClassKey, platformDevice } from './device_class.mjs';
 
 /** A short, stable adapter name for the key `webgpu:<name>`, from GPUAdapterInfo fields. */
 export function shortAdapterName(info = {}) {
@@ -117,10 +118,11 @@ export class WebGPUExecutor {
     };
   }
 
-  /** The tracker key of this device, e.g. "webgpu:swiftshader". */
+  /** The tracker key of this device class, e.g. "webgpu:swiftshader:chromium-156:linux-x86_64:2t". */
   key() {
-    return `webgpu:${shortAdapterName(this.adapterInfo)}`;
+    return deviceClassKey('webgpu', shortAdapterName(this.adapterInfo || {}));
   }
+
 
   /** The `device` object of the agent's hello. */
   device() {
@@ -138,6 +140,7 @@ export class WebGPUExecutor {
       short_name: shortAdapterName(info),
       user_agent: typeof navigator !== 'undefined' ? navigator.userAgent : '',
       cross_origin_isolated: typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated,
+      ...platformDevice(),
     };
   }
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "native_agent/device_class.hpp"
 #include "native_agent/isolated_runtime.hpp"
 #include "tracker/agent_connection.hpp"
 #include "tracker/tracker_client.hpp"
@@ -57,12 +58,15 @@ void run_agent(const AgentArgs& args) {
   const GlDeviceInfo& device = runtime->info();
   tracker::AgentOptions options;
   options.url = args.tracker;
-  // "gles" becomes "gles:<device>", e.g. gles:llvmpipe; a key with a ':' is used as given.
-  options.keys = {args.key.find(':') == std::string::npos ? args.key + ":" + device.short_name()
+  // A family ("gles") becomes the key of this device class (native_agent/device_class.hpp),
+  // e.g. gles:llvmpipe:mesa-22.3.6:linux-x86_64:intel-xeon-platinum-8481c:2t; a key with a ':'
+  // is used as given.
+  const HostInfo host = HostInfo::current();
+  options.keys = {args.key.find(':') == std::string::npos ? device_class_key(args.key, device, host)
                                                           : args.key};
   options.token = args.token;
   options.name = args.name.empty() ? "native-agent/" + device.short_name() : args.name;
-  options.device = device.to_json();
+  options.device = device_class_json(device, host);
   spdlog::info("agent: {} ({}) serving key {}", device.renderer, device.version, options.keys[0]);
 
   boost::asio::io_context ioc;

@@ -688,7 +688,10 @@ class WasmFarmTest : public BrowserFarmTest {
 
 TEST_F(WasmFarmTest, TabJoinsAsWasmThreadsWithMaxThreads) {
   start(1, {}, "wasm");
-  EXPECT_EQ(key_, "wasm:threads") << boost::json::serialize(device_);
+  // The device class: browser and version, OS and thread count (browser-agent/device_class.mjs).
+  EXPECT_EQ(key_.rfind("wasm:threads:chromium-", 0), 0u) << key_;
+  EXPECT_EQ(key_.substr(key_.size() - 1), "t") << key_;
+  EXPECT_GE(device_.at("cpu_threads").to_number<int>(), 1) << boost::json::serialize(device_);
   // COOP/COEP from the tracker's /agent make the page cross-origin isolated: threads work.
   EXPECT_TRUE(device_.at("cross_origin_isolated").as_bool()) << boost::json::serialize(device_);
   const auto& limits = device_.at("limits").as_object();

@@ -19,12 +19,14 @@
 
 #include "codegen/measure.hpp"
 #include "codegen/task.hpp"
+#include "native_agent/device_class.hpp"
 #include "support/webtune_process.hpp"
 #include "tracker/origin_policy.hpp"
 #include "tracker/protocol.hpp"
 #include "tracker/secret.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
+#include "tuner/measure_pipeline.hpp"
 
 namespace webtune::tracker {
 namespace {
@@ -623,6 +625,63 @@ TEST(TrackerHardening, TlsCarriesTheProtocolAndAnAgentsJobs) {
   set_tracker_ca_file((other / "cert.pem").string());
   EXPECT_THROW(TrackerClient(server.url(), hello_as(Role::kViewer, "v"), 3s), std::runtime_error);
   set_tracker_ca_file({});
+}
+
+// 8. Results from different devices were mixed in one job: a Firefox and a Chromium tab both
+//    advertised `wasm:threads`. Keys now name a device class, results say which class measured
+//    them, and a tuner refuses a key that matches several classes.
+TEST(TrackerHardening, AJobIsMeasuredOnOneDeviceClassOnly) {
+  const GlDeviceInfo llvmpipe_info = [] {
+    GlDeviceInfo d;
+    d.renderer = "llvmpipe (LLVM 15.0.6, 256 bits)";
+    d.version = "OpenGL ES 3.2 Mesa 22.3.6";
+    return d;
+  }();
+  HostInfo host;
+  host.os = "linux-x86_64";
+  host.cpu_model = slug("Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz");
+  host.cpu_threads = 2;
+  EXPECT_EQ(device_class_key("gles", llvmpipe_info, host),
+            "gles:llvmpipe:mesa-22.3.6:linux-x86_64:intel-xeon-platinum-8481c:2t");
+  GlDeviceInfo h200;
+  h200.renderer = "NVIDIA H200/PCIe/SSE2";
+  h200.version = "OpenGL ES 3.2 NVIDIA 550.90.07";
+  EXPECT_EQ(device_class_key("gles", h200, host), "gles:nvidia-h200:nvidia-550.90.07:linux-x86_64");
+
+  TrackerServer server(local_config());
+  server.start_background();
+  // A real agent (its class from this machine) and one that claims another CPU.
+  WebtuneProcess real({"--log-level", "warn", "agent", "--tracker", server.url(), "--key", "gles",
+                       "--name", "real"});
+  WebtuneProcess other({"--log-level", "warn", "agent", "--tracker", server.url(), "--key",
+                        "gles:llvmpipe:mesa-0.0:linux-x86_64:other-cpu:64t", "--name", "other"});
+  TrackerClient viewer(server.url(), hello_as(Role::kViewer, "v"));
+  std::string real_key;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bj::object devices = viewer.summary()["devices"].as_object();
+    if (devices.size() == 2) {
+      for (const auto& [key, device] : devices)
+        if (key.find("other-cpu") == bj::string_view::npos) real_key = std::string(key);
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(real_key.rfind("gles:llvmpipe:", 0), 0u) << real_key;
+  EXPECT_EQ(real_key, device_class_key(
+                          "gles", GlDeviceInfo::from_json(viewer.summary()["devices"].at(real_key)),
+                          HostInfo::current()));
+  // A tuner asking for "gles" must choose; one asking for the full key gets only that class.
+  TrackerRunner ambiguous(server.url(), "", "gles");
+  EXPECT_THROW(ambiguous.wait_for_device(std::chrono::seconds(5)), std::runtime_error);
+  TrackerClient client(server.url(), hello_as(Role::kClient, "c"));
+  client.submit(jobs(dense_input(16), 12, 1, real_key));
+  for (int i = 0; i < 12; ++i) {
+    auto r = client.next_result(60s);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->key, real_key);
+    EXPECT_EQ(r->agent, "real");
+  }
 }
 
 }  // namespace
