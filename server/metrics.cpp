@@ -81,6 +81,12 @@ void live_metrics(Writer& w, const bj::object& s) {
       {"quarantines", "Agents quarantined after failures in a row."},
       {"protocol_errors", "Protocol errors answered."},
       {"refused_handshakes", "Handshakes refused (bad token or hello)."},
+      {"results_implausible", "Agent results refused as implausible or malformed."},
+      {"suspect_marks", "Times an agent was marked suspect for a refused result."},
+      {"hello_timeouts", "Connections closed for sending no hello in time."},
+      {"submits_over_quota", "Submits refused by the per-client caps."},
+      {"connections_refused", "Connections closed at once: over the connection cap."},
+      {"origins_refused", "Requests refused for their Host or Origin."},
   };
   for (const auto& [key, help] : counters) {
     const std::string name = std::string("webtune_") + key + "_total";

@@ -5,17 +5,15 @@
 #include <algorithm>
 #include <cctype>
 
+#include "tracker/secret.hpp"
+
 namespace webtune::server {
 
 namespace {
 
+// The tracker's comparison: constant time, so a timing side channel reveals nothing of the token.
 bool same(std::string_view a, std::string_view b) {
-  // Constant time in the content: a timing side channel must not reveal a prefix of the token.
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i)
-    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
-  return diff == 0;
+  return tracker::token_equals(a, b);
 }
 
 std::string_view trim(std::string_view s) {

@@ -323,6 +323,8 @@ TEST(Metrics, ResultsCountByErrorNumberAndAgentsCountTheirFailures) {
   EXPECT_NE(text.find("webtune_measure_results_total{error_no=\"0\",error=\"NO_ERROR\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find("webtune_jobs_delivered_total 2\n"), std::string::npos);
+  EXPECT_NE(text.find("webtune_results_implausible_total 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("webtune_origins_refused_total 0\n"), std::string::npos);
   int found = 0;
   for (const bj::value& a : state->agents_json())
     if (a.at("name") == "phone-2") {
