@@ -5,7 +5,11 @@
 //
 //   node browser-agent/farm.mjs --tracker ws://127.0.0.1:9190/ws --tabs 2 --targets webgl2[,webgpu][,wasm]
 //        [--token T] [--gl llvmpipe|swiftshader] [--chromium /usr/bin/chromium]
-//        [--name farm] [--parent-pid PID] [--no-restart]
+//        [--name farm] [--parent-pid PID] [--no-restart] [--trust-cert CERT.pem]
+//
+// A wss:// tracker's pages are opened over https://. --trust-cert makes Chromium accept exactly
+// that certificate's key (its SPKI SHA-256, --ignore-certificate-errors-spki-list): for a
+// self-signed tracker certificate, without trusting anything else.
 //
 // Chromium is Debian's (`/usr/bin/chromium`), driven through puppeteer-core: no browser is ever
 // downloaded. A tab that crashes or closes is reopened, a browser that dies is relaunched with
@@ -18,6 +22,7 @@
 // device or terminates its wasm workers (to exercise recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
 // SIGINT/SIGTERM, the end of --parent-pid, or "quit" close the browser and remove its profile.
 
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,8 +41,22 @@ const { values: opts } = parseArgs({
     name: { type: 'string', default: 'farm' },
     'parent-pid': { type: 'string', default: '0' },
     'no-restart': { type: 'boolean', default: false },
+    'trust-cert': { type: 'string', default: '' },
   },
 });
+
+// The SPKI SHA-256 (base64) of --trust-cert's certificate, for Chromium's allow-list.
+let trustedSpki = '';
+if (opts['trust-cert']) {
+  try {
+    const cert = new crypto.X509Certificate(fs.readFileSync(opts['trust-cert']));
+    const spki = cert.publicKey.export({ type: 'spki', format: 'der' });
+    trustedSpki = crypto.createHash('sha256').update(spki).digest('base64');
+  } catch (e) {
+    console.error(`farm: --trust-cert: cannot read a certificate from '${opts['trust-cert']}': ${e.message}`);
+    process.exit(2);
+  }
+}
 
 const tabCount = Number.parseInt(opts.tabs, 10);
 if (!(tabCount >= 1)) {
@@ -88,6 +107,7 @@ function chromiumArgs() {
   }
   // Headless Chromium exposes navigator.gpu only with this flag (the adapter is SwiftShader).
   if (targets.includes('webgpu')) args.push('--enable-unsafe-webgpu');
+  if (trustedSpki) args.push(`--ignore-certificate-errors-spki-list=${trustedSpki}`);
   return args;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -32,7 +33,7 @@ using namespace std::chrono_literals;
 class FarmProcess {
  public:
   FarmProcess(const std::string& url, int tabs, const std::string& token = {},
-              const std::string& targets = "webgl2") {
+              const std::string& targets = "webgl2", const std::string& trust_cert = {}) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     std::vector<std::string> args = {"node",         WEBTUNE_SOURCE_DIR "/browser-agent/farm.mjs",
@@ -44,6 +45,10 @@ class FarmProcess {
     if (!token.empty()) {
       args.push_back("--token");
       args.push_back(token);
+    }
+    if (!trust_cert.empty()) {
+      args.push_back("--trust-cert");
+      args.push_back(trust_cert);
     }
     if (const char* gl = std::getenv("WEBTUNE_TEST_GL")) {
       args.push_back("--gl");
@@ -102,14 +107,23 @@ class BrowserFarmTest : public ::testing::Test {
   /// `agent_token`: the tracker requires it of agents, and the farm's tabs present it
   /// (`/agent?token=...`).
   /// `family`: the executor family the tabs run ("webgl2" or "webgpu"), and the key jobs go to.
-  void start(int tabs, const std::string& agent_token = {}, const std::string& family = "webgl2") {
+  /// `tls_dir`: serve https/wss with the cert.pem and key.pem there; the tabs trust that
+  /// certificate, and this test's clients verify against it.
+  void start(int tabs, const std::string& agent_token = {}, const std::string& family = "webgl2",
+             const std::string& tls_dir = {}) {
     family_ = family;
     TrackerConfig config;
     config.port = 0;
     config.tokens.agent = agent_token;
+    if (!tls_dir.empty()) {
+      config.tls_cert_file = tls_dir + "/cert.pem";
+      config.tls_key_file = tls_dir + "/key.pem";
+      set_tracker_ca_file(config.tls_cert_file);
+    }
     server_ = std::make_unique<TrackerServer>(config);
     server_->start_background();
-    farm_ = std::make_unique<FarmProcess>(server_->url(), tabs, agent_token, family);
+    farm_ = std::make_unique<FarmProcess>(server_->url(), tabs, agent_token, family,
+                                          tls_dir.empty() ? "" : config.tls_cert_file);
     wait_for_tabs(tabs);
   }
 
@@ -138,6 +152,7 @@ class BrowserFarmTest : public ::testing::Test {
     viewer_.reset();
     farm_.reset();
     if (server_) server_->stop();
+    set_tracker_ca_file({});
   }
 
   DeviceLimits limits() const { return DeviceLimits::from_json(device_.at("limits")); }
@@ -277,6 +292,23 @@ TEST_F(BrowserFarmTest, TabJoinsAsWebgl2WithTokenLimitsAndIsolation) {
   EXPECT_TRUE(device_.at("color_buffer_float").as_bool());
   // Served with COOP same-origin + COEP require-corp, the page is cross-origin isolated.
   EXPECT_TRUE(device_.at("cross_origin_isolated").as_bool()) << boost::json::serialize(device_);
+}
+
+// Issue 13: a TLS tracker (https:// page, wss:// socket): the tab trusts exactly the tracker's
+// self-signed certificate and measures as over plain HTTP.
+TEST_F(BrowserFarmTest, TabJoinsATlsTrackerOverHttpsAndWss) {
+  const std::string dir = ::testing::TempDir() + "webtune_browser_tls";
+  std::filesystem::create_directories(dir);
+  const std::string make_cert =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext "
+      "subjectAltName=IP:127.0.0.1 -keyout " +
+      dir + "/key.pem -out " + dir + "/cert.pem 2>/dev/null";
+  ASSERT_EQ(std::system(make_cert.c_str()), 0);
+  start(1, "tab-secret", "webgl2", dir);
+  ASSERT_EQ(server_->url().rfind("wss://", 0), 0u);
+  EXPECT_EQ(key_.rfind("webgl2:", 0), 0u) << key_;
+  EXPECT_TRUE(device_.at("cross_origin_isolated").as_bool()) << boost::json::serialize(device_);
+  expect_next_job_passes(Target::kGlesFrag);
 }
 
 TEST_F(BrowserFarmTest, TwentyRandomDense64ConfigsMatchTheReference) {
