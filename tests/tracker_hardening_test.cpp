@@ -177,6 +177,29 @@ TEST(TrackerHardening, LongHelloFieldsAreRefusedAndTheTrackerLivesOn) {
   }
 }
 
+// A number too large for a double was read as infinity and written back as `Infinity`: a hello's
+// device with 1e999 made every later summary throw (found by the frame-handling fuzzer).
+TEST(TrackerHardening, NumbersThatAreNotFiniteAreRefusedAtTheDoor) {
+  TrackerServer server(local_config());
+  server.start_background();
+  auto raw = TrackerClient::connect_raw(server.url(), 5s);
+  raw->send_text(R"({"type":"hello","protocol":1,"role":"agent","keys":["gles:x"],)"
+                 R"("device":{"renderer":"r","cpu_threads":1e999}})");
+  bj::object error = expect_message(*raw, "error");
+  EXPECT_EQ(error["code"].as_string(), "bad_message");
+  TrackerClient agent(server.url(), hello_as(Role::kAgent, "a", {"gles:x"}));
+  TrackerClient client(server.url(), hello_as(Role::kClient, "c"));
+  client.submit(jobs(dense_input(8), 1, 1, "gles:x"));
+  bj::object job = expect_message(agent, "job");
+  agent.send_text(R"({"type":"result","job":)" + std::to_string(get_u64(job, "job")) +
+                  R"(,"result":{"error_no":4,"costs":[-1e999],"all_cost":0,"timestamp":0}})");
+  EXPECT_EQ(expect_message(agent, "error")["code"].as_string(), "bad_message");
+  // The summary still works and nothing was delivered.
+  TrackerClient viewer(server.url(), hello_as(Role::kViewer, "v"));
+  EXPECT_EQ(counter(viewer, "jobs_delivered"), 0);
+  EXPECT_EQ(viewer.summary()["agents"].to_number<int>(), 1);
+}
+
 TEST(TrackerHardening, CloseReasonsAreCutToWhatACloseFrameHolds) {
   EXPECT_EQ(truncate_utf8("short", 123), "short");
   const std::string cut = truncate_utf8(std::string(300, 'x'), kMaxCloseReasonBytes);

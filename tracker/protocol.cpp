@@ -3,6 +3,7 @@
 #include "tracker/protocol.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
 namespace webtune::tracker {
@@ -56,10 +57,37 @@ std::string truncate_utf8(std::string_view text, size_t max_bytes) {
   return out + ellipsis;
 }
 
+namespace {
+
+// Boost.JSON reads a number too large for a double (1e999) as infinity, and writes infinity
+// back as `Infinity`, which is not JSON: a frame relayed or stored by the tracker would then
+// break whoever reads it next. Such numbers are refused where frames come in.
+bool all_finite(const bj::value& v, int depth = 0) {
+  if (depth > 64) return true;  // Boost.JSON's own depth limit stops deeper documents
+  switch (v.kind()) {
+    case bj::kind::double_:
+      return std::isfinite(v.get_double());
+    case bj::kind::array:
+      for (const bj::value& e : v.get_array())
+        if (!all_finite(e, depth + 1)) return false;
+      return true;
+    case bj::kind::object:
+      for (const auto& e : v.get_object())
+        if (!all_finite(e.value(), depth + 1)) return false;
+      return true;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
 bj::object parse_message(std::string_view text) {
   boost::system::error_code ec;
   bj::value value = bj::parse(text, ec);
   if (ec) throw ProtocolError("invalid_json", "frame is not valid JSON: " + ec.message());
+  if (!all_finite(value))
+    throw ProtocolError("bad_message", "numbers must be finite (1e999 and the like are refused)");
   if (!value.is_object()) throw ProtocolError("bad_message", "a message must be a JSON object");
   bj::object& o = value.get_object();
   auto it = o.find("type");

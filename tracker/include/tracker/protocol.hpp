@@ -47,7 +47,8 @@ class ProtocolError : public std::runtime_error {
 };
 
 /// Parses a text frame into a JSON object with a string "type". Throws ProtocolError
-/// (invalid_json, bad_message).
+/// (invalid_json, bad_message; a number that does not fit a finite double, e.g. 1e999, is a
+/// bad_message: it could not be written back as JSON).
 boost::json::object parse_message(std::string_view text);
 /// The "type" of a parsed message.
 std::string message_type(const boost::json::object& message);
