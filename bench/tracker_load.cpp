@@ -61,7 +61,10 @@ ClientStats run_client(const std::string& url, int window, Steady::time_point st
         item.tag = next_tag++;
         item.key = "noop";
         item.lease_ms = 2000;
-        item.input = boost::json::object{{"noop", true}};
+        // The tracker reads every job's workload and options (tracker/job_facts.hpp).
+        item.input = boost::json::object{
+            {"workload", boost::json::object{{"op", "dense"}, {"M", 1}, {"N", 1}, {"K", 1}}},
+            {"options", boost::json::object{{"repeat", 1}}}};
         in_flight[item.tag] = now;
       }
       client.submit(items);
@@ -128,17 +131,22 @@ int main(int argc, char** argv) {
   config.heartbeat_ms = 30000;
   config.scheduler.max_attempts = 10;
   config.scheduler.quarantine_after = 1000000;
+  // Thousands of simulated agents connect at once through one io_context.
+  config.max_connections = static_cast<size_t>(agents + clients) + 64;
+  config.hello_timeout = std::chrono::seconds(60);
   TrackerServer server(config);
   server.start_background();
 
   boost::asio::io_context agents_ioc;
   std::vector<std::unique_ptr<AgentConnection>> farm;
   auto noop = [](const boost::json::value&) {
-    return boost::json::object{{"error_no", 0},
-                               {"message", ""},
-                               {"costs", boost::json::array{0.0}},
-                               {"all_cost", 0.0},
-                               {"timestamp", 0.0}};
+    return boost::json::object{
+        {"error_no", 0},
+        {"message", ""},
+        // A plausible cost: the tracker refuses 0 s (tracker/result_check.hpp).
+        {"costs", boost::json::array{1e-3}},
+        {"all_cost", 0.0},
+        {"timestamp", 0.0}};
   };
   for (int i = 0; i < agents; ++i) {
     AgentOptions o;
