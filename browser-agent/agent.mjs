@@ -209,7 +209,8 @@ class Agent {
         state.jobsDone += 1;
         show();
         // A result whose socket is gone is dropped: the tracker re-queues the job elsewhere.
-        if (!this.send({ type: 'result', job: job.job, result })) log(`result of job ${job.job} dropped: not connected`);
+        // The attempt is echoed: an answer to an earlier lease of the same job is refused.
+        if (!this.send({ type: 'result', job: job.job, attempt: job.attempt, result })) log(`result of job ${job.job} dropped: not connected`);
         if (this.executors.some((e) => e.failed)) this.dropFailedExecutors();
       }
     } finally {

@@ -87,6 +87,7 @@ void live_metrics(Writer& w, const bj::object& s) {
       {"submits_over_quota", "Submits refused by the per-client caps."},
       {"connections_refused", "Connections closed at once: over the connection cap."},
       {"origins_refused", "Requests refused for their Host or Origin."},
+      {"results_stale", "Results that answered an earlier attempt of their job."},
   };
   for (const auto& [key, help] : counters) {
     const std::string name = std::string("webtune_") + key + "_total";

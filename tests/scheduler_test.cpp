@@ -113,6 +113,7 @@ TEST(Scheduler, ExpiredLeasesRequeueThenFailAfterMaxAttempts) {
   EXPECT_TRUE(s.tick(t).empty());  // expired: back in the queue
   EXPECT_EQ(s.counters().lease_expiries, 1u);
   EXPECT_EQ(s.pending_jobs(), 1u);
+  s.heard_from(1);  // the agent answers a ping: it may take jobs again
   auto second = s.dispatch(t);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].attempt, 2);
@@ -306,6 +307,26 @@ TEST(Scheduler, ClientLoadCountsQueuedAndLeasedJobsUntilTheyAreGone) {
   EXPECT_EQ(s.client_load(5).bytes, 0u);
   s.remove_client(6);
   EXPECT_EQ(s.client_load(6).jobs, 0u);
+}
+
+TEST(Scheduler, AnAgentWhoseLeaseExpiredWaitsForASignOfLife) {
+  SchedulerOptions o;
+  o.quarantine_after = 100;
+  Scheduler s(o);
+  TimePoint t = Clock::now();
+  s.add_agent(1, {"gles:a"}, t);
+  const JobId j = s.submit(5, job("gles", 0, "{}", milliseconds(100)), t);
+  ASSERT_EQ(s.dispatch(t).size(), 1u);
+  EXPECT_EQ(s.leased_attempt(j), 1);
+  s.tick(t + milliseconds(200));  // expired: re-queued, but not to the frozen agent
+  EXPECT_TRUE(s.dispatch(t + milliseconds(200)).empty());
+  EXPECT_EQ(s.pending_jobs(), 1u);
+  EXPECT_EQ(s.leased_attempt(j), 0);
+  s.heard_from(1);
+  auto sends = s.dispatch(t + milliseconds(300));
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0].attempt, 2);
+  EXPECT_EQ(s.leased_attempt(j), 2);
 }
 
 }  // namespace

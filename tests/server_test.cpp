@@ -297,8 +297,8 @@ TEST(Metrics, ResultsCountByErrorNumberAndAgentsCountTheirFailures) {
   hello.role = tracker::Role::kClient;
   state->on_message(client, bj::serialize(hello.to_json()), tracker::Clock::now());
   state->on_message(client,
-                    R"({"type":"submit","batch":[{"tag":1,"key":"gles:other","input":)" +
-                        kInput + R"(},{"tag":2,"key":"gles:other","input":)" + kInput + "}]}",
+                    R"({"type":"submit","batch":[{"tag":1,"key":"gles:other","input":)" + kInput +
+                        R"(},{"tag":2,"key":"gles:other","input":)" + kInput + "}]}",
                     tracker::Clock::now());
   // The agent answers each job it gets: the first WRONG_ANSWER, the second fine.
   for (int error_no : {5, 0}) {
@@ -310,9 +310,8 @@ TEST(Metrics, ResultsCountByErrorNumberAndAgentsCountTheirFailures) {
     agent->frames.clear();
     state->on_message(agent_id,
                       R"({"type":"result","job":)" + std::to_string(job) +
-                          R"(,"result":{"error_no":)" + std::to_string(error_no) +
-                          R"(,"costs":)" + (error_no == 0 ? "[0.001]" : "[]") +
-                          R"(,"all_cost":0,"timestamp":0}})",
+                          R"(,"result":{"error_no":)" + std::to_string(error_no) + R"(,"costs":)" +
+                          (error_no == 0 ? "[0.001]" : "[]") + R"(,"all_cost":0,"timestamp":0}})",
                       tracker::Clock::now());
   }
   const bj::object summary = state->summary(tracker::Clock::now());
@@ -507,8 +506,7 @@ std::pair<std::string, std::string> http_get(uint16_t port, const std::string& t
     return {"connect failed", ""};
   }
   const std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                          "\r\n" + extra_headers +
-                          "Connection: close\r\n\r\n";
+                          "\r\n" + extra_headers + "Connection: close\r\n\r\n";
   (void)!::write(fd, req.data(), req.size());
   std::string response;
   char buffer[4096];

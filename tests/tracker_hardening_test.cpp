@@ -707,5 +707,46 @@ TEST(TrackerHardening, AJobIsMeasuredOnOneDeviceClassOnly) {
   }
 }
 
+// A stalled agent (stopped past its lease, found by bench/chaos) was handed the same job again,
+// and its late answer to the first lease was taken as the second attempt's result.
+TEST(TrackerHardening, ALateAnswerNeverPassesForTheNextAttempt) {
+  TrackerConfig config = local_config();
+  config.leases.min_ms = 300;
+  config.leases.max_ms = 600;
+  TrackerServer server(config);
+  server.start_background();
+  TrackerClient agent(server.url(), hello_as(Role::kAgent, "stalls", {"gles:x"}));
+  TrackerClient client(server.url(), hello_as(Role::kClient, "c"));
+  client.submit(jobs(dense_input(8), 1, 1, "gles:x"));
+  bj::object first = expect_message(agent, "job");
+  EXPECT_EQ(first["attempt"].to_number<int>(), 1);
+  const std::string job = std::to_string(get_u64(first, "job"));
+  // Stalled past the lease: the job is re-queued, but not handed back to the silent agent.
+  std::this_thread::sleep_for(1000ms);
+  int leased = -1;
+  server.inspect(
+      [&](const TrackerState& s) { leased = static_cast<int>(s.scheduler().leased_jobs()); });
+  EXPECT_EQ(leased, 0);
+  // Its connection shows a sign of life (as a native agent's does while its worker thread is
+  // stuck in a kernel): it gets the job again as attempt 2. Then the answer to the first lease
+  // arrives: refused as stale; the second attempt's answer is the one delivered.
+  agent.send_text(R"({"type":"ping","t":1})");
+  bj::object second = expect_message(agent, "job");
+  EXPECT_EQ(second["attempt"].to_number<int>(), 2);
+  agent.send_text(
+      R"({"type":"result","job":)" + job +
+      R"(,"attempt":1,"result":{"error_no":0,"costs":[0.5],"all_cost":1,"timestamp":1}})");
+  EXPECT_EQ(expect_message(agent, "error")["code"].as_string(), "unknown_job");
+  agent.send_text(
+      R"({"type":"result","job":)" + job +
+      R"(,"attempt":2,"result":{"error_no":0,"costs":[0.001],"all_cost":0.1,"timestamp":2}})");
+  auto r = client.next_result(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->attempt, 2);
+  EXPECT_EQ(r->result.at("costs").as_array()[0].to_number<double>(), 0.001);
+  TrackerClient viewer(server.url(), hello_as(Role::kViewer, "v"));
+  EXPECT_EQ(counter(viewer, "results_stale"), 1);
+}
+
 }  // namespace
 }  // namespace webtune::tracker

@@ -145,34 +145,38 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void run_job(const bj::object& m) {
-    uint64_t job = 0;
+    uint64_t job = 0, attempt = 0;
     try {
       job = get_u64(m, "job");
+      if (m.contains("attempt")) attempt = get_u64(m, "attempt");
     } catch (const ProtocolError&) {
       return;
     }
     bj::value input = m.contains("input") ? m.at("input") : bj::value();
     if (inline_executor) {
-      finish_job(job, executor(input));
+      finish_job(job, attempt, executor(input));
       return;
     }
     if (worker.joinable()) worker.join();  // the previous job's thread has already posted back
     auto self = shared_from_this();
     const uint64_t gen = generation;
-    worker = std::thread([self, gen, job, input = std::move(input)] {
+    worker = std::thread([self, gen, job, attempt, input = std::move(input)] {
       bj::object result = self->executor(input);
-      net::post(self->ioc, [self, gen, job, result = std::move(result)]() mutable {
+      net::post(self->ioc, [self, gen, job, attempt, result = std::move(result)]() mutable {
         // A result for a connection that has since dropped is lost with it: the tracker has
         // already re-queued the job.
-        if (gen == self->generation) self->finish_job(job, std::move(result));
+        if (gen == self->generation) self->finish_job(job, attempt, std::move(result));
       });
     });
   }
 
-  void finish_job(uint64_t job, bj::object result) {
+  // The attempt is echoed, so that the tracker can tell this answer from one to a later lease
+  // of the same job.
+  void finish_job(uint64_t job, uint64_t attempt, bj::object result) {
     ++done;
-    send(
-        bj::serialize(bj::object{{"type", "result"}, {"job", job}, {"result", std::move(result)}}));
+    bj::object message{{"type", "result"}, {"job", job}, {"result", std::move(result)}};
+    if (attempt > 0) message["attempt"] = attempt;
+    send(bj::serialize(message));
   }
 
   void send(std::string frame) {

@@ -93,6 +93,18 @@ const JobSpec* Scheduler::leased_spec(AgentId agent, JobId job) const {
   return &jobs_.at(job).spec;
 }
 
+int Scheduler::leased_attempt(JobId job) const {
+  if (!leases_.count(job)) return 0;
+  return jobs_.at(job).attempts;
+}
+
+void Scheduler::heard_from(AgentId id) {
+  auto it = agents_.find(id);
+  if (it == agents_.end() || !it->second.silent) return;
+  it->second.silent = false;
+  if (!it->second.job && !quarantined_.count(id)) mark_idle(id, it->second);
+}
+
 std::string Scheduler::leased_key(JobId job) const {
   auto lease = leases_.find(job);
   return lease == leases_.end() ? std::string() : lease->second.agent_key;
@@ -301,13 +313,15 @@ std::vector<Action> Scheduler::tick(TimePoint now) {
     Agent& agent = agents_.at(agent_id);
     agent.job.reset();
     note_agent_failure(agent_id, agent, now);
-    if (!quarantined_.count(agent_id)) mark_idle(agent_id, agent);
+    // Idle again only once it is heard from (heard_from): a stopped process that still holds
+    // its socket would otherwise take the re-queued job back at once.
+    agent.silent = true;
     requeue_or_fail(id, MeasureErrorNo::kRunTimeout, "the lease expired", actions);
   }
   for (auto it = quarantined_.begin(); it != quarantined_.end();) {
     Agent& agent = agents_.at(*it);
     if (agent.quarantined_until <= now) {
-      if (!agent.job) mark_idle(*it, agent);
+      if (!agent.job && !agent.silent) mark_idle(*it, agent);
       it = quarantined_.erase(it);
     } else {
       ++it;

@@ -16,8 +16,8 @@ namespace bj = boost::json;
 std::chrono::milliseconds LeasePolicy::lease_for(double timeout_s, int64_t hint_ms) const {
   // Work in double and clamp before converting: timeouts and hints come from the network.
   double ms = !std::isfinite(timeout_s) ? static_cast<double>(max_ms)
-               : timeout_s > 0            ? timeout_s * 1000.0
-                                          : 0.0;
+              : timeout_s > 0           ? timeout_s * 1000.0
+                                        : 0.0;
   ms += static_cast<double>(margin_ms);
   if (hint_ms > 0) ms = std::max(ms, static_cast<double>(hint_ms));
   if (!(ms <= static_cast<double>(max_ms))) ms = static_cast<double>(max_ms);  // NaN too

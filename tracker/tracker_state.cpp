@@ -42,8 +42,13 @@ void TrackerState::protocol_error(uint64_t id, const std::string& code,
 }
 
 void TrackerState::on_heartbeat(uint64_t id) {
-  if (auto peer = peers_.find(id); peer != peers_.end())
+  if (auto peer = peers_.find(id); peer != peers_.end()) {
     peer->second.last_seen = std::chrono::system_clock::now();
+    if (peer->second.greeted && peer->second.role == Role::kAgent) {
+      scheduler_.heard_from(id);
+      execute({}, Clock::now());
+    }
+  }
 }
 
 void TrackerState::on_binary(uint64_t id, size_t bytes) {
@@ -58,6 +63,7 @@ void TrackerState::on_message(uint64_t id, std::string_view text, TimePoint now)
   if (peer == peers_.end()) return;
   ++counters_.frames_in;
   peer->second.last_seen = std::chrono::system_clock::now();
+  if (peer->second.greeted && peer->second.role == Role::kAgent) scheduler_.heard_from(id);
   bj::object message;
   std::string type;
   try {
@@ -173,6 +179,18 @@ void TrackerState::handle_result(uint64_t id, const bj::object& message, TimePoi
     std::string why;
     scheduler_.complete(id, job, MeasureErrorNo::kUnknown, {}, now, nullptr, &why);  // counts it
     throw ProtocolError("unknown_job", why);
+  }
+  // An answer to an earlier lease of this job (the agent stalled past it, and the job came back
+  // to it) is stale: refuse it, the current attempt's answer is still to come.
+  if (auto a = message.find("attempt"); a != message.end()) {
+    const int current = scheduler_.leased_attempt(job);
+    if (!a->value().is_int64() || a->value().get_int64() != current) {
+      ++counters_.results_stale;
+      throw ProtocolError("unknown_job",
+                          "result for attempt " + truncate_utf8(bj::serialize(a->value()), 16) +
+                              " of job " + std::to_string(job) + ", whose current attempt is " +
+                              std::to_string(current));
+    }
   }
   // Believe nothing an agent says before checking it against the job and its device.
   PeerInfo& info = peers_.at(id);
@@ -367,7 +385,8 @@ bj::object TrackerState::summary(TimePoint now) const {
                       {"results_implausible", counters_.results_implausible},
                       {"suspect_marks", counters_.suspect_marks},
                       {"connections_refused", counters_.connections_refused},
-                      {"origins_refused", counters_.origins_refused}};
+                      {"origins_refused", counters_.origins_refused},
+                      {"results_stale", counters_.results_stale}};
   int agents = 0, clients = 0, viewers = 0;
   bj::object devices;  // one device description per agent key, for limits and records
   for (const auto& [id, p] : peers_) {

@@ -27,7 +27,11 @@
 ///  - A client that goes away has its queued jobs dropped and its leased ones forgotten: their
 ///    results are discarded when they come.
 ///  - Every job is delivered exactly once: a result for a job that is not leased to that agent is
-///    refused (and counted), so a late answer after a re-queue cannot double-deliver.
+///    refused (and counted), so a late answer after a re-queue cannot double-deliver. A result
+///    that names the attempt it answers must name the current lease's attempt.
+///  - An agent whose lease expired takes no job until it is heard from again (heard_from(): any
+///    frame or pong): a stopped or frozen process must not be handed the job it just let expire,
+///    only to answer it late as if it were the new attempt.
 #pragma once
 
 #include <chrono>
@@ -142,6 +146,11 @@ class Scheduler {
   /// `error` is the result's error number, for the agent's failure streak.
   bool complete(AgentId agent, JobId job, MeasureErrorNo error, std::string result_json,
                 TimePoint now, std::vector<Action>* actions, std::string* why);
+  /// The attempt of the lease `job` has now (1 for the first dispatch); 0 when not leased.
+  int leased_attempt(JobId job) const;
+  /// The agent showed it is alive (a frame or a pong): it may take jobs again after a lease of
+  /// its expired. Unknown ids are ignored.
+  void heard_from(AgentId agent);
 
   /// Refuses the result of a job leased to `agent` (it was implausible or malformed): the lease
   /// ends, the job is re-queued or, out of attempts, failed with `why`, and the agent takes no job
@@ -190,6 +199,7 @@ class Scheduler {
     std::optional<JobId> job;
     int failures_in_a_row = 0;
     TimePoint quarantined_until{};
+    bool silent = false;  // a lease expired and nothing has been heard from it since
   };
   struct Lease {
     AgentId agent;

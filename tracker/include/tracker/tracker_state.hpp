@@ -58,6 +58,7 @@ struct TrackerCounters {
   uint64_t suspect_marks = 0;        ///< times an agent was marked suspect
   uint64_t connections_refused = 0;  ///< accepted and closed at once: over the connection cap
   uint64_t origins_refused = 0;      ///< requests refused for their Host or Origin (403)
+  uint64_t results_stale = 0;        ///< results that answered an earlier attempt of their job
   /// Results that agents sent, by error number (index = MeasureErrorNo, 0 = NO_ERROR).
   std::array<uint64_t, 9> results_by_error{};
 };
