@@ -758,7 +758,7 @@ TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
   v.trial_id = trials[0].id;
   v.verdict = kVerified;
   v.agent = "agent-2";
-  v.mean_cost = 1.1e-3;
+  v.cost = 1.1e-3;
   v.ratio = 1.1;
   v.message = "ok";
   EXPECT_GT(store.add_verification(v), 0);
@@ -784,7 +784,7 @@ TEST_F(RecordsTest, SuspectTrialsAreLeftOutOfTheBest) {
   v.trial_id = trials[1].id;
   v.verdict = kSuspect;
   v.agent = "honest";
-  v.mean_cost = 2e-3;
+  v.cost = 2e-3;
   v.ratio = 2000;
   v.message = "re-measured 2000x slower";
   store.add_verification(v);
@@ -813,7 +813,7 @@ TEST_F(RecordsTest, SuspectTrialsAreLeftOutOfTheBest) {
   store.add_verification(v);
   v.verdict = kVerified;
   v.agent = "faker";
-  v.mean_cost = 1.9e-3;
+  v.cost = 1.9e-3;
   v.ratio = 0.95;
   v.message = "agreed";
   store.add_verification(v);

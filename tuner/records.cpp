@@ -223,8 +223,8 @@ CREATE TABLE verifications (
   verdict   TEXT NOT NULL CHECK (verdict IN ('verified', 'suspect', 'unverified')),
   agent_id  INTEGER REFERENCES agents(id),  -- the agent that re-measured it; NULL if none
   error_no  INTEGER NOT NULL,               -- of the re-measurement
-  mean_cost REAL,                           -- seconds; NULL when not re-measured
-  ratio     REAL,                           -- mean_cost / the trial's mean cost
+  cost      REAL,                           -- fastest run of it (s); NULL if none
+  ratio     REAL,                           -- cost / the trial's recorded mean cost
   message   TEXT NOT NULL DEFAULT '',
   timestamp REAL NOT NULL
 );
@@ -511,7 +511,7 @@ TrialRecord read_trial(const Statement& s) {
 
 constexpr std::string_view kVerificationSelect =
     "SELECT v.id, v.trial_id, v.verdict, coalesce(a.name, ''), v.error_no, "
-    "coalesce(v.mean_cost, 0), coalesce(v.ratio, 0), v.message, v.timestamp "
+    "coalesce(v.cost, 0), coalesce(v.ratio, 0), v.message, v.timestamp "
     "FROM verifications v LEFT JOIN agents a ON a.id = v.agent_id ";
 
 VerificationRecord read_verification(const Statement& s) {
@@ -521,7 +521,7 @@ VerificationRecord read_verification(const Statement& s) {
   v.verdict = s.get_text(2);
   v.agent = s.get_text(3);
   v.error = error_from_int(static_cast<int>(s.get_int(4)));
-  v.mean_cost = s.get_double(5);
+  v.cost = s.get_double(5);
   v.ratio = s.get_double(6);
   v.message = s.get_text(7);
   v.timestamp = s.get_double(8);
@@ -547,7 +547,7 @@ int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
     throw std::runtime_error("records: add_verification: no trial " + std::to_string(v.trial_id));
   const int64_t device = trial.get_int(0);
   Statement insert(db,
-                   "INSERT INTO verifications(trial_id, verdict, agent_id, error_no, mean_cost, "
+                   "INSERT INTO verifications(trial_id, verdict, agent_id, error_no, cost, "
                    "ratio, message, timestamp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                    what);
   insert.bind(1, v.trial_id).bind(2, v.verdict).bind(4, static_cast<int>(v.error));
@@ -555,8 +555,8 @@ int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
     insert.bind_null(3);
   else
     insert.bind(3, agent_id(db, v.agent, device));
-  if (v.mean_cost > 0)
-    insert.bind(5, v.mean_cost);
+  if (v.cost > 0)
+    insert.bind(5, v.cost);
   else
     insert.bind_null(5);
   if (v.ratio > 0)

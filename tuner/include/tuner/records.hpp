@@ -114,8 +114,9 @@ struct VerificationRecord {
   std::string verdict;   ///< kVerified, kSuspect or kUnverified
   std::string agent;     ///< the agent that re-measured it; empty when none did
   MeasureErrorNo error = MeasureErrorNo::kNoError;  ///< of the re-measurement
-  double mean_cost = 0;  ///< mean cost of the re-measurement (s); 0 when there was none
-  double ratio = 0;      ///< mean_cost / the trial's recorded mean cost; 0 when not measured
+  /// The re-measurement's fastest run (s; load only ever slows a run down); 0 when none.
+  double cost = 0;
+  double ratio = 0;      ///< cost / the trial's recorded mean cost; 0 when not measured
   std::string message;   ///< why, in words
   double timestamp = 0;  ///< Unix time (s); 0: now
 };
