@@ -108,12 +108,12 @@ void run_tune(TuneArgs& args) {
   };
   std::vector<TaskProgress> result = session.run(tasks, progress);
   const RunnerStats& stats = runner.stats();
-  if (stats.disconnects > 0 || stats.foreign_keys > 0)
+  if (stats.disconnects > 0 || stats.foreign_keys > 0 || stats.stale_results > 0)
     spdlog::warn(
-        "tracker: {} disconnect(s), {} reconnect(s), {} job(s) resubmitted, {} duplicate and {} "
-        "foreign-key result(s) ignored",
+        "tracker: {} disconnect(s), {} reconnect(s), {} job(s) resubmitted, {} duplicate, {} "
+        "foreign-key and {} stale result(s) ignored",
         stats.disconnects, stats.reconnects, stats.resubmitted, stats.duplicates,
-        stats.foreign_keys);
+        stats.foreign_keys, stats.stale_results);
   std::printf("\n%s", format_summary(result).c_str());
   for (const TaskProgress& p : result)
     if (!p.best_config.empty())

@@ -132,11 +132,13 @@ int64_t recorded_trials(const std::string& db) {
 }
 
 /// A rogue agent in this process: it measures nothing and answers every job with a cost that
-/// claims `gflops` GFLOP/s (a faked fast device), or the result a real device would send.
+/// claims `gflops` GFLOP/s (a faked fast device). With `stall_first_s`, it stalls that long on
+/// its first job (as a stopped or swapped-out agent would: no heartbeat answers either) and then
+/// answers it with that all_cost and a cost of 1 s, which must never be recorded.
 class FakeAgent {
  public:
-  FakeAgent(const std::string& url, const std::string& name, const std::string& key,
-            double gflops) {
+  FakeAgent(const std::string& url, const std::string& name, const std::string& key, double gflops,
+            double stall_first_s = 0) {
     tracker::AgentOptions options;
     options.url = url;
     options.name = name;
@@ -144,11 +146,16 @@ class FakeAgent {
     options.device = boost::json::object{{"renderer", "fake"}};
     connection_ = std::make_unique<tracker::AgentConnection>(
         ioc_, options,
-        [gflops](const boost::json::value& input) {
+        [gflops, stall_first_s, jobs = 0](const boost::json::value& input) mutable {
           const MeasureInput in = MeasureInput::from_json(input);
           MeasureResult r;
           r.costs.assign(std::max(1, in.options.repeat), in.workload.flops() / (gflops * 1e9));
           r.all_cost = 1e-3;
+          if (jobs++ == 0 && stall_first_s > 0) {
+            std::this_thread::sleep_for(std::chrono::duration<double>(stall_first_s));
+            r.costs.assign(r.costs.size(), 1.0);
+            r.all_cost = stall_first_s;
+          }
           r.timestamp =
               std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                   .count();
@@ -445,6 +452,30 @@ TEST(Tune, ResultsOfAnotherDeviceClassAreNotRecorded) {
       EXPECT_NE(r.agent, "other-class");
     }
   }
+}
+
+TEST(Tune, AResultThatOutlivedItsLeaseIsNotRecorded) {
+  // The only agent stalls on its first job past the job's lease (4 s) but within the heartbeat
+  // (10 s): the tracker re-leases the job, and the stalled answer arrives late. Whether the
+  // tracker refuses it or takes it, the runner must record a fresh measurement.
+  tracker::TrackerConfig config;
+  config.port = 0;
+  tracker::TrackerServer server(config);
+  server.start_background();
+  FakeAgent staller(server.url(), "staller", "gles:llvmpipe", 5, 6.0);
+  TrackerRunner runner(server.url(), "", "gles");
+  ASSERT_EQ(runner.wait_for_device(60s).first, "gles:llvmpipe");
+  runner.lease_margin = 2s;
+  const Task task = Task::create(Workload::dense(32, 32, 32), Target::kGlesFrag, DeviceLimits{});
+  MeasureOptions options;
+  options.timeout_s = 2;  // lease: 2 s + the 2 s margin
+  std::vector<MeasureInput> inputs = dense32_inputs(task, 1, options);
+  ASSERT_EQ(inputs.size(), 1u);
+  const RunResult r = runner.measure(inputs).at(0);
+  ASSERT_TRUE(r.result.ok()) << r.result.message;
+  EXPECT_DOUBLE_EQ(r.result.costs.at(0), task.workload.flops() / 5e9) << "the stale cost";
+  EXPECT_LT(r.result.all_cost, 4.0);
+  EXPECT_EQ(r.agent, "staller");
 }
 
 TEST(Tune, VerifyBestCatchesAnAgentThatFakesFastCosts) {

@@ -231,7 +231,7 @@ std::vector<RunResult> TrackerRunner::measure(const std::vector<MeasureInput>& i
   }
   std::map<uint64_t, size_t> slot_of_tag;
   std::vector<uint64_t> job_of_slot(n, 0);  // the tracker's job id of the latest submission
-  std::vector<int> foreign(n, 0);
+  std::vector<int> refused(n, 0);           // results of each input not recorded
   std::vector<bool> done(n, false);
   size_t received = 0;
   std::vector<size_t> to_submit(n);
@@ -265,28 +265,42 @@ std::vector<RunResult> TrackerRunner::measure(const std::vector<MeasureInput>& i
     }
     // A job the tracker failed by itself (lost agents, expired leases) has no agent and no key.
     const bool from_agent = r.agent_session != 0 || !r.agent.empty();
+    MeasureResult result;
+    try {
+      result = MeasureResult::from_json(r.result);
+    } catch (const std::exception& e) {
+      result =
+          MeasureResult::failure(MeasureErrorNo::kUnknown, std::string("bad result: ") + e.what());
+    }
+    // Why an agent's result is not recorded: measured on another device class, or over a time
+    // longer than the lease asked for, which no lease that was still valid can hold (a stale
+    // result: the agent stalled past its lease, and the tracker took the answer anyway).
+    std::string refusal;
+    const double lease_s = static_cast<double>(items[s].lease_ms) / 1000;
     if (from_agent && !accepts_key(r.key)) {
       ++stats_.foreign_keys;
-      ++foreign[s];
+      refusal = "measured under device key '" + r.key + "', not '" + key_ + "'";
+    } else if (from_agent && result.all_cost > lease_s) {
+      ++stats_.stale_results;
+      refusal = "measured over " + std::to_string(result.all_cost).substr(0, 5) +
+                " s, longer than its lease of " + std::to_string(lease_s).substr(0, 5) +
+                " s (a stale result)";
+    }
+    if (!refusal.empty()) {
+      ++refused[s];
       spdlog::warn(
-          "tracker {}: a result measured by agent '{}' under key '{}' for key '{}' is not "
-          "recorded ({} of {})",
-          url_, r.agent, r.key, key_, foreign[s], max_foreign_results);
-      if (foreign[s] < max_foreign_results) {
+          "tracker {}: a result by agent '{}' (session {}, attempt {}) is not recorded: {} "
+          "({} of {})",
+          url_, r.agent, r.agent_session, r.attempt, refusal, refused[s], max_refused_results);
+      if (refused[s] < max_refused_results) {
         to_submit.push_back(s);
         return;
       }
       out[s].result = MeasureResult::failure(
-          MeasureErrorNo::kUnknown, "measured under device key '" + r.key + "', not '" + key_ +
-                                        "' (" + std::to_string(foreign[s]) + " times)");
+          MeasureErrorNo::kUnknown, refusal + " (" + std::to_string(refused[s]) + " times)");
       out[s].received = now_unix();
     } else {
-      try {
-        out[s].result = MeasureResult::from_json(r.result);
-      } catch (const std::exception& e) {
-        out[s].result = MeasureResult::failure(MeasureErrorNo::kUnknown,
-                                               std::string("bad result: ") + e.what());
-      }
+      out[s].result = std::move(result);
       out[s].agent = r.agent;
       out[s].agent_session = r.agent_session;
       out[s].attempt = r.attempt;

@@ -7,6 +7,13 @@
 /// blip) it reconnects with exponential back-off and resubmits every job whose result has not
 /// arrived, matching results to inputs by its own tags (the tracker's job ids change across a
 /// restart). A result for an input that already has one is ignored, so nothing is counted twice.
+///
+/// Results are checked before they count: one measured by an agent of another device key than
+/// the runner's (a job is only ever measured on one device class), or whose measurement took
+/// longer than the lease the runner asked for (all_cost > lease: the lease expired while the
+/// agent held the job, so the answer is stale even if the tracker took it), is not recorded:
+/// the input is submitted again, and after `max_refused_results` refusals it comes back as an
+/// UNKNOWN error saying why (resubmitting forever could livelock on a fast bad agent).
 #pragma once
 
 #include <atomic>
@@ -80,6 +87,9 @@ struct RunnerStats {
   uint64_t resubmitted = 0;   ///< jobs submitted again after a reconnect
   uint64_t duplicates = 0;    ///< results for an input that already had one (ignored)
   uint64_t foreign_keys = 0;  ///< results measured under another device key (not recorded)
+  /// Results whose measurement took longer than the job's lease (all_cost > lease): the lease
+  /// had expired while the agent held them (not recorded).
+  uint64_t stale_results = 0;
   uint64_t late_results = 0;  ///< results for tags of earlier batches (ignored)
 };
 
@@ -131,9 +141,9 @@ class TrackerRunner {
 
   /// Lease of each job: the measure timeout plus this margin for compile and transfer.
   std::chrono::milliseconds lease_margin{30000};
-  /// A result measured under another device key is resubmitted this many times, then recorded
-  /// as an error (UNKNOWN) saying where it ran.
-  int max_foreign_results = 3;
+  /// An input whose results are not recorded (another device key, stale) is resubmitted until
+  /// this many were refused, then recorded as an error (UNKNOWN) saying why.
+  int max_refused_results = 3;
 
  private:
   /// Replaces the connection, retrying per the policy; logs each attempt. Throws as the
