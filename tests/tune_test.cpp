@@ -454,6 +454,61 @@ TEST(Tune, ResultsOfAnotherDeviceClassAreNotRecorded) {
   }
 }
 
+TEST(Tune, WaitForDeviceSurvivesATrackerRestart) {
+  // The runner connects before any agent is there; the tracker goes away and a new one comes up
+  // on the same port, and only then does an agent join it.
+  tracker::TrackerConfig config;
+  config.port = 0;
+  auto server = std::make_unique<tracker::TrackerServer>(config);
+  server->start_background();
+  config.port = server->port();
+  const std::string url = server->url();
+  TrackerRunner runner(url, "", "gles");
+  std::thread restart([&] {
+    std::this_thread::sleep_for(300ms);
+    server.reset();  // stops it: every connection is closed
+    std::this_thread::sleep_for(700ms);
+    server = std::make_unique<tracker::TrackerServer>(config);
+    server->start_background();
+  });
+  Children children;
+  std::thread agent([&] {
+    restart.join();
+    children.add(start_agent(url, "late"));
+  });
+  std::pair<std::string, std::string> found;
+  std::string error;
+  try {
+    found = runner.wait_for_device(60s);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  agent.join();
+  ASSERT_EQ(error, "");
+  const auto& [key, device] = found;
+  EXPECT_EQ(key, "gles:llvmpipe");
+  EXPECT_GE(runner.stats().reconnects, 1u);
+  EXPECT_NE(device.find("llvmpipe"), std::string::npos) << device;
+}
+
+TEST(Tune, CliVerifyBestWithOneAgentSaysUnverified) {
+  const std::string db = temp_db("cli_verify");
+  const std::string log = db + ".log";
+  EXPECT_EQ(
+      wait_exit(spawn({WEBTUNE_BINARY, "--log-level", "warn", "tune", "--workload",
+                       "dense:32,32,32", "--target", "gles-frag", "--tuner", "random", "--trials",
+                       "4", "--batch", "4", "--verify-best", "--verify-wait", "1", "--db", db},
+                      log)),
+      0)
+      << read_text(log);
+  EXPECT_NE(read_text(log).find("verification dense:32,32,32 unverified"), std::string::npos)
+      << read_text(log);
+  EXPECT_EQ(wait_exit(spawn({WEBTUNE_BINARY, "log", "best", "--db", db}, log)), 0);
+  EXPECT_NE(read_text(log).find("unverified: no agent of gles:llvmpipe other than 'local-0'"),
+            std::string::npos)
+      << read_text(log);
+}
+
 TEST(Tune, AResultThatOutlivedItsLeaseIsNotRecorded) {
   // The only agent stalls on its first job past the job's lease (4 s) but within the heartbeat
   // (10 s): the tracker re-leases the job, and the stalled answer arrives late. Whether the
