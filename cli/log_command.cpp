@@ -107,6 +107,12 @@ void run_best(const LogArgs& args) {
     std::printf("  %.2f GFLOP/s  %.4f ms  config %lld (best of %lld trials)  %s\n", b.trial.gflops,
                 b.trial.result.mean_cost() * 1e3, static_cast<long long>(b.trial.config_index),
                 static_cast<long long>(j.trials), b.trial.config_json.c_str());
+    // Whether a second agent confirmed it (webtune tune --verify-best); suspect trials are
+    // never shown as a best.
+    if (!b.verification)
+      std::printf("  unverified (never re-measured on a second agent)\n");
+    else
+      std::printf("  %s: %s\n", b.verification->verdict.c_str(), b.verification->message.c_str());
   }
   if (misfits > 0)
     throw std::runtime_error(std::to_string(misfits) +

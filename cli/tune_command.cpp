@@ -4,9 +4,16 @@
 /// --tracker it starts an embedded tracker and --local-agents native agents (headless Chromium
 /// tabs for --target webgl2), and prints the URL of the tracker's dashboard over the records
 /// (kept up --linger seconds after the tuning).
+///
+/// It outlives the tracker (reconnects and resubmits, tuner/measure_pipeline.hpp). SIGINT,
+/// SIGTERM and SIGHUP drop the batch in flight, mark the unfinished jobs "interrupted" and exit
+/// with 128 + the signal (130, 143, 129); running the same command again resumes them. A second
+/// signal kills at once (the handler is reset after the first).
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <cstdio>
 #include <memory>
@@ -15,6 +22,7 @@
 #include "commands.hpp"
 #include "local_farm.hpp"
 #include "option_checks.hpp"
+#include "tracker/tracker_client.hpp"
 #include "tuner/tune_session.hpp"
 
 namespace webtune::cli {
@@ -23,14 +31,37 @@ namespace {
 
 struct TuneArgs {
   std::string workload, tasks, target = "gles-frag", db = "webtune.db", tracker, token, key;
+  std::string ca_file;
   std::string farm_gl = "swiftshader";
   int local_agents = 1;
   int device_wait_s = 60;
   int linger_s = 0;
+  double reconnect_timeout_s = 600;
+  double lease_margin_s = 30;
   TuneOptions options;
 };
 
+/// The signal that asked the tuning to stop (0: none). Set by the handler, read by the runner's
+/// waits; a lock-free atomic is safe to store from a signal handler.
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int signal) {
+  g_stop_signal.store(signal);
+}
+
+/// Installs on_stop_signal for SIGINT, SIGTERM and SIGHUP, once: SA_RESETHAND makes a second
+/// signal take its default action (end the process) for a user who does not want to wait.
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
+}
+
 void run_tune(TuneArgs& args) {
+  if (!args.ca_file.empty()) tracker::set_tracker_ca_file(args.ca_file);
   const TuneTarget target = tune_target_from_name(args.target);
   args.options.target = target.kernel;
   const std::vector<WorkloadFileTask> tasks = resolve_workloads(args.workload, args.tasks);
@@ -51,14 +82,17 @@ void run_tune(TuneArgs& args) {
     std::printf("dashboard: %s\n", farm->dashboard_url().c_str());
     std::fflush(stdout);
   }
-  TrackerRunner runner(url, args.token, key);
+  ReconnectPolicy policy;
+  policy.give_up = std::chrono::milliseconds(static_cast<int64_t>(args.reconnect_timeout_s * 1000));
+  TrackerRunner runner(url, args.token, key, policy, &g_stop_signal);
+  runner.lease_margin = std::chrono::milliseconds(static_cast<int64_t>(args.lease_margin_s * 1000));
+  // Pins the runner: jobs go to agents of exactly this device class from now on, and results
+  // measured under another key are not recorded.
   auto [device_key, device_json] = runner.wait_for_device(std::chrono::seconds(args.device_wait_s));
   const boost::json::value device = boost::json::parse(device_json);
   DeviceLimits limits;
   if (device.is_object() && device.as_object().contains("limits"))
     limits = DeviceLimits::from_json(device.as_object().at("limits"));
-  // Jobs go to agents of exactly this device from now on.
-  TrackerRunner device_runner(url, args.token, device_key);
 
   RecordStore store(args.db);
   store.upsert_device(device_key, device_json);
@@ -67,7 +101,7 @@ void run_tune(TuneArgs& args) {
               args.options.trials, args.db.c_str());
   const bool tty = isatty(fileno(stdout));
   int lines_printed = 0;
-  TuneSession session(store, device_runner, device_key, limits, args.options);
+  TuneSession session(store, runner, device_key, limits, args.options);
   auto progress = [&](const std::vector<TaskProgress>& all) {
     const std::string text = format_progress(all, args.options.trials);
     if (tty && lines_printed > 0) std::printf("\033[%dA", lines_printed);  // redraw in place
@@ -77,17 +111,31 @@ void run_tune(TuneArgs& args) {
     if (!tty) std::puts("");
   };
   std::vector<TaskProgress> result = session.run(tasks, progress);
+  const RunnerStats& stats = runner.stats();
+  if (stats.disconnects > 0 || stats.foreign_keys > 0 || stats.stale_results > 0)
+    spdlog::warn(
+        "tracker: {} disconnect(s), {} reconnect(s), {} job(s) resubmitted, {} duplicate, {} "
+        "foreign-key and {} stale result(s) ignored",
+        stats.disconnects, stats.reconnects, stats.resubmitted, stats.duplicates,
+        stats.foreign_keys, stats.stale_results);
   std::printf("\n%s", format_summary(result).c_str());
   for (const TaskProgress& p : result)
     if (!p.best_config.empty())
       std::printf("best %-8s %s\n", p.name.c_str(), p.best_config.c_str());
+  if (args.options.verify_best)
+    for (const TaskProgress& p : result)
+      if (!p.best_config.empty())
+        std::printf("verification %-8s %s\n", p.name.c_str(),
+                    p.verification.empty() ? "not re-measured" : p.verification.c_str());
   std::printf("records: %s (webtune log best --db %s)\n", args.db.c_str(), args.db.c_str());
   if (farm && args.linger_s > 0) {
     // The dashboard of the embedded farm lives as long as this process: keep it up a while so
     // the results can be looked at (SIGINT/SIGTERM end it sooner).
     std::printf("dashboard stays at %s for %d s\n", farm->dashboard_url().c_str(), args.linger_s);
     std::fflush(stdout);
-    std::this_thread::sleep_for(std::chrono::seconds(args.linger_s));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(args.linger_s);
+    while (g_stop_signal.load() == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
@@ -109,8 +157,14 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();
   cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
-  cmd->add_option("--tracker", args->tracker, "ws://HOST:PORT/ws (default: embedded)");
-  cmd->add_option("--token", args->token, "client token");
+  cmd->add_option("--tracker", args->tracker,
+                  "ws://HOST:PORT/ws or wss://HOST:PORT/ws (default: embedded)");
+  cmd->add_option("--token", args->token, "client token (or $WEBTUNE_CLIENT_TOKEN)")
+      ->envname("WEBTUNE_CLIENT_TOKEN");
+  cmd->add_option("--ca-file", args->ca_file,
+                  "CA certificate(s) that signed a wss:// tracker's certificate (or "
+                  "$WEBTUNE_CA_FILE)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--key", args->key, "agent key or prefix (default: the target's, e.g. gles)");
   cmd->add_option("--local-agents", args->local_agents,
                   "agents (browser tabs for webgl2, webgpu and wasm) of the embedded farm")
@@ -152,7 +206,34 @@ void add_tune_command(CLI::App& app) {
                   "seconds before a kernel is RUN_TIMEOUT")
       ->check(seconds(kMaxTimeoutS))
       ->capture_default_str();
-  cmd->callback([args] { run_tune(*args); });
+  cmd->add_flag("--verify-best", args->options.verify_best,
+                "re-measure each task's best config on a second agent before believing it");
+  cmd->add_option("--verify-wait", args->options.verify_wait_s,
+                  "seconds a re-measurement waits for a second agent")
+      ->capture_default_str();
+  cmd->add_option("--verify-tolerance", args->options.verify_tolerance,
+                  "a re-measurement slower than the recorded best by more than this factor "
+                  "disagrees with it")
+      ->capture_default_str();
+  cmd->add_option("--reconnect-timeout", args->reconnect_timeout_s,
+                  "seconds to keep reconnecting to an unreachable tracker before giving up")
+      ->capture_default_str();
+  cmd->add_option("--lease-margin", args->lease_margin_s,
+                  "seconds added to --run-timeout for a job's lease (compile and transfer)")
+      ->capture_default_str();
+  cmd->callback([args] {
+    install_stop_handlers();
+    try {
+      run_tune(*args);
+    } catch (const Interrupted& e) {
+      // Everything of run_tune (the farm, the records) is closed by now.
+      spdlog::warn(
+          "{}: the batch in flight was dropped; unfinished jobs are marked interrupted in {}; "
+          "run the same command again to resume",
+          e.what(), args->db);
+      throw CLI::RuntimeError(128 + e.signal());
+    }
+  });
 }
 
 }  // namespace webtune::cli

@@ -130,8 +130,9 @@ class RecordsTest : public testing::Test {
 TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   { RecordStore store(path_); }
   EXPECT_EQ(query_text(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "1");
-  for (const char* table : {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials"}) {
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "2");
+  for (const char* table :
+       {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials", "verifications"}) {
     EXPECT_EQ(query_text(path_, std::string("SELECT count(*) FROM sqlite_master WHERE type = "
                                             "'table' AND name = '") +
                                     table + "'"),
@@ -140,7 +141,7 @@ TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   }
   // Reopening an up-to-date file leaves it alone.
   { RecordStore store(path_); }
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "1");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "2");
 }
 
 TEST_F(RecordsTest, RefusesNewerSchemaVersion) {
@@ -1030,6 +1031,153 @@ TEST_F(RecordsTest, StoredConfigsOutsideTheirSpaceAreReportedNotUsed) {
       {"artifact", "--db", path_, "--workload", "C2", "--target", "gles-frag", "--rank", "2"});
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("\"artifact\""), std::string::npos);
+}
+
+/// Runs SQL (several statements) on its own connection; fails the test on an error.
+void exec_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+  EXPECT_EQ(rc, SQLITE_OK) << (message ? message : "");
+  sqlite3_free(message);
+  sqlite3_close(db);
+}
+
+TEST_F(RecordsTest, ProvenanceOfEachTrialRoundTrips) {
+  RecordStore store(path_);
+  const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+  TrialRecord a = ok_trial(0, {1e-3});
+  a.agent_session = 17;
+  a.attempt = 2;
+  a.received = 1700000000.5;
+  TrialRecord b = ok_trial(1, {2e-3});  // provenance unknown: stored as NULL, read back as 0
+  ASSERT_EQ(store.add_trials(job, {a, b}), 2);
+  const std::vector<TrialRecord> trials = store.trials(job);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].agent_session, 17u);
+  EXPECT_EQ(trials[0].attempt, 2);
+  EXPECT_DOUBLE_EQ(trials[0].received, 1700000000.5);
+  EXPECT_EQ(trials[1].agent_session, 0u);
+  EXPECT_EQ(trials[1].attempt, 0);
+  EXPECT_EQ(trials[1].received, 0);
+  EXPECT_EQ(query_text(path_, "SELECT count(*) FROM trials WHERE agent_session IS NULL"), "1");
+  EXPECT_EQ(trials[0].verdict, "");
+}
+
+TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
+  int64_t job = 0;
+  {
+    RecordStore store(path_);
+    job = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2");
+    store.add_trials(job, {ok_trial(0, {1e-3}), ok_trial(1, {2e-3})});
+  }
+  // Turn the file into what webtune wrote before version 2.
+  exec_sql(path_,
+           "DROP TABLE verifications; ALTER TABLE trials DROP COLUMN agent_session; "
+           "ALTER TABLE trials DROP COLUMN attempt; ALTER TABLE trials DROP COLUMN received; "
+           "PRAGMA user_version = 1;");
+  ASSERT_EQ(query_text(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'verifications'"),
+            "0");
+  RecordStore store(path_);
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "2");
+  const std::vector<TrialRecord> trials = store.trials(job);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].result.costs, std::vector<double>{1e-3});
+  EXPECT_EQ(trials[0].agent_session, 0u);
+  EXPECT_EQ(trials[0].received, 0);
+  // The migrated file takes the new data.
+  VerificationRecord v;
+  v.trial_id = trials[0].id;
+  v.verdict = kVerified;
+  v.agent = "agent-2";
+  v.cost = 1.1e-3;
+  v.ratio = 1.1;
+  v.message = "ok";
+  EXPECT_GT(store.add_verification(v), 0);
+  ASSERT_EQ(store.best().size(), 1u);
+  ASSERT_TRUE(store.best()[0].verification.has_value());
+  EXPECT_EQ(store.best()[0].verification->verdict, "verified");
+}
+
+TEST_F(RecordsTest, SuspectTrialsAreLeftOutOfTheBest) {
+  RecordStore store(path_);
+  const Workload w = dense_m();
+  const int64_t job = store.open_job(w, Target::kGlesFrag, kDevice, "M1");
+  // "faker" claims the two fastest costs; "honest" measured the rest.
+  store.add_trials(job, {ok_trial(0, {4e-3}, "honest"), ok_trial(1, {1e-6}, "faker"),
+                         ok_trial(2, {2e-6}, "faker"), ok_trial(3, {2e-3}, "honest"),
+                         error_trial(4, MeasureErrorNo::kWrongAnswer, "x")});
+  std::vector<TrialRecord> trials = store.trials(job);
+  ASSERT_EQ(store.best_trial(job)->config_index, 1);
+  EXPECT_FALSE(store.best()[0].verification.has_value());
+
+  // The best is re-measured 2000x slower: suspect; the next best is the faker's other trial.
+  VerificationRecord v;
+  v.trial_id = trials[1].id;
+  v.verdict = kSuspect;
+  v.agent = "honest";
+  v.cost = 2e-3;
+  v.ratio = 2000;
+  v.message = "re-measured 2000x slower";
+  store.add_verification(v);
+  EXPECT_EQ(store.best_trial(job)->config_index, 2);
+  EXPECT_EQ(store.trials(job)[1].verdict, "suspect");
+
+  // Every other unverified success of the faker goes too; the honest ones and errors stay.
+  EXPECT_EQ(store.mark_agent_suspect(job, "faker", "caught"), 1);
+  EXPECT_EQ(store.mark_agent_suspect(job, "faker", "caught"), 0);  // idempotent
+  std::optional<TrialRecord> best = store.best_trial(job);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config_index, 3);
+  EXPECT_EQ(best->agent, "honest");
+  const std::vector<BestRecord> all = store.best();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].trial.config_index, 3);
+  EXPECT_DOUBLE_EQ(all[0].job.best_gflops, w.flops() / 2e-3 / 1e9);
+  EXPECT_DOUBLE_EQ(store.job(job)->best_gflops, w.flops() / 2e-3 / 1e9);
+  EXPECT_EQ(store.trials(job).size(), 5u) << "suspect trials stay in the records";
+
+  // A verification of the new best is shown with it; the latest verdict counts.
+  v = {};
+  v.trial_id = best->id;
+  v.verdict = kUnverified;
+  v.message = "no second agent";
+  store.add_verification(v);
+  v.verdict = kVerified;
+  v.agent = "faker";
+  v.cost = 1.9e-3;
+  v.ratio = 0.95;
+  v.message = "agreed";
+  store.add_verification(v);
+  ASSERT_TRUE(store.best()[0].verification.has_value());
+  EXPECT_EQ(store.best()[0].verification->verdict, "verified");
+  EXPECT_EQ(store.best()[0].verification->agent, "faker");
+  EXPECT_DOUBLE_EQ(store.best()[0].verification->ratio, 0.95);
+  EXPECT_EQ(store.verifications(job).size(), 4u);
+  // A verified trial is not marked when its agent is caught later.
+  EXPECT_EQ(store.mark_agent_suspect(job, "honest", "x"), 1);  // config 0 only
+  EXPECT_EQ(store.best_trial(job)->config_index, 3);
+}
+
+TEST_F(RecordsTest, RefusesUnknownStatusesVerdictsAndTrials) {
+  RecordStore store(path_);
+  const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  for (const char* status : {"running", "done", "stopped", "interrupted", "failed"})
+    EXPECT_NO_THROW(store.set_status(job, status)) << status;
+  EXPECT_EQ(store.job(job)->status, "failed");
+  EXPECT_THROW(store.set_status(job, "paused"), std::invalid_argument);
+  EXPECT_THROW(store.set_status(job + 100, "done"), std::runtime_error);
+  store.add_trials(job, {ok_trial(0, {1e-3})});
+  VerificationRecord v;
+  v.trial_id = store.trials(job)[0].id;
+  v.verdict = "maybe";
+  EXPECT_THROW(store.add_verification(v), std::invalid_argument);
+  v.verdict = kVerified;
+  v.trial_id += 100;
+  EXPECT_THROW(store.add_verification(v), std::runtime_error);
+  EXPECT_THROW(store.mark_agent_suspect(job + 100, "a", "x"), std::runtime_error);
+  EXPECT_TRUE(store.verifications(job).empty());
 }
 
 }  // namespace

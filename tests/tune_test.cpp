@@ -1,19 +1,33 @@
 /// \file tune_test.cpp
 /// The tuning loop end to end: a real tracker on loopback, a real `webtune agent` on llvmpipe,
-/// a real SQLite file. Resume measures nothing twice; a killed `webtune tune` resumes.
+/// a real SQLite file. Resume measures nothing twice; a killed `webtune tune` resumes; the tuner
+/// outlives a tracker killed and restarted mid-tuning; signals mark jobs interrupted; results of
+/// another device class are not recorded; --verify-best catches an agent that fakes fast costs.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "tracker/agent_connection.hpp"
+#include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
 #include "tuner/tune_session.hpp"
+#include "tuner/tuner.hpp"
 
 extern char** environ;
 
@@ -22,13 +36,22 @@ namespace {
 
 using namespace std::chrono_literals;
 
-pid_t spawn(std::vector<std::string> args) {
+/// Starts the webtune binary; with `output`, its stdout and stderr go to that file.
+pid_t spawn(std::vector<std::string> args, const std::string& output = {}) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!output.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  }
   pid_t pid = -1;
-  if (posix_spawn(&pid, WEBTUNE_BINARY, nullptr, nullptr, argv.data(), environ) != 0)
-    throw std::runtime_error("cannot start " WEBTUNE_BINARY);
+  const int rc = posix_spawn(&pid, WEBTUNE_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " WEBTUNE_BINARY);
   return pid;
 }
 
@@ -51,6 +74,132 @@ std::set<int64_t> indices(const std::vector<TrialRecord>& trials) {
   return out;
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// A loopback port nobody listens on now (bound, read, released).
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("cannot find a free port");
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+/// Waits (up to 60 s, retrying while the tracker is not up yet) until `n` agents serve keys
+/// that `key` matches.
+void wait_for_agents(const std::string& url, const std::string& key, int n) {
+  tracker::Hello hello;
+  hello.role = tracker::Role::kViewer;
+  for (int i = 0; i < 600; ++i) {
+    try {
+      tracker::TrackerClient viewer(url, hello);
+      int agents = 0;
+      const boost::json::object summary = viewer.summary();
+      for (const auto& [k, v] : summary.at("keys").as_object())
+        if (tracker::key_matches(key, std::string(k))) {
+          const auto& o = v.as_object();
+          agents += static_cast<int>(o.at("agents_idle").to_number<int64_t>() +
+                                     o.at("agents_busy").to_number<int64_t>());
+        }
+      if (agents >= n) return;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  throw std::runtime_error("fewer than " + std::to_string(n) + " agents of " + key);
+}
+
+/// Trials recorded so far in the first job of `db` (0 while there is none).
+int64_t recorded_trials(const std::string& db) {
+  try {
+    RecordStore peek(db);
+    auto jobs = peek.jobs();
+    return jobs.empty() ? 0 : static_cast<int64_t>(peek.trials(jobs[0].id).size());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+/// A rogue agent in this process: it measures nothing and answers every job with a cost that
+/// claims `gflops` GFLOP/s (a faked fast device). With `stall_first_s`, it stalls that long on
+/// its first job (as a stopped or swapped-out agent would: no heartbeat answers either) and then
+/// answers it with that all_cost and a cost of 1 s, which must never be recorded.
+class FakeAgent {
+ public:
+  FakeAgent(const std::string& url, const std::string& name, const std::string& key, double gflops,
+            double stall_first_s = 0) {
+    tracker::AgentOptions options;
+    options.url = url;
+    options.name = name;
+    options.keys = {key};
+    options.device = boost::json::object{{"renderer", "fake"}};
+    connection_ = std::make_unique<tracker::AgentConnection>(
+        ioc_, options,
+        [gflops, stall_first_s, jobs = 0](const boost::json::value& input) mutable {
+          const MeasureInput in = MeasureInput::from_json(input);
+          MeasureResult r;
+          r.costs.assign(std::max(1, in.options.repeat), in.workload.flops() / (gflops * 1e9));
+          r.all_cost = 1e-3;
+          if (jobs++ == 0 && stall_first_s > 0) {
+            std::this_thread::sleep_for(std::chrono::duration<double>(stall_first_s));
+            r.costs.assign(r.costs.size(), 1.0);
+            r.all_cost = stall_first_s;
+          }
+          r.timestamp =
+              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+          return r.to_json();
+        },
+        true);
+    connection_->start();
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~FakeAgent() {
+    boost::asio::post(ioc_, [this] {
+      connection_->stop();
+      ioc_.stop();
+    });
+    thread_.join();
+  }
+
+ private:
+  boost::asio::io_context ioc_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_{
+      ioc_.get_executor()};
+  std::unique_ptr<tracker::AgentConnection> connection_;
+  std::thread thread_;
+};
+
+/// Child processes ended (SIGTERM, then reaped) when the test ends, passing or not.
+struct Children {
+  std::vector<pid_t> pids;
+  ~Children() {
+    for (pid_t pid : pids) ::kill(pid, SIGTERM);
+    for (pid_t pid : pids) wait_exit(pid);
+  }
+  pid_t add(pid_t pid) {
+    pids.push_back(pid);
+    return pid;
+  }
+  void forget(pid_t pid) { pids.erase(std::remove(pids.begin(), pids.end(), pid), pids.end()); }
+};
+
+pid_t start_agent(const std::string& url, const std::string& name) {
+  return spawn({WEBTUNE_BINARY, "--log-level", "warn", "agent", "--tracker", url, "--key", "gles",
+                "--name", name});
+}
+
 TEST(Tune, ResumeContinuesFromTheRecordsAndMeasuresNothingTwice) {
   tracker::TrackerConfig config;
   config.port = 0;
@@ -65,11 +214,13 @@ TEST(Tune, ResumeContinuesFromTheRecordsAndMeasuresNothingTwice) {
   options.tuner = "random";
   options.trials = 12;
   options.batch_size = 5;
+  std::string key;  // the agent's device class (native_agent/device_class.hpp)
   {
     RecordStore store(db);
     TrackerRunner runner(server.url(), "", "gles");
     auto [device_key, device_json] = runner.wait_for_device(60s);
-    EXPECT_EQ(device_key, "gles:llvmpipe");
+    EXPECT_EQ(device_key.rfind("gles:llvmpipe:", 0), 0u) << device_key;
+    key = device_key;
     TuneSession session(store, runner, device_key, DeviceLimits{}, options);
     int reports = 0;
     auto progress = session.run(tasks, [&](const std::vector<TaskProgress>&) { ++reports; });
@@ -90,8 +241,8 @@ TEST(Tune, ResumeContinuesFromTheRecordsAndMeasuresNothingTwice) {
   options.trials = 20;
   {
     RecordStore store(db);
-    TrackerRunner runner(server.url(), "", "gles:llvmpipe");
-    TuneSession session(store, runner, "gles:llvmpipe", DeviceLimits{}, options);
+    TrackerRunner runner(server.url(), "", key);
+    TuneSession session(store, runner, key, DeviceLimits{}, options);
     auto progress = session.run(tasks);
     for (const TaskProgress& p : progress) {
       EXPECT_EQ(p.resumed, 12);
@@ -150,6 +301,341 @@ TEST(Tune, KilledTuningResumesWhereItStopped) {
   EXPECT_EQ(indices(after).size(), after.size());
   for (size_t i = 0; i < before.size(); ++i)
     EXPECT_EQ(after[i].config_index, before[i].config_index);
+}
+
+TEST(Tune, TrackerKilledAndRestartedMidTuningLosesNothing) {
+  // A standalone tracker process, two agents and `webtune tune --tracker`; the tracker is killed
+  // (-9) once a few batches are in and started again on the same port.
+  const uint16_t port = free_port();
+  const std::string listen = "127.0.0.1:" + std::to_string(port);
+  const std::string url = "ws://" + listen + "/ws";
+  Children children;
+  auto start_tracker = [&] {
+    return children.add(
+        spawn({WEBTUNE_BINARY, "--log-level", "warn", "tracker", "--listen", listen}));
+  };
+  pid_t tracker = start_tracker();
+  children.add(start_agent(url, "restart-a"));
+  children.add(start_agent(url, "restart-b"));
+  wait_for_agents(url, "gles", 2);
+
+  const std::string db = temp_db("restart");
+  const std::string log = db + ".log";
+  const int trials = 40;
+  pid_t tune = children.add(spawn(
+      {WEBTUNE_BINARY, "tune", "--workload", "dense:32,32,32", "--target", "gles-frag", "--tuner",
+       "random", "--trials", std::to_string(trials), "--batch", "8", "--tracker", url, "--db", db},
+      log));
+  for (int i = 0; i < 600 && recorded_trials(db) < 8; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_GE(recorded_trials(db), 8);
+  ASSERT_LT(recorded_trials(db), trials) << "the tuning ended before the tracker was killed";
+  ::kill(tracker, SIGKILL);
+  wait_exit(tracker);
+  children.forget(tracker);
+  std::this_thread::sleep_for(1s);
+  tracker = start_tracker();
+
+  EXPECT_EQ(wait_exit(tune), 0) << read_text(log);
+  children.forget(tune);
+  const std::string output = read_text(log);
+  EXPECT_NE(output.find("reconnected"), std::string::npos) << output;
+  EXPECT_NE(output.find("resubmitting"), std::string::npos) << output;
+
+  RecordStore store(db);
+  const auto jobs = store.jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].status, "done");
+  const auto recorded = store.trials(jobs[0].id);
+  EXPECT_EQ(static_cast<int>(recorded.size()), trials);
+  EXPECT_EQ(indices(recorded).size(), recorded.size()) << "a config was recorded twice";
+  for (const TrialRecord& t : recorded) {
+    EXPECT_TRUE(t.agent == "restart-a" || t.agent == "restart-b") << t.agent;
+    EXPECT_GT(t.agent_session, 0u) << "config " << t.config_index;
+    EXPECT_GT(t.attempt, 0);
+    EXPECT_GE(t.received, t.result.timestamp - 1) << "received before it was measured";
+    EXPECT_EQ(t.result.error, MeasureErrorNo::kNoError) << t.result.message;
+  }
+}
+
+TEST(Tune, SignalsMarkJobsInterruptedAndARerunResumes) {
+  const std::string db = temp_db("signal");
+  auto tune = [&](int trials, const std::string& log) {
+    return spawn({WEBTUNE_BINARY, "--log-level", "warn", "tune", "--workload", "dense:48,48,48",
+                  "--target", "gles-frag", "--tuner", "random", "--trials", std::to_string(trials),
+                  "--batch", "4", "--db", db},
+                 log);
+  };
+  pid_t first = tune(400, db + ".1.log");
+  for (int i = 0; i < 600 && recorded_trials(db) < 8; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_GE(recorded_trials(db), 8);
+  ::kill(first, SIGTERM);
+  EXPECT_EQ(wait_exit(first), 143) << read_text(db + ".1.log");
+  EXPECT_NE(read_text(db + ".1.log").find("marked interrupted"), std::string::npos);
+  int64_t before = 0;
+  {
+    RecordStore store(db);
+    const auto jobs = store.jobs();
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_EQ(jobs[0].status, "interrupted");
+    before = jobs[0].trials;
+    EXPECT_EQ(before % 4, 0) << "only whole batches are committed";
+  }
+  // The same command with a budget a little above what is recorded resumes and finishes.
+  const int total = static_cast<int>(before) + 8;
+  EXPECT_EQ(wait_exit(tune(total, db + ".2.log")), 0) << read_text(db + ".2.log");
+  RecordStore store(db);
+  const auto jobs = store.jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].status, "done");
+  const auto trials = store.trials(jobs[0].id);
+  EXPECT_EQ(static_cast<int>(trials.size()), total);
+  EXPECT_EQ(indices(trials).size(), trials.size()) << "a config was measured twice";
+}
+
+TEST(Tune, SigintEndsTheWaitForAnUnreachableTracker) {
+  // Nobody listens: the tuner keeps retrying with back-off (and says so) until SIGINT.
+  const std::string url = "ws://127.0.0.1:" + std::to_string(free_port()) + "/ws";
+  const std::string db = temp_db("unreachable");
+  const std::string log = db + ".log";
+  pid_t tune = spawn({WEBTUNE_BINARY, "tune", "--workload", "dense:32,32,32", "--target",
+                      "gles-frag", "--trials", "8", "--tracker", url, "--db", db},
+                     log);
+  for (int i = 0; i < 600 && read_text(log).find("next try in") == std::string::npos; ++i)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_NE(read_text(log).find("next try in"), std::string::npos) << read_text(log);
+  ::kill(tune, SIGINT);
+  EXPECT_EQ(wait_exit(tune), 130) << read_text(log);
+  EXPECT_NE(read_text(log).find("interrupted by signal 2"), std::string::npos) << read_text(log);
+}
+
+/// Builds `n` measure inputs of random configs of dense:32 on gles-frag.
+std::vector<MeasureInput> dense32_inputs(const Task& task, int n, MeasureOptions options = {}) {
+  Builder builder(task, 1, 16, options);
+  auto tuner = make_tuner("random", task, 7);
+  std::vector<MeasureInput> inputs;
+  for (const ConfigEntity& e : tuner->next_batch(n)) {
+    MeasureInput input;
+    MeasureResult error;
+    if (builder.build(e, &input, &error)) inputs.push_back(std::move(input));
+  }
+  return inputs;
+}
+
+TEST(Tune, ResultsOfAnotherDeviceClassAreNotRecorded) {
+  tracker::TrackerConfig config;
+  config.port = 0;
+  tracker::TrackerServer server(config);
+  server.start_background();
+  Children children;
+  children.add(start_agent(server.url(), "native"));
+  TrackerRunner runner(server.url(), "", "gles");
+  const std::string key = runner.wait_for_device(60s).first;
+  ASSERT_EQ(key.rfind("gles:llvmpipe:", 0), 0u) << key;
+  EXPECT_EQ(runner.key(), key);
+  // An agent of another class whose key the runner's key is a prefix of: the tracker leases it
+  // jobs for the runner's key, and it answers at once with a fast (but not impossible: the
+  // tracker would refuse that itself) cost.
+  const std::string fake_key = key + ":fake";
+  FakeAgent other(server.url(), "other-class", fake_key, 1000);
+  wait_for_agents(server.url(), fake_key, 1);
+
+  const Task task = Task::create(Workload::dense(32, 32, 32), Target::kGlesFrag, DeviceLimits{});
+  const std::vector<MeasureInput> inputs = dense32_inputs(task, 6);
+  ASSERT_EQ(inputs.size(), 6u);
+  const std::vector<RunResult> results = runner.measure(inputs);
+  ASSERT_EQ(results.size(), inputs.size());
+  EXPECT_GT(runner.stats().foreign_keys, 0u);
+  for (const RunResult& r : results) {
+    if (r.result.ok()) {
+      EXPECT_EQ(r.agent, "native");
+      EXPECT_GT(r.result.mean_cost(), 1e-7) << "the fake cost was recorded";
+    } else {
+      EXPECT_EQ(r.result.error, MeasureErrorNo::kUnknown);
+      EXPECT_NE(r.result.message.find("measured under device key '" + fake_key + "'"),
+                std::string::npos)
+          << r.result.message;
+      EXPECT_NE(r.agent, "other-class");
+    }
+  }
+}
+
+TEST(Tune, WaitForDeviceSurvivesATrackerRestart) {
+  // The runner connects before any agent is there; the tracker goes away and a new one comes up
+  // on the same port, and only then does an agent join it.
+  tracker::TrackerConfig config;
+  config.port = 0;
+  auto server = std::make_unique<tracker::TrackerServer>(config);
+  server->start_background();
+  config.port = server->port();
+  const std::string url = server->url();
+  TrackerRunner runner(url, "", "gles");
+  std::thread restart([&] {
+    std::this_thread::sleep_for(300ms);
+    server.reset();  // stops it: every connection is closed
+    std::this_thread::sleep_for(700ms);
+    server = std::make_unique<tracker::TrackerServer>(config);
+    server->start_background();
+  });
+  Children children;
+  std::thread agent([&] {
+    restart.join();
+    children.add(start_agent(url, "late"));
+  });
+  std::pair<std::string, std::string> found;
+  std::string error;
+  try {
+    found = runner.wait_for_device(60s);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  agent.join();
+  ASSERT_EQ(error, "");
+  const auto& [key, device] = found;
+  EXPECT_EQ(key.rfind("gles:llvmpipe:", 0), 0u) << key;
+  EXPECT_GE(runner.stats().reconnects, 1u);
+  EXPECT_NE(device.find("llvmpipe"), std::string::npos) << device;
+}
+
+TEST(Tune, CliVerifyBestWithOneAgentSaysUnverified) {
+  const std::string db = temp_db("cli_verify");
+  const std::string log = db + ".log";
+  EXPECT_EQ(
+      wait_exit(spawn({WEBTUNE_BINARY, "--log-level", "warn", "tune", "--workload",
+                       "dense:32,32,32", "--target", "gles-frag", "--tuner", "random", "--trials",
+                       "4", "--batch", "4", "--verify-best", "--verify-wait", "1", "--db", db},
+                      log)),
+      0)
+      << read_text(log);
+  EXPECT_NE(read_text(log).find("verification dense:32,32,32 unverified"), std::string::npos)
+      << read_text(log);
+  EXPECT_EQ(wait_exit(spawn({WEBTUNE_BINARY, "log", "best", "--db", db}, log)), 0);
+  EXPECT_NE(read_text(log).find("unverified: no agent of gles:llvmpipe:"), std::string::npos)
+      << read_text(log);
+  EXPECT_NE(read_text(log).find("other than 'local-0'"), std::string::npos) << read_text(log);
+}
+
+TEST(Tune, AResultThatOutlivedItsLeaseIsNotRecorded) {
+  // The only agent stalls on its first job past the job's lease (4 s) but within the heartbeat
+  // (10 s): the tracker re-leases the job, and the stalled answer arrives late. Whether the
+  // tracker refuses it or takes it, the runner must record a fresh measurement.
+  tracker::TrackerConfig config;
+  config.port = 0;
+  config.leases.min_ms = 1000;  // the tracker's lease: 2 s + 2 s, as the runner's
+  config.leases.margin_ms = 2000;
+  tracker::TrackerServer server(config);
+  server.start_background();
+  FakeAgent staller(server.url(), "staller", "gles:llvmpipe", 5, 6.0);
+  TrackerRunner runner(server.url(), "", "gles");
+  ASSERT_EQ(runner.wait_for_device(60s).first, "gles:llvmpipe");
+  runner.lease_margin = 2s;
+  const Task task = Task::create(Workload::dense(32, 32, 32), Target::kGlesFrag, DeviceLimits{});
+  MeasureOptions options;
+  options.timeout_s = 2;  // lease: 2 s + the 2 s margin
+  std::vector<MeasureInput> inputs = dense32_inputs(task, 1, options);
+  ASSERT_EQ(inputs.size(), 1u);
+  const RunResult r = runner.measure(inputs).at(0);
+  ASSERT_TRUE(r.result.ok()) << r.result.message;
+  EXPECT_DOUBLE_EQ(r.result.costs.at(0), task.workload.flops() / 5e9) << "the stale cost";
+  EXPECT_LT(r.result.all_cost, 4.0);
+  EXPECT_EQ(r.agent, "staller");
+}
+
+TEST(Tune, VerifyBestCatchesAnAgentThatFakesFastCosts) {
+  tracker::TrackerConfig config;
+  config.port = 0;
+  tracker::TrackerServer server(config);
+  server.start_background();
+  Children children;
+  children.add(start_agent(server.url(), "native-a"));
+  children.add(start_agent(server.url(), "native-b"));
+  wait_for_agents(server.url(), "gles", 2);
+  const std::string key = TrackerRunner(server.url(), "", "gles").wait_for_device(60s).first;
+  // Same key as the real agents; it claims 100 GFLOP/s for everything (llvmpipe does ~1-5 on
+  // these kernels), fast enough to win, plausible enough for a device-peak check.
+  FakeAgent faker(server.url(), "faker", key, 100);
+  wait_for_agents(server.url(), "gles", 3);
+
+  const std::string db = temp_db("verify");
+  TuneOptions options;
+  options.tuner = "random";
+  options.trials = 12;
+  options.batch_size = 6;
+  options.measure.repeat = 3;
+  options.measure.min_repeat_ms = 10;
+  options.verify_best = true;
+  std::vector<TaskProgress> progress;
+  {
+    RecordStore store(db);
+    TrackerRunner runner(server.url(), "", "gles");
+    ASSERT_EQ(runner.wait_for_device(60s).first, key);
+    TuneSession session(store, runner, key, DeviceLimits{}, options);
+    progress = session.run({{Workload::dense(64, 64, 64, "d64"), 1}});
+  }
+  ASSERT_EQ(progress.size(), 1u);
+  RecordStore store(db);
+  const int64_t job = progress[0].job_id;
+  const std::vector<TrialRecord> trials = store.trials(job);
+  ASSERT_EQ(trials.size(), 12u);
+  int faked = 0;
+  for (const TrialRecord& t : trials)
+    if (t.agent == "faker" && t.result.ok()) {
+      ++faked;
+      EXPECT_EQ(t.verdict, "suspect") << "config " << t.config_index;
+    }
+  ASSERT_GT(faked, 0) << "the faker measured nothing: the test proves nothing";
+
+  const std::optional<TrialRecord> best = store.best_trial(job);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_NE(best->agent, "faker");
+  EXPECT_EQ(best->verdict, "verified");
+  EXPECT_EQ(progress[0].verification, "verified");
+  EXPECT_DOUBLE_EQ(progress[0].best_gflops, best->gflops);
+  EXPECT_LT(best->gflops, 50) << "a faked cost is believed";
+  // The caught best: re-measured twice on a real agent, far slower than claimed.
+  int suspect_remeasured = 0;
+  for (const VerificationRecord& v : store.verifications(job))
+    if (v.verdict == "suspect" && v.ratio > options.verify_tolerance) {
+      EXPECT_TRUE(v.agent == "native-a" || v.agent == "native-b") << v.agent;
+      ++suspect_remeasured;
+    }
+  EXPECT_EQ(suspect_remeasured, 1);
+
+  // `webtune log best` says so.
+  const std::string log = db + ".best";
+  EXPECT_EQ(wait_exit(spawn({WEBTUNE_BINARY, "log", "best", "--db", db}, log)), 0);
+  EXPECT_NE(read_text(log).find("verified: re-measured"), std::string::npos) << read_text(log);
+}
+
+TEST(Tune, VerifyBestWithOneAgentSaysUnverifiedAndGoesOn) {
+  tracker::TrackerConfig config;
+  config.port = 0;
+  tracker::TrackerServer server(config);
+  server.start_background();
+  Children children;
+  children.add(start_agent(server.url(), "solo"));
+  const std::string db = temp_db("verify_solo");
+  TuneOptions options;
+  options.tuner = "random";
+  options.trials = 4;
+  options.batch_size = 4;
+  options.verify_best = true;
+  options.verify_wait_s = 2;
+  RecordStore store(db);
+  TrackerRunner runner(server.url(), "", "gles");
+  const std::string key = runner.wait_for_device(60s).first;
+  TuneSession session(store, runner, key, DeviceLimits{}, options);
+  const auto progress = session.run({{Workload::dense(32, 32, 32, "d32"), 1}});
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_TRUE(progress[0].done);
+  EXPECT_EQ(progress[0].verification, "unverified");
+  const auto best = store.best();
+  ASSERT_EQ(best.size(), 1u);
+  ASSERT_TRUE(best[0].verification.has_value());
+  EXPECT_EQ(best[0].verification->verdict, "unverified");
+  EXPECT_NE(best[0].verification->message.find("no agent of " + key + " other than 'solo'"),
+            std::string::npos)
+      << best[0].verification->message;
+  EXPECT_EQ(store.job(progress[0].job_id)->status, "done");
 }
 
 }  // namespace

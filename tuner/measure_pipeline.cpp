@@ -1,7 +1,10 @@
 /// \file measure_pipeline.cpp
-/// Builder and tracker runner.
+/// Builder and tracker runner (reconnects, resubmits, checks device keys).
 #include "tuner/measure_pipeline.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -11,6 +14,59 @@
 namespace webtune {
 
 namespace bj = boost::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+/// How long one wait for a result lasts before the stop flag and the deadline are checked.
+constexpr milliseconds kWaitSlice{200};
+/// Connect + handshake timeout of one connection attempt.
+constexpr milliseconds kConnectTimeout{5000};
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+/// True for a handshake the tracker refused with an error code (docs/protocol.md): a wrong
+/// token or protocol version, which no retry can fix. TrackerClient words it
+/// "the tracker refused the handshake: <code>: <message>"; a handshake that timed out ("no
+/// 'welcome' ... in time") is worth a retry.
+bool refused_for_good(const std::string& message) {
+  const std::string prefix = "the tracker refused the handshake: ";
+  if (message.rfind(prefix, 0) != 0) return false;
+  for (const char* code : {"bad_token", "version", "handshake", "forbidden", "bad_message"})
+    if (message.compare(prefix.size(), std::string(code).size() + 1, std::string(code) + ":") == 0)
+      return true;
+  return false;
+}
+
+/// True when an exception from TrackerClient means the connection is gone or stuck (so a
+/// reconnect may help), rather than an `error` answer of a live tracker.
+bool connection_problem(const tracker::TrackerClient& client, const std::string& message) {
+  return client.closed() || message.rfind("send to tracker failed", 0) == 0 ||
+         message.rfind("the tracker closed the connection", 0) == 0 ||
+         message.rfind("no '", 0) == 0;  // "no 'accepted' from the tracker in time"
+}
+
+std::unique_ptr<tracker::TrackerClient> connect_once(const std::string& url,
+                                                     const std::string& token) {
+  tracker::Hello hello;
+  hello.role = tracker::Role::kClient;
+  hello.token = token;
+  hello.name = "webtune tune";
+  return std::make_unique<tracker::TrackerClient>(url, hello, kConnectTimeout);
+}
+
+}  // namespace
+
+Interrupted::Interrupted(int signal)
+    : std::runtime_error("interrupted by signal " + std::to_string(signal)), signal_(signal) {}
 
 Builder::Builder(const Task& task, uint64_t seed, int samples, MeasureOptions options)
     : task_(task),
@@ -35,75 +91,269 @@ bool Builder::build(const ConfigEntity& entity, MeasureInput* input, MeasureResu
 }
 
 TrackerRunner::TrackerRunner(const std::string& url, const std::string& token,
-                             const std::string& key)
-    : key_(key) {
-  tracker::Hello hello;
-  hello.role = tracker::Role::kClient;
-  hello.token = token;
-  hello.name = "webtune tune";
-  client_ = std::make_unique<tracker::TrackerClient>(url, hello);
+                             const std::string& key, ReconnectPolicy policy,
+                             const std::atomic<int>* stop_flag)
+    : url_(url), token_(token), key_(key), policy_(policy), stop_flag_(stop_flag) {
+  tracker::TrackerUrl::parse(url);  // a malformed URL is an error at once, not a retry
+  try {
+    client_ = connect_once(url_, token_);
+  } catch (const std::runtime_error& e) {
+    if (refused_for_good(e.what())) throw;
+    reconnect(e.what());
+    --stats_.disconnects;  // not a drop: the tracker was not there yet
+    --stats_.reconnects;
+  }
 }
 
 TrackerRunner::~TrackerRunner() = default;
 
-std::pair<std::string, std::string> TrackerRunner::wait_for_device(std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+void TrackerRunner::throw_if_stopped() const {
+  if (const int signal = stop_requested()) throw Interrupted(signal);
+}
+
+void TrackerRunner::sleep_interruptibly(milliseconds d) const {
+  const auto until = Clock::now() + d;
   while (true) {
-    bj::object summary = client_->summary();
+    throw_if_stopped();
+    const auto left = until - Clock::now();
+    if (left <= Clock::duration::zero()) return;
+    std::this_thread::sleep_for(std::min<Clock::duration>(left, kWaitSlice));
+  }
+}
+
+void TrackerRunner::reconnect(const std::string& why) {
+  ++stats_.disconnects;
+  client_.reset();
+  const auto start = Clock::now();
+  milliseconds wait = policy_.initial;
+  std::string last = why;
+  spdlog::warn("tracker {}: {}; reconnecting (giving up after {:.0f} s)", url_, why,
+               seconds(policy_.give_up));
+  while (true) {
+    throw_if_stopped();
+    try {
+      client_ = connect_once(url_, token_);
+      ++stats_.reconnects;
+      spdlog::warn("tracker {}: reconnected after {:.1f} s (session {})", url_,
+                   seconds(Clock::now() - start), client_->session());
+      return;
+    } catch (const std::runtime_error& e) {
+      if (refused_for_good(e.what()))
+        throw std::runtime_error("tracker " + url_ + ": " + e.what() + " (while reconnecting)");
+      last = e.what();
+    }
+    const auto down = Clock::now() - start;
+    if (down >= policy_.give_up)
+      throw std::runtime_error("tracker " + url_ + " unreachable for " +
+                               std::to_string(static_cast<long long>(seconds(down))) +
+                               " s, giving up (last error: " + last + ")");
+    const milliseconds next =
+        std::min(wait, std::chrono::duration_cast<milliseconds>(policy_.give_up - down));
+    spdlog::warn("tracker {}: unreachable for {:.1f} s ({}); next try in {:.1f} s", url_,
+                 seconds(down), last, seconds(next));
+    sleep_interruptibly(next);
+    wait = std::min(wait * 2, policy_.max);
+  }
+}
+
+std::pair<std::string, std::string> TrackerRunner::wait_for_device(std::chrono::seconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    throw_if_stopped();
+    bj::object summary;
+    try {
+      summary = client_->summary(kConnectTimeout);
+    } catch (const std::runtime_error& e) {
+      if (!connection_problem(*client_, e.what())) throw;
+      reconnect(e.what());
+      deadline = Clock::now() + timeout;  // agents rejoin a restarted tracker after a moment
+      continue;
+    }
     std::vector<std::pair<std::string, std::string>> matches;
-    for (const auto& [key, device] : summary["devices"].as_object())
-      if (tracker::key_matches(key_, std::string(key)))
-        matches.emplace_back(std::string(key), bj::serialize(device));
-    if (matches.size() == 1) return matches[0];
+    if (auto d = summary.find("devices"); d != summary.end() && d->value().is_object())
+      for (const auto& [key, device] : d->value().get_object())
+        if (tracker::key_matches(key_, std::string(key)))
+          matches.emplace_back(std::string(key), bj::serialize(device));
+    if (matches.size() == 1) {
+      key_ = matches[0].first;
+      pinned_ = true;
+      return matches[0];
+    }
     if (matches.size() > 1) {
       std::string keys;
       for (const auto& m : matches) keys += " " + m.first;
       throw std::runtime_error("key '" + key_ + "' matches agents of several devices:" + keys +
                                "; pass one of them with --key");
     }
-    if (std::chrono::steady_clock::now() > deadline)
+    if (Clock::now() > deadline)
       throw std::runtime_error("no agent serves key '" + key_ + "' after " +
                                std::to_string(timeout.count()) + " s");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    sleep_interruptibly(milliseconds(100));
   }
+}
+
+bool TrackerRunner::accepts_key(const std::string& key) const {
+  return pinned_ ? key == key_ : tracker::key_matches(key_, key);
 }
 
 std::vector<MeasureResult> TrackerRunner::run(const std::vector<MeasureInput>& inputs,
                                               std::vector<std::string>* agents) {
-  std::vector<MeasureResult> results(inputs.size());
-  if (agents) agents->assign(inputs.size(), "");
-  if (inputs.empty()) return results;
-  std::vector<tracker::SubmitItem> items;
-  std::map<uint64_t, size_t> slot_of_tag;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    tracker::SubmitItem item;
-    item.tag = next_tag_++;
-    item.key = key_;
-    item.lease_ms = static_cast<int64_t>(inputs[i].options.timeout_s * 1000) + lease_margin.count();
-    item.input = inputs[i].to_json();
-    slot_of_tag[item.tag] = i;
-    items.push_back(std::move(item));
-  }
-  client_->submit(items);
-  size_t received = 0;
-  while (received < inputs.size()) {
-    // The tracker owns every job until it delivers it, so waiting here cannot hang on a lost
-    // agent: leases expire and jobs come back as errors after max_attempts.
-    std::optional<tracker::ClientResult> r = client_->next_result(std::chrono::seconds(60));
-    if (!r) continue;
-    auto slot = slot_of_tag.find(r->tag);
-    if (slot == slot_of_tag.end()) continue;  // a late answer from an earlier batch
-    try {
-      results[slot->second] = MeasureResult::from_json(r->result);
-    } catch (const std::exception& e) {
-      results[slot->second] =
-          MeasureResult::failure(MeasureErrorNo::kUnknown, std::string("bad result: ") + e.what());
-    }
-    if (agents) (*agents)[slot->second] = r->agent;
-    slot_of_tag.erase(slot);
-    ++received;
+  std::vector<RunResult> measured = measure(inputs);
+  std::vector<MeasureResult> results;
+  results.reserve(measured.size());
+  if (agents) agents->clear();
+  for (RunResult& r : measured) {
+    results.push_back(std::move(r.result));
+    if (agents) agents->push_back(std::move(r.agent));
   }
   return results;
+}
+
+std::vector<RunResult> TrackerRunner::measure(const std::vector<MeasureInput>& inputs,
+                                              const std::vector<std::string>& avoid_agents,
+                                              std::optional<milliseconds> deadline) {
+  const size_t n = inputs.size();
+  std::vector<RunResult> out(n);
+  if (n == 0) return out;
+  if (!avoid_agents.empty() && avoid_agents.size() != n)
+    throw std::invalid_argument("TrackerRunner::measure: one avoid_agent per input, or none");
+  throw_if_stopped();
+
+  // The items without tags: a tag is given per submission, so that a resubmitted job can be
+  // told from its earlier copy.
+  std::vector<tracker::SubmitItem> items(n);
+  for (size_t i = 0; i < n; ++i) {
+    items[i].key = key_;
+    items[i].lease_ms =
+        static_cast<int64_t>(inputs[i].options.timeout_s * 1000) + lease_margin.count();
+    items[i].input = inputs[i].to_json();
+    if (!avoid_agents.empty()) items[i].avoid_agent = avoid_agents[i];
+  }
+  std::map<uint64_t, size_t> slot_of_tag;
+  std::vector<uint64_t> job_of_slot(n, 0);  // the tracker's job id of the latest submission
+  std::vector<int> refused(n, 0);           // results of each input not recorded
+  std::vector<bool> done(n, false);
+  size_t received = 0;
+  std::vector<size_t> to_submit(n);
+  for (size_t i = 0; i < n; ++i) to_submit[i] = i;
+  const auto until = deadline ? Clock::now() + *deadline : Clock::time_point::max();
+
+  auto submit = [&] {
+    std::vector<tracker::SubmitItem> batch;
+    for (size_t slot : to_submit) {
+      tracker::SubmitItem item = items[slot];
+      item.tag = next_tag_++;
+      slot_of_tag[item.tag] = slot;
+      batch.push_back(std::move(item));
+    }
+    for (const auto& [tag, job] : client_->submit(batch))
+      if (auto s = slot_of_tag.find(tag); s != slot_of_tag.end()) job_of_slot[s->second] = job;
+    to_submit.clear();
+  };
+
+  auto accept = [&](const tracker::ClientResult& r) {
+    auto slot = slot_of_tag.find(r.tag);
+    if (slot == slot_of_tag.end()) {
+      ++stats_.late_results;  // a late answer from an earlier batch
+      return;
+    }
+    const size_t s = slot->second;
+    if (done[s]) {
+      ++stats_.duplicates;
+      spdlog::debug("tracker {}: a second result for input {} (tag {}) ignored", url_, s, r.tag);
+      return;
+    }
+    // A job the tracker failed by itself (lost agents, expired leases) has no agent and no key.
+    const bool from_agent = r.agent_session != 0 || !r.agent.empty();
+    MeasureResult result;
+    try {
+      result = MeasureResult::from_json(r.result);
+    } catch (const std::exception& e) {
+      result =
+          MeasureResult::failure(MeasureErrorNo::kUnknown, std::string("bad result: ") + e.what());
+    }
+    // Why an agent's result is not recorded: measured on another device class, or over a time
+    // longer than the lease asked for, which no lease that was still valid can hold (a stale
+    // result: the agent stalled past its lease, and the tracker took the answer anyway).
+    std::string refusal;
+    const double lease_s = static_cast<double>(items[s].lease_ms) / 1000;
+    if (from_agent && !accepts_key(r.key)) {
+      ++stats_.foreign_keys;
+      refusal = "measured under device key '" + r.key + "', not '" + key_ + "'";
+    } else if (from_agent && result.all_cost > lease_s) {
+      ++stats_.stale_results;
+      refusal = "measured over " + std::to_string(result.all_cost).substr(0, 5) +
+                " s, longer than its lease of " + std::to_string(lease_s).substr(0, 5) +
+                " s (a stale result)";
+    }
+    if (!refusal.empty()) {
+      ++refused[s];
+      spdlog::warn(
+          "tracker {}: a result by agent '{}' (session {}, attempt {}) is not recorded: {} "
+          "({} of {})",
+          url_, r.agent, r.agent_session, r.attempt, refusal, refused[s], max_refused_results);
+      if (refused[s] < max_refused_results) {
+        to_submit.push_back(s);
+        return;
+      }
+      out[s].result = MeasureResult::failure(
+          MeasureErrorNo::kUnknown, refusal + " (" + std::to_string(refused[s]) + " times)");
+      out[s].received = now_unix();
+    } else {
+      out[s].result = std::move(result);
+      out[s].agent = r.agent;
+      out[s].agent_session = r.agent_session;
+      out[s].attempt = r.attempt;
+      out[s].received = now_unix();
+      out[s].delivered = true;
+    }
+    done[s] = true;
+    ++received;
+  };
+
+  while (received < n) {
+    throw_if_stopped();
+    try {
+      if (!to_submit.empty()) submit();
+      const auto now = Clock::now();
+      if (now >= until) break;
+      const auto slice = std::min<Clock::duration>(kWaitSlice, until - now);
+      std::optional<tracker::ClientResult> r =
+          client_->next_result(std::chrono::duration_cast<milliseconds>(slice) + milliseconds(1));
+      if (r) accept(*r);
+    } catch (const std::runtime_error& e) {
+      if (dynamic_cast<const Interrupted*>(&e)) throw;
+      if (!client_ || !connection_problem(*client_, e.what()))
+        throw std::runtime_error("tracker " + url_ + " refused the batch: " + e.what());
+      reconnect(e.what());
+      // Every job without a result is submitted again: the old connection's jobs were
+      // cancelled with it (or died with the tracker).
+      to_submit.clear();
+      for (size_t i = 0; i < n; ++i)
+        if (!done[i]) to_submit.push_back(i);
+      stats_.resubmitted += to_submit.size();
+      spdlog::warn("tracker {}: resubmitting {} job(s) of the batch that had no result", url_,
+                   to_submit.size());
+    }
+  }
+  if (received < n) {
+    // The deadline passed: cancel what is left (best effort) and say so.
+    for (size_t i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      if (job_of_slot[i] != 0) {
+        try {
+          client_->cancel(job_of_slot[i]);
+        } catch (const std::exception&) {
+          // The connection is gone: the tracker cancelled the job with it.
+        }
+      }
+      out[i].result = MeasureResult::failure(
+          MeasureErrorNo::kRunTimeout,
+          "no result within " + std::to_string(static_cast<long long>(deadline->count() / 1000)) +
+              " s");
+    }
+  }
+  return out;
 }
 
 }  // namespace webtune

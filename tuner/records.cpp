@@ -31,7 +31,7 @@ namespace bj = boost::json;
 namespace {
 
 /// Bump when the schema changes, and add the step from the previous version to migrate().
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 /// How long a writer waits for another connection's transaction before SQLITE_BUSY.
 constexpr int kBusyTimeoutMs = 10000;
 constexpr std::string_view kTvmVersion = "0.9.dev0";
@@ -212,11 +212,38 @@ CREATE INDEX trials_job_best ON trials(job_id, error_no, gflops DESC);
 CREATE INDEX trials_agent ON trials(agent_id);
 )sql";
 
+// Version 2: where each result came from (agent session, tracker attempt, receipt time), for
+// audits such as bench/chaos; and verifications of best configs on a second agent
+// (`webtune tune --verify-best`). Older trials keep NULL (read as 0: unknown).
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE trials ADD COLUMN agent_session INTEGER;  -- the agent's session on the tracker
+ALTER TABLE trials ADD COLUMN attempt INTEGER;        -- the tracker's attempt number of the job
+ALTER TABLE trials ADD COLUMN received REAL;          -- Unix time (s) the tuner got the result
+
+CREATE TABLE verifications (
+  id        INTEGER PRIMARY KEY,  -- insertion order: the latest row of a trial is its verdict
+  trial_id  INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  verdict   TEXT NOT NULL CHECK (verdict IN ('verified', 'suspect', 'unverified')),
+  agent_id  INTEGER REFERENCES agents(id),  -- the agent that re-measured it; NULL if none
+  error_no  INTEGER NOT NULL,               -- of the re-measurement
+  cost      REAL,                           -- fastest run of it (s); NULL if none
+  ratio     REAL,                           -- cost / the trial's recorded mean cost
+  message   TEXT NOT NULL DEFAULT '',
+  timestamp REAL NOT NULL
+);
+CREATE INDEX verifications_trial ON verifications(trial_id);
+)sql";
+
 /// Brings the schema from `version` to kSchemaVersion, inside the caller's transaction.
 void migrate(sqlite3* db, int version) {
   if (version < 1) exec(db, kSchemaV1, "creating the schema");
-  // Later versions: if (version < 2) exec(db, "ALTER TABLE ...", "migrating to version 2");
+  if (version < 2) exec(db, kSchemaV2, "migrating the schema to version 2");
 }
+
+/// True when the latest verification of trial `alias`.id says suspect: an SQL condition.
+#define WEBTUNE_NOT_SUSPECT(alias)                                            \
+  "coalesce((SELECT v.verdict FROM verifications v WHERE v.trial_id = " alias \
+  ".id ORDER BY v.id DESC LIMIT 1), '') <> 'suspect'"
 
 int user_version(sqlite3* db) {
   Statement s(db, "PRAGMA user_version", "reading the schema version");
@@ -358,8 +385,9 @@ int insert_trials(sqlite3* db, int64_t job_id, const std::vector<TrialRecord>& t
 
   Statement insert(db,
                    "INSERT INTO trials(job_id, config_index, entity_json, error_no, message, "
-                   "costs_json, mean_cost, gflops, all_cost, timestamp, agent_id) "
-                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+                   "costs_json, mean_cost, gflops, all_cost, timestamp, agent_id, agent_session, "
+                   "attempt, received) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
                    "ON CONFLICT(job_id, config_index) DO NOTHING",
                    "storing a trial of " + job_text);
   std::map<std::string, int64_t> agents;
@@ -391,6 +419,19 @@ int insert_trials(sqlite3* db, int64_t job_id, const std::vector<TrialRecord>& t
         it = agents.emplace(trial.agent, agent_id(db, trial.agent, device)).first;
       insert.bind(11, it->second);
     }
+    // 0 means unknown: stored as NULL, so that audits can tell "not recorded" from a value.
+    if (trial.agent_session > 0)
+      insert.bind(12, static_cast<int64_t>(trial.agent_session));
+    else
+      insert.bind_null(12);
+    if (trial.attempt > 0)
+      insert.bind(13, trial.attempt);
+    else
+      insert.bind_null(13);
+    if (trial.received > 0)
+      insert.bind(14, trial.received);
+    else
+      insert.bind_null(14);
     insert.run();
     inserted += sqlite3_changes(db);
   }
@@ -406,7 +447,8 @@ constexpr std::string_view kJobSelect =
     "SELECT j.id, w.json, t.name, d.key, j.task_name, j.tuner, j.status, j.created, j.updated, "
     "(SELECT count(*) FROM trials x WHERE x.job_id = j.id), "
     "(SELECT count(*) FROM trials x WHERE x.job_id = j.id AND x.error_no <> 0), "
-    "(SELECT coalesce(max(x.gflops), 0) FROM trials x WHERE x.job_id = j.id AND x.error_no = 0) "
+    "(SELECT coalesce(max(x.gflops), 0) FROM trials x WHERE x.job_id = j.id AND x.error_no = 0 "
+    "AND " WEBTUNE_NOT_SUSPECT("x") ") "
     "FROM tuning_jobs j JOIN workloads w ON w.id = j.workload_id "
     "JOIN targets t ON t.id = j.target_id JOIN devices d ON d.id = j.device_id ";
 // ?1: substring of the workload key or task name ('' = any); ?2: target name ('' = any).
@@ -450,7 +492,10 @@ std::vector<TuningJobInfo> select_jobs(sqlite3* db, const std::string& workload_
 
 constexpr std::string_view kTrialSelect =
     "SELECT tr.id, tr.job_id, tr.config_index, tr.entity_json, tr.error_no, tr.message, "
-    "tr.costs_json, tr.all_cost, tr.timestamp, tr.gflops, coalesce(a.name, '') "
+    "tr.costs_json, tr.all_cost, tr.timestamp, tr.gflops, coalesce(a.name, ''), "
+    "coalesce(tr.agent_session, 0), coalesce(tr.attempt, 0), coalesce(tr.received, 0), "
+    "coalesce((SELECT v.verdict FROM verifications v WHERE v.trial_id = tr.id "
+    "ORDER BY v.id DESC LIMIT 1), '') "
     "FROM trials tr LEFT JOIN agents a ON a.id = tr.agent_id ";
 
 TrialRecord read_trial(const Statement& s) {
@@ -467,7 +512,69 @@ TrialRecord read_trial(const Statement& s) {
   t.result.timestamp = s.get_double(8);
   t.gflops = s.get_double(9);
   t.agent = s.get_text(10);
+  t.agent_session = static_cast<uint64_t>(s.get_int(11));
+  t.attempt = static_cast<int>(s.get_int(12));
+  t.received = s.get_double(13);
+  t.verdict = s.get_text(14);
   return t;
+}
+
+constexpr std::string_view kVerificationSelect =
+    "SELECT v.id, v.trial_id, v.verdict, coalesce(a.name, ''), v.error_no, "
+    "coalesce(v.cost, 0), coalesce(v.ratio, 0), v.message, v.timestamp "
+    "FROM verifications v LEFT JOIN agents a ON a.id = v.agent_id ";
+
+VerificationRecord read_verification(const Statement& s) {
+  VerificationRecord v;
+  v.id = s.get_int(0);
+  v.trial_id = s.get_int(1);
+  v.verdict = s.get_text(2);
+  v.agent = s.get_text(3);
+  v.error = error_from_int(static_cast<int>(s.get_int(4)));
+  v.cost = s.get_double(5);
+  v.ratio = s.get_double(6);
+  v.message = s.get_text(7);
+  v.timestamp = s.get_double(8);
+  return v;
+}
+
+bool known_verdict(std::string_view verdict) {
+  return verdict == kVerified || verdict == kSuspect || verdict == kUnverified;
+}
+
+/// Inserts a verification, inside the caller's transaction (or none); returns its id.
+int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
+  if (!known_verdict(v.verdict))
+    throw std::invalid_argument("records: unknown verdict '" + v.verdict +
+                                "' (verified, suspect or unverified)");
+  const std::string what = "verifying trial " + std::to_string(v.trial_id);
+  Statement trial(db,
+                  "SELECT j.device_id FROM trials tr JOIN tuning_jobs j ON j.id = tr.job_id "
+                  "WHERE tr.id = ?1",
+                  what);
+  trial.bind(1, v.trial_id);
+  if (!trial.step())
+    throw std::runtime_error("records: add_verification: no trial " + std::to_string(v.trial_id));
+  const int64_t device = trial.get_int(0);
+  Statement insert(db,
+                   "INSERT INTO verifications(trial_id, verdict, agent_id, error_no, cost, "
+                   "ratio, message, timestamp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                   what);
+  insert.bind(1, v.trial_id).bind(2, v.verdict).bind(4, static_cast<int>(v.error));
+  if (v.agent.empty())
+    insert.bind_null(3);
+  else
+    insert.bind(3, agent_id(db, v.agent, device));
+  if (v.cost > 0)
+    insert.bind(5, v.cost);
+  else
+    insert.bind_null(5);
+  if (v.ratio > 0)
+    insert.bind(6, v.ratio);
+  else
+    insert.bind_null(6);
+  insert.bind(7, v.message).bind(8, v.timestamp > 0 ? v.timestamp : now_s()).run();
+  return sqlite3_last_insert_rowid(db);
 }
 
 // ---- AutoTVM ------------------------------------------------------------------------------
@@ -918,6 +1025,10 @@ int RecordStore::add_trials(int64_t job_id, const std::vector<TrialRecord>& tria
 }
 
 void RecordStore::set_status(int64_t job_id, const std::string& status) {
+  if (status != "running" && status != "done" && status != "stopped" && status != "interrupted" &&
+      status != "failed")
+    throw std::invalid_argument("records: unknown job status '" + status +
+                                "' (running, done, stopped, interrupted or failed)");
   Statement s(db_, "UPDATE tuning_jobs SET status = ?2, updated = ?3 WHERE id = ?1",
               "setting the status of job " + std::to_string(job_id));
   s.bind(1, job_id).bind(2, status).bind(3, now_s()).run();
@@ -954,16 +1065,85 @@ std::vector<BestRecord> RecordStore::best(const std::string& workload_filter,
                                           const std::string& target_filter) const {
   Statement s(db_,
               std::string(kTrialSelect) +
-                  "WHERE tr.job_id = ?1 AND tr.error_no = 0 ORDER BY tr.gflops DESC, tr.id "
-                  "LIMIT 1",
+                  "WHERE tr.job_id = ?1 AND tr.error_no = 0 AND " WEBTUNE_NOT_SUSPECT(
+                      "tr") " ORDER BY tr.gflops DESC, tr.id LIMIT 1",
               "finding the best trial");
   std::vector<BestRecord> out;
   for (TuningJobInfo& job : select_jobs(db_, workload_filter, target_filter)) {
     s.reset();
     s.bind(1, job.id);
     if (!s.step()) continue;
-    out.push_back({std::move(job), read_trial(s)});
+    TrialRecord trial = read_trial(s);
+    std::optional<VerificationRecord> v = verification(trial.id);
+    out.push_back({std::move(job), std::move(trial), std::move(v)});
   }
+  return out;
+}
+
+std::optional<TrialRecord> RecordStore::best_trial(int64_t job_id) const {
+  Statement s(db_,
+              std::string(kTrialSelect) +
+                  "WHERE tr.job_id = ?1 AND tr.error_no = 0 AND " WEBTUNE_NOT_SUSPECT(
+                      "tr") " ORDER BY tr.gflops DESC, tr.id LIMIT 1",
+              "finding the best trial of job " + std::to_string(job_id));
+  s.bind(1, job_id);
+  if (!s.step()) return std::nullopt;
+  return read_trial(s);
+}
+
+int64_t RecordStore::add_verification(const VerificationRecord& verification) {
+  return insert_verification(db_, verification);
+}
+
+int RecordStore::mark_agent_suspect(int64_t job_id, const std::string& agent,
+                                    const std::string& message) {
+  Transaction tx(db_, "marking the trials of agent " + agent + " suspect");
+  if (!job(job_id))
+    throw std::runtime_error("records: mark_agent_suspect: no job " + std::to_string(job_id));
+  std::vector<int64_t> ids;
+  {
+    // Successful trials of the agent whose latest verdict is not already suspect, and not a
+    // verification by another agent (which vouches for the config, whoever measured it first).
+    Statement s(db_,
+                "SELECT tr.id FROM trials tr JOIN agents a ON a.id = tr.agent_id "
+                "WHERE tr.job_id = ?1 AND a.name = ?2 AND tr.error_no = 0 AND "
+                "coalesce((SELECT v.verdict FROM verifications v WHERE v.trial_id = tr.id "
+                "ORDER BY v.id DESC LIMIT 1), '') NOT IN ('suspect', 'verified') ORDER BY tr.id",
+                "finding the trials of agent " + agent);
+    s.bind(1, job_id).bind(2, agent);
+    while (s.step()) ids.push_back(s.get_int(0));
+  }
+  for (int64_t id : ids) {
+    VerificationRecord v;
+    v.trial_id = id;
+    v.verdict = kSuspect;
+    v.error = MeasureErrorNo::kNoError;
+    v.message = message;
+    insert_verification(db_, v);
+  }
+  tx.commit();
+  return static_cast<int>(ids.size());
+}
+
+std::optional<VerificationRecord> RecordStore::verification(int64_t trial_id) const {
+  Statement s(db_,
+              std::string(kVerificationSelect) +
+                  "WHERE v.trial_id = ?1 ORDER BY v.id DESC "
+                  "LIMIT 1",
+              "reading the verification of trial " + std::to_string(trial_id));
+  s.bind(1, trial_id);
+  if (!s.step()) return std::nullopt;
+  return read_verification(s);
+}
+
+std::vector<VerificationRecord> RecordStore::verifications(int64_t job_id) const {
+  Statement s(db_,
+              std::string(kVerificationSelect) +
+                  "JOIN trials tr ON tr.id = v.trial_id WHERE tr.job_id = ?1 ORDER BY v.id",
+              "reading the verifications of job " + std::to_string(job_id));
+  s.bind(1, job_id);
+  std::vector<VerificationRecord> out;
+  while (s.step()) out.push_back(read_verification(s));
   return out;
 }
 

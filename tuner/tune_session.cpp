@@ -26,6 +26,7 @@ struct TaskState {
   std::unique_ptr<Tuner> tuner;
   std::unique_ptr<Builder> builder;
   TaskProgress progress;
+  bool verify_done = false;  // verify_best ran for this task
 };
 
 double now_unix() {
@@ -36,6 +37,138 @@ double now_unix() {
 double best_time(const TaskProgress& p) {
   return p.best_gflops > 0 ? p.workload.flops() / (p.best_gflops * 1e9)
                            : std::numeric_limits<double>::infinity();
+}
+
+/// Takes the task's best (and its verdict) from the records, which leave suspect trials out.
+void best_from_records(const RecordStore& store, TaskProgress& p) {
+  std::optional<TrialRecord> best = store.best_trial(p.job_id);
+  p.best_gflops = best ? best->gflops : 0;
+  p.best_config = best ? best->config_json : std::string();
+  p.verification = best ? best->verdict : std::string();
+}
+
+std::string ms(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.4f ms", seconds * 1e3);
+  return buffer;
+}
+
+/// Re-measures a task's best on a second agent until one is verified, the tries run out, or no
+/// second agent answers in time (see tune_session.hpp).
+void verify_best(RecordStore& store, TrackerRunner& runner, TaskState& s,
+                 const TuneOptions& options) {
+  TaskProgress& p = s.progress;
+  s.verify_done = true;
+  const auto wait = std::chrono::milliseconds(static_cast<int64_t>(options.verify_wait_s * 1000));
+  int64_t disputed = 0;  // the trial whose first re-measurement disagreed (0: none)
+  for (int tries = 0;; ++tries) {
+    std::optional<TrialRecord> best = store.best_trial(p.job_id);
+    if (!best || best->verdict == kVerified) break;
+    if (tries >= options.verify_tries) {
+      spdlog::warn("{}: the best (config {}) is not verified: {} re-measurement(s) spent", p.name,
+                   best->config_index, tries);
+      if (best->verdict.empty()) {
+        VerificationRecord v;
+        v.trial_id = best->id;
+        v.verdict = kUnverified;
+        v.message = "not re-measured: the " + std::to_string(tries) +
+                    " re-measurements of this task went to other trials";
+        store.add_verification(v);
+      }
+      break;
+    }
+    VerificationRecord v;
+    v.trial_id = best->id;
+    ConfigEntity entity;
+    MeasureInput input;
+    MeasureResult error;
+    try {
+      entity = s.task.space->from_json(bj::parse(best->config_json));
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: cannot re-measure the best: {}", p.name, e.what());
+      break;
+    }
+    if (!s.builder->build(entity, &input, &error)) {
+      v.verdict = kSuspect;
+      v.error = error.error;
+      v.message = "the config no longer builds: " + error.message;
+      store.add_verification(v);
+      continue;
+    }
+    // Three timed runs at least: the verdict rests on the fastest of them.
+    input.options.repeat = std::max(input.options.repeat, 3);
+    const std::string first = best->agent.empty() ? "an unknown agent" : "'" + best->agent + "'";
+    spdlog::info(
+        "{}: verifying the best ({:.3f} GFLOP/s, {}, config {}, measured by {}) on a second "
+        "agent of {}",
+        p.name, best->gflops, ms(best->result.mean_cost()), best->config_index, first,
+        runner.key());
+    const RunResult r = runner.measure({input}, {best->agent}, wait).at(0);
+    v.agent = r.agent;
+    v.error = r.result.error;
+    if (!r.delivered) {
+      v.verdict = kUnverified;
+      v.message = "no agent of " + runner.key() + " other than " + first +
+                  " re-measured it within " +
+                  std::to_string(static_cast<int>(options.verify_wait_s)) + " s";
+      store.add_verification(v);
+      spdlog::warn("{}: the best is UNVERIFIED: {}", p.name, v.message);
+      break;
+    }
+    if (r.agent.empty()) {
+      v.verdict = kUnverified;
+      v.message = "the tracker failed the re-measurement: " + r.result.message;
+      store.add_verification(v);
+      spdlog::warn("{}: {}", p.name, v.message);
+      continue;
+    }
+    std::string disagreement;
+    if (r.result.ok() && !r.result.costs.empty()) {
+      v.cost = *std::min_element(r.result.costs.begin(), r.result.costs.end());
+      v.ratio = v.cost / best->result.mean_cost();
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.2fx", v.ratio);
+      v.message = "re-measured " + ms(v.cost) + " (fastest of " +
+                  std::to_string(r.result.costs.size()) + ") by '" + r.agent + "' against " +
+                  ms(best->result.mean_cost()) + " recorded by " + first + ": " + ratio;
+      if (v.ratio <= options.verify_tolerance) {
+        v.verdict = kVerified;
+        store.add_verification(v);
+        spdlog::info("{}: the best is verified: {}", p.name, v.message);
+        break;
+      }
+      char tolerance[32];
+      std::snprintf(tolerance, sizeof tolerance, "%.2fx", options.verify_tolerance);
+      disagreement = v.message + ", slower than the tolerance of " + tolerance;
+    } else {
+      disagreement = "the re-measurement by '" + r.agent +
+                     "' failed: " + std::string(error_name(r.result.error)) + " " +
+                     r.result.message;
+    }
+    // One disagreement may be bad luck (a loaded agent, a crashed worker): the trial is
+    // suspect only when a second re-measurement disagrees too.
+    if (disputed != best->id) {
+      disputed = best->id;
+      v.verdict = kUnverified;
+      v.message = disagreement + "; re-measuring once more";
+      store.add_verification(v);
+      spdlog::warn("{}: {}", p.name, v.message);
+      continue;
+    }
+    v.verdict = kSuspect;
+    v.message = disagreement + " (twice)";
+    store.add_verification(v);
+    int others = 0;
+    // Only a cost too fast to be reproduced condemns the agent's other trials.
+    if (r.result.ok() && !best->agent.empty())
+      others =
+          store.mark_agent_suspect(p.job_id, best->agent,
+                                   "measured by " + first + ", whose config " +
+                                       std::to_string(best->config_index) + " was " + v.message);
+    spdlog::warn("{}: the best is SUSPECT: {}; {} other trial(s) of {} left out too", p.name,
+                 v.message, others, first);
+  }
+  best_from_records(store, p);
 }
 
 }  // namespace
@@ -82,8 +215,11 @@ std::vector<TaskProgress> TuneSession::run(
       try {
         ConfigEntity e = s->task.space->from_json(bj::parse(r.config_json));
         configs.push_back(e);
-        results.push_back(r.result);
-        if (e.index() == default_config.index()) p.default_gflops = r.gflops;
+        // A suspect trial teaches the tuner nothing good: it counts as a failure.
+        const bool suspect = r.verdict == kSuspect;
+        results.push_back(suspect ? MeasureResult::failure(MeasureErrorNo::kUnknown, "suspect")
+                                  : r.result);
+        if (e.index() == default_config.index() && !suspect) p.default_gflops = r.gflops;
         p.errors += !r.result.ok();
       } catch (const std::exception& e) {
         spdlog::warn("{}: skipping a record that no longer fits the space: {}", p.name, e.what());
@@ -91,8 +227,7 @@ std::vector<TaskProgress> TuneSession::run(
     }
     if (!configs.empty()) s->tuner->load_history(configs, results);
     p.trials = p.resumed = static_cast<int>(configs.size());
-    p.best_gflops = s->tuner->best_gflops();
-    if (s->tuner->best_config()) p.best_config = bj::serialize(s->tuner->best_config()->to_json());
+    best_from_records(store_, p);
     states.push_back(std::move(s));
   }
 
@@ -146,108 +281,141 @@ std::vector<TaskProgress> TuneSession::run(
     p.done = true;
     p.stop_reason = reason;
     store_.set_status(p.job_id, "done");
+    if (options_.verify_best && !s.verify_done) {
+      verify_best(store_, runner_, s, options_);
+      report();
+    }
     return true;
   };
 
-  size_t round_robin = 0;
-  while (true) {
-    if (options_.timeout_s > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-            options_.timeout_s) {
-      for (auto& s : states)
-        if (!s->progress.done) {
-          s->progress.stop_reason = "timeout";
-          store_.set_status(s->progress.job_id, "stopped");
-        }
-      break;
-    }
-    // Pick the next task.
-    TaskState* next = nullptr;
-    if (options_.schedule == "latency") {
-      double largest = -1;
-      for (auto& s : states) {
-        if (finished(*s)) continue;
-        const double share = best_time(s->progress) * s->progress.occurrences;
-        if (share > largest) {
-          largest = share;
-          next = s.get();
-        }
-      }
-    } else {
-      for (size_t i = 0; i < states.size() && !next; ++i) {
-        TaskState* s = states[(round_robin + i) % states.size()].get();
-        if (!finished(*s)) {
-          next = s;
-          round_robin = (round_robin + i + 1) % states.size();
-        }
+  // Marks the jobs that did not finish with `status`, best effort: the session is ending on an
+  // exception, which must not be replaced by another.
+  auto mark_unfinished = [&](const std::string& status) {
+    for (auto& s : states) {
+      if (s->progress.done || s->progress.stop_reason == "timeout") continue;
+      s->progress.stop_reason = status;
+      try {
+        store_.set_status(s->progress.job_id, status);
+      } catch (const std::exception& e) {
+        spdlog::error("{}: could not mark job {} {}: {}", s->progress.name, s->progress.job_id,
+                      status, e.what());
       }
     }
-    if (!next) break;
-    TaskProgress& p = next->progress;
+  };
 
-    // The default config is measured first, so the table can show the speedup over it.
-    std::vector<ConfigEntity> batch;
-    const ConfigEntity default_config = next->task.default_config();
-    if (p.trials == 0 && !next->tuner->visited(default_config.index())) {
-      batch.push_back(default_config);
-    }
-    const int room =
-        std::min(options_.batch_size, options_.trials - p.trials) - static_cast<int>(batch.size());
-    for (ConfigEntity& e : next->tuner->next_batch(std::max(0, room)))
-      if (e.index() != default_config.index() || batch.empty()) batch.push_back(std::move(e));
-    if (batch.empty()) {
-      p.done = true;
-      p.stop_reason = "space exhausted";
-      store_.set_status(p.job_id, "done");
-      continue;
-    }
+  try {
+    size_t round_robin = 0;
+    while (true) {
+      if (const int signal = runner_.stop_requested()) throw Interrupted(signal);
+      if (options_.timeout_s > 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+              options_.timeout_s) {
+        for (auto& s : states)
+          if (!s->progress.done) {
+            s->progress.stop_reason = "timeout";
+            store_.set_status(s->progress.job_id, "stopped");
+          }
+        break;
+      }
+      // Pick the next task.
+      TaskState* next = nullptr;
+      if (options_.schedule == "latency") {
+        double largest = -1;
+        for (auto& s : states) {
+          if (finished(*s)) continue;
+          const double share = best_time(s->progress) * s->progress.occurrences;
+          if (share > largest) {
+            largest = share;
+            next = s.get();
+          }
+        }
+      } else {
+        for (size_t i = 0; i < states.size() && !next; ++i) {
+          TaskState* s = states[(round_robin + i) % states.size()].get();
+          if (!finished(*s)) {
+            next = s;
+            round_robin = (round_robin + i + 1) % states.size();
+          }
+        }
+      }
+      if (!next) break;
+      TaskProgress& p = next->progress;
 
-    // Build, run what built, and keep results in proposal order.
-    std::vector<MeasureResult> results(batch.size());
-    std::vector<std::string> agents(batch.size());
-    std::vector<MeasureInput> inputs;
-    std::vector<size_t> slots;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      MeasureInput input;
-      if (next->builder->build(batch[i], &input, &results[i])) {
-        inputs.push_back(std::move(input));
-        slots.push_back(i);
+      // The default config is measured first, so the table can show the speedup over it.
+      std::vector<ConfigEntity> batch;
+      const ConfigEntity default_config = next->task.default_config();
+      if (p.trials == 0 && !next->tuner->visited(default_config.index())) {
+        batch.push_back(default_config);
+      }
+      const int room = std::min(options_.batch_size, options_.trials - p.trials) -
+                       static_cast<int>(batch.size());
+      for (ConfigEntity& e : next->tuner->next_batch(std::max(0, room)))
+        if (e.index() != default_config.index() || batch.empty()) batch.push_back(std::move(e));
+      if (batch.empty()) {
+        p.done = true;
+        p.stop_reason = "space exhausted";
+        store_.set_status(p.job_id, "done");
+        continue;
+      }
+
+      // Build, run what built, and keep results in proposal order.
+      std::vector<MeasureResult> results(batch.size());
+      std::vector<MeasureInput> inputs;
+      std::vector<size_t> slots;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        MeasureInput input;
+        if (next->builder->build(batch[i], &input, &results[i])) {
+          inputs.push_back(std::move(input));
+          slots.push_back(i);
+        }
+      }
+      std::vector<RunResult> ran = runner_.measure(inputs);
+      for (size_t j = 0; j < slots.size(); ++j) results[slots[j]] = ran[j].result;
+
+      std::vector<TrialRecord> records;
+      const double flops = next->task.workload.flops();
+      std::vector<const RunResult*> provenance(batch.size(), nullptr);
+      for (size_t j = 0; j < slots.size(); ++j) provenance[slots[j]] = &ran[j];
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (results[i].timestamp == 0) results[i].timestamp = now_unix();
+        TrialRecord r;
+        r.config_index = batch[i].index();
+        r.config_json = bj::serialize(batch[i].to_json());
+        r.result = results[i];
+        r.gflops = results[i].gflops(flops);
+        if (const RunResult* from = provenance[i]) {
+          r.agent = from->agent;
+          r.agent_session = from->agent_session;
+          r.attempt = from->attempt;
+          r.received = from->received;
+        }
+        records.push_back(std::move(r));
+        if (batch[i].index() == default_config.index()) p.default_gflops = results[i].gflops(flops);
+        p.errors += !results[i].ok();
+      }
+      store_.add_trials(p.job_id, records);
+      next->tuner->update(batch, results);
+      p.trials += static_cast<int>(batch.size());
+      best_from_records(store_, p);
+      report();
+    }
+    for (auto& s : states) {
+      finished(*s);
+      // Tasks stopped by the timeout have a best too: it is verified at the end of the session.
+      if (options_.verify_best && !s->verify_done) {
+        verify_best(store_, runner_, *s, options_);
+        report();
       }
     }
-    std::vector<std::string> run_agents;
-    std::vector<MeasureResult> ran = runner_.run(inputs, &run_agents);
-    for (size_t j = 0; j < slots.size(); ++j) {
-      results[slots[j]] = ran[j];
-      agents[slots[j]] = run_agents[j];
-    }
-
-    std::vector<TrialRecord> records;
-    const double flops = next->task.workload.flops();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (results[i].timestamp == 0) results[i].timestamp = now_unix();
-      TrialRecord r;
-      r.config_index = batch[i].index();
-      r.config_json = bj::serialize(batch[i].to_json());
-      r.result = results[i];
-      r.gflops = results[i].gflops(flops);
-      r.agent = agents[i];
-      records.push_back(std::move(r));
-      if (batch[i].index() == default_config.index()) p.default_gflops = results[i].gflops(flops);
-      p.errors += !results[i].ok();
-    }
-    store_.add_trials(p.job_id, records);
-    next->tuner->update(batch, results);
-    p.trials += static_cast<int>(batch.size());
-    p.best_gflops = next->tuner->best_gflops();
-    if (next->tuner->best_config())
-      p.best_config = bj::serialize(next->tuner->best_config()->to_json());
-    report();
+  } catch (const Interrupted&) {
+    mark_unfinished("interrupted");
+    throw;
+  } catch (...) {
+    mark_unfinished("failed");
+    throw;
   }
   std::vector<TaskProgress> out;
-  for (auto& s : states) {
-    finished(*s);
-    out.push_back(s->progress);
-  }
+  for (auto& s : states) out.push_back(s->progress);
   return out;
 }
 
@@ -258,10 +426,11 @@ std::string format_progress(const std::vector<TaskProgress>& tasks, int trials_p
     const int filled =
         trials_per_task > 0 ? std::min(width, p.trials * width / trials_per_task) : 0;
     char line[256];
-    std::snprintf(line, sizeof line, "%-10s [%s%s] %4d/%-4d best %9.3f GFLOP/s  %3d errors%s\n",
+    std::snprintf(line, sizeof line, "%-10s [%s%s] %4d/%-4d best %9.3f GFLOP/s  %3d errors%s%s%s\n",
                   p.name.c_str(), std::string(filled, '#').c_str(),
                   std::string(width - filled, '.').c_str(), p.trials, trials_per_task,
-                  p.best_gflops, p.errors, p.done ? "  done" : "");
+                  p.best_gflops, p.errors, p.done ? "  done" : "",
+                  p.verification.empty() ? "" : "  ", p.verification.c_str());
     out << line;
   }
   return out.str();

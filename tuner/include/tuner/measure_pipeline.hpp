@@ -2,10 +2,25 @@
 /// AutoTVM's measure pipeline: a builder turns config entities into measure inputs (kernel
 /// artifact, seed, reference samples), a runner has them measured by the farm through the
 /// tracker and returns one measure result per input, in order.
+///
+/// The runner outlives the tracker: when its connection drops (a tracker restart, a network
+/// blip) it reconnects with exponential back-off and resubmits every job whose result has not
+/// arrived, matching results to inputs by its own tags (the tracker's job ids change across a
+/// restart). A result for an input that already has one is ignored, so nothing is counted twice.
+///
+/// Results are checked before they count: one measured by an agent of another device key than
+/// the runner's (a job is only ever measured on one device class), or whose measurement took
+/// longer than the lease the runner asked for (all_cost > lease: the lease expired while the
+/// agent held the job, so the answer is stale even if the tracker took it), is not recorded:
+/// the input is submitted again, and after `max_refused_results` refusals it comes back as an
+/// UNKNOWN error saying why (resubmitting forever could livelock on a fast bad agent).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,31 +48,121 @@ class Builder {
   std::vector<ReferenceSample> samples_;
 };
 
+/// A stop was requested (a signal) while the runner or the session waited: the batch in flight
+/// is dropped. `signal()` is the signal number (SIGINT, SIGTERM, SIGHUP).
+class Interrupted : public std::runtime_error {
+ public:
+  explicit Interrupted(int signal);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+/// How a runner reconnects after its tracker connection drops (or cannot be made): waits of
+/// `initial`, doubling up to `max`, until the tracker has been unreachable for `give_up`; then
+/// it throws std::runtime_error.
+struct ReconnectPolicy {
+  std::chrono::milliseconds initial{500};
+  std::chrono::milliseconds max{10000};
+  std::chrono::milliseconds give_up{std::chrono::minutes(10)};
+};
+
+/// One measurement as the farm delivered it.
+struct RunResult {
+  MeasureResult result;
+  std::string agent;           ///< name of the agent that measured it (empty: none did)
+  uint64_t agent_session = 0;  ///< that agent's session on the tracker (0: none did)
+  int attempt = 0;             ///< the tracker's attempt number of the job
+  double received = 0;         ///< Unix time (s) the runner received it
+  /// False when no result came before the deadline of measure() (`result` is then an error
+  /// saying so, and the job was cancelled).
+  bool delivered = false;
+};
+
+/// What the runner has seen since it was created (all counts).
+struct RunnerStats {
+  uint64_t disconnects = 0;   ///< connections to the tracker that dropped or failed a send
+  uint64_t reconnects = 0;    ///< successful reconnections after a drop
+  uint64_t resubmitted = 0;   ///< jobs submitted again after a reconnect
+  uint64_t duplicates = 0;    ///< results for an input that already had one (ignored)
+  uint64_t foreign_keys = 0;  ///< results measured under another device key (not recorded)
+  /// Results whose measurement took longer than the job's lease (all_cost > lease): the lease
+  /// had expired while the agent held them (not recorded).
+  uint64_t stale_results = 0;
+  uint64_t late_results = 0;  ///< results for tags of earlier batches (ignored)
+};
+
 /// Runs measure inputs on the farm's agents for one key. The whole batch is submitted at once,
 /// so as many run in parallel as the tracker has idle agents for the key.
 class TrackerRunner {
  public:
-  /// Connects as a client. `key` is a key or prefix ("gles", "gles:llvmpipe"). Throws
-  /// std::runtime_error when the tracker refuses or cannot be reached.
-  TrackerRunner(const std::string& url, const std::string& token, const std::string& key);
+  /// Connects as a client. `key` is a key or prefix ("gles", "gles:llvmpipe"). Retries an
+  /// unreachable tracker as `policy` says; throws std::runtime_error when the tracker refuses
+  /// the handshake (bad token, version) or stays unreachable past `policy.give_up`, and
+  /// Interrupted when `stop_flag` (see set_stop_flag) is raised meanwhile.
+  TrackerRunner(const std::string& url, const std::string& token, const std::string& key,
+                ReconnectPolicy policy = {}, const std::atomic<int>* stop_flag = nullptr);
   ~TrackerRunner();
 
-  /// Waits until some agent serves `key` (or `timeout`); returns its full key and device JSON.
+  /// Makes every wait of this runner (results, reconnect back-off, wait_for_device) stop within
+  /// ~0.2 s once `*flag` becomes non-zero, throwing Interrupted(*flag). The flag must outlive
+  /// the runner; a signal handler may set it.
+  void set_stop_flag(const std::atomic<int>* flag) { stop_flag_ = flag; }
+  /// The signal number a stop was requested with, or 0.
+  int stop_requested() const { return stop_flag_ ? stop_flag_->load() : 0; }
+
+  /// Waits until some agent serves the runner's key (or `timeout` passes with the tracker
+  /// reachable: the wait starts again after a reconnect, since agents need a moment to rejoin);
+  /// returns its full key and device JSON, and pins the runner to that full key: later jobs go
+  /// to agents of exactly that device class, and results from any other are not accepted.
   /// Throws std::runtime_error on timeout, or when agents of different keys match (ask for a
-  /// full key then).
+  /// full key then); Interrupted on a stop request.
   std::pair<std::string, std::string> wait_for_device(std::chrono::seconds timeout);
 
   /// Measures the inputs; results come back in input order, with the agent that measured each
-  /// in `agents`. A job the tracker gives up on comes back as its error result.
+  /// in `agents` (may be null). A job the tracker gives up on comes back as its error result.
+  /// Throws Interrupted on a stop request, std::runtime_error when the tracker stays
+  /// unreachable past the reconnect policy.
   std::vector<MeasureResult> run(const std::vector<MeasureInput>& inputs,
                                  std::vector<std::string>* agents);
+
+  /// The same with provenance. `avoid_agents` (empty, or one per input, "" for none) names an
+  /// agent that must not measure the input (a re-measurement on a second agent). With a
+  /// `deadline` (from the call), inputs without a result by then are cancelled and come back
+  /// with `delivered` false.
+  std::vector<RunResult> measure(const std::vector<MeasureInput>& inputs,
+                                 const std::vector<std::string>& avoid_agents = {},
+                                 std::optional<std::chrono::milliseconds> deadline = {});
+
+  /// The key jobs are submitted under (the full key after wait_for_device).
+  const std::string& key() const { return key_; }
+  const RunnerStats& stats() const { return stats_; }
+
   /// Lease of each job: the measure timeout plus this margin for compile and transfer.
   std::chrono::milliseconds lease_margin{30000};
+  /// An input whose results are not recorded (another device key, stale) is resubmitted until
+  /// this many were refused, then recorded as an error (UNKNOWN) saying why.
+  int max_refused_results = 3;
 
  private:
+  /// Replaces the connection, retrying per the policy; logs each attempt. Throws as the
+  /// constructor does, or Interrupted.
+  void reconnect(const std::string& why);
+  /// Sleeps `d` in slices, throwing Interrupted on a stop request.
+  void sleep_interruptibly(std::chrono::milliseconds d) const;
+  void throw_if_stopped() const;
+  /// Whether a result measured under agent key `key` counts: equal to the pinned full key, or
+  /// (before wait_for_device) any key the runner's key or prefix matches.
+  bool accepts_key(const std::string& key) const;
+
+  std::string url_, token_, key_;
+  bool pinned_ = false;
+  ReconnectPolicy policy_;
   std::unique_ptr<tracker::TrackerClient> client_;
-  std::string key_;
+  const std::atomic<int>* stop_flag_ = nullptr;
   uint64_t next_tag_ = 1;
+  RunnerStats stats_;
 };
 
 }  // namespace webtune

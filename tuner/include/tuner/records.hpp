@@ -38,6 +38,21 @@
 ///    go into the extra top-level "webtune" object that AutoTVM ignores, so that an import
 ///    restores the trial exactly. Lines from other tools (no "webtune" object) import too.
 ///
+/// Job statuses (tuning_jobs.status; set_status refuses others):
+///  - "running": a `webtune tune` works on it now, or died without a word (SIGKILL, power loss);
+///  - "done": it reached its trial budget, early stopping, or exhausted its space;
+///  - "stopped": the session's wall-clock budget (--timeout) ran out first;
+///  - "interrupted": a signal (SIGINT, SIGTERM, SIGHUP) ended the session; the batch in flight
+///    was dropped, every committed batch is kept;
+///  - "failed": an error ended the session (e.g. the tracker stayed unreachable past the
+///    reconnect budget).
+/// Every status but "done" is resumed by running the same tuning again (open_job); "done" jobs
+/// resume too when the budget is raised.
+///
+/// Best-config verification (`webtune tune --verify-best`): a trial may have verifications, each
+/// a re-measurement of its config on a second agent with its verdict; the latest verdict counts.
+/// A trial whose latest verdict is "suspect" is left out of best() and of the jobs' best GFLOP/s.
+///
 /// A RecordStore is one SQLite connection: use it from one thread at a time, and open one store
 /// per thread or process; concurrent writers wait on each other through the busy timeout.
 #pragma once
@@ -66,7 +81,7 @@ struct TuningJobInfo {
   std::string device_key;  ///< e.g. "gles:llvmpipe"
   std::string task_name;   ///< e.g. "C2"; may be empty
   std::string tuner;       ///< "xgb", "random", ...
-  std::string status;      ///< "running", "done", "stopped"
+  std::string status;      ///< "running", "done", "stopped", "interrupted", "failed" (above)
   int64_t trials = 0, errors = 0;
   double best_gflops = 0;           ///< 0 when nothing succeeded
   double created = 0, updated = 0;  ///< Unix time (s)
@@ -82,6 +97,35 @@ struct TrialRecord {
   /// that every stored trial agrees with best(); the value passed in is ignored.
   double gflops = 0;
   std::string agent;  ///< name of the agent that measured it; may be empty
+  /// Where the result came from, for audits: the agent's session on the tracker (0: unknown,
+  /// e.g. imported, recorded by an older webtune, or failed by the tracker itself), the
+  /// tracker's attempt number of the job (0: unknown), and the Unix time (s) the tuner received
+  /// the result (0: unknown).
+  uint64_t agent_session = 0;
+  int attempt = 0;
+  double received = 0;
+  /// The latest verification verdict ("verified", "suspect", "unverified"), empty when none;
+  /// read only (add_verification sets it).
+  std::string verdict;
+};
+
+/// Verdicts of a verification.
+inline constexpr const char* kVerified = "verified";      ///< a second agent agreed
+inline constexpr const char* kSuspect = "suspect";        ///< not believed (see TuneOptions)
+inline constexpr const char* kUnverified = "unverified";  ///< no second measurement was had
+
+/// One re-measurement of a trial's config on another agent, and what it concluded.
+struct VerificationRecord {
+  int64_t id = 0;        ///< set by the store
+  int64_t trial_id = 0;  ///< the trial it judges
+  std::string verdict;   ///< kVerified, kSuspect or kUnverified
+  std::string agent;     ///< the agent that re-measured it; empty when none did
+  MeasureErrorNo error = MeasureErrorNo::kNoError;  ///< of the re-measurement
+  /// The re-measurement's fastest run (s; load only ever slows a run down); 0 when none.
+  double cost = 0;
+  double ratio = 0;      ///< cost / the trial's recorded mean cost; 0 when not measured
+  std::string message;   ///< why, in words
+  double timestamp = 0;  ///< Unix time (s); 0: now
 };
 
 /// An agent that measured trials, as the records know it.
@@ -97,6 +141,8 @@ struct AgentRecord {
 struct BestRecord {
   TuningJobInfo job;
   TrialRecord trial;
+  /// The trial's latest verification; nullopt when it was never re-measured.
+  std::optional<VerificationRecord> verification;
 };
 
 /// Checks a trial's config JSON against the config space of its template, `workload` on
@@ -136,17 +182,35 @@ class RecordStore {
   /// earlier in the same batch) is skipped. Returns how many were inserted. Throws
   /// std::runtime_error for an unknown job; nothing of the batch is stored then.
   int add_trials(int64_t job_id, const std::vector<TrialRecord>& trials);
-  /// Throws std::runtime_error for an unknown job.
+  /// Sets a job's status (one of those in the file comment). Throws std::invalid_argument for
+  /// another status, std::runtime_error for an unknown job.
   void set_status(int64_t job_id, const std::string& status);
+
+  /// Stores a verification of a trial; returns its id. Throws std::invalid_argument for an
+  /// unknown verdict, std::runtime_error for an unknown trial.
+  int64_t add_verification(const VerificationRecord& verification);
+  /// Marks every successful trial of job `job_id` measured by agent `agent` suspect (one
+  /// verification each, with `message`), except those already verified or suspect; one
+  /// transaction. Used when that agent's best was caught too fast to be
+  /// true. Returns how many trials it marked. Throws std::runtime_error for an unknown job.
+  int mark_agent_suspect(int64_t job_id, const std::string& agent, const std::string& message);
+  /// The latest verification of trial `trial_id`, or nullopt when it has none.
+  std::optional<VerificationRecord> verification(int64_t trial_id) const;
+  /// Every verification of job `job_id`'s trials, oldest first.
+  std::vector<VerificationRecord> verifications(int64_t job_id) const;
+  /// The best trial of one job as best() picks it (suspect trials left out); nullopt when the
+  /// job has no successful trial that is not suspect.
+  std::optional<TrialRecord> best_trial(int64_t job_id) const;
 
   /// Every job, by id.
   std::vector<TuningJobInfo> jobs() const;
   std::optional<TuningJobInfo> job(int64_t job_id) const;
   /// Trials of a job in insertion order; `limit` < 0 means all.
   std::vector<TrialRecord> trials(int64_t job_id, int64_t limit = -1, int64_t offset = 0) const;
-  /// The best successful trial (highest GFLOP/s, the earliest on a tie) of each job whose
-  /// workload key or task name contains `workload_filter` (case-sensitive) and whose target name
-  /// equals `target_filter` (empty: any), by job id. Jobs without a successful trial are left out.
+  /// The best successful trial that is not suspect (highest GFLOP/s, the earliest on a tie),
+  /// with its latest verification, of each job whose workload key or task name contains
+  /// `workload_filter` (case-sensitive) and whose target name equals `target_filter` (empty:
+  /// any), by job id. Jobs without such a trial are left out.
   std::vector<BestRecord> best(const std::string& workload_filter = {},
                                const std::string& target_filter = {}) const;
   /// The 1-based position of trial `trial_id` among its job's trials in insertion order (the
