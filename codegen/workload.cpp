@@ -3,6 +3,7 @@
 #include "codegen/workload.hpp"
 
 #include <boost/json.hpp>
+#include <cstdint>
 #include <stdexcept>
 
 #include "codegen/json_util.hpp"
@@ -155,14 +156,45 @@ std::string Workload::key() const {
   return s;
 }
 
+/// Throws std::invalid_argument when the element counts of the tensors, the reduction length or
+/// the multiply-add count do not fit in int64 (their products would overflow).
+static void check_products(const Workload& w) {
+  auto fits = [](const std::vector<int64_t>& dims, const char* what) {
+    int64_t p = 1;
+    for (int64_t d : dims)
+      if (__builtin_mul_overflow(p, d, &p))
+        throw std::invalid_argument(std::string("workload: the ") + what + " is too large");
+    return p;
+  };
+  fits(w.data_shape(), "data tensor");
+  fits(w.weight_shape(), "weight tensor");
+  const int64_t outputs = fits(w.output_shape(), "output tensor");
+  const int64_t reduction =
+      w.op == OpKind::kDense
+          ? w.k
+          : fits({w.op == OpKind::kConv2d ? w.in_channels : 1, w.kernel_h, w.kernel_w},
+                 "reduction");
+  fits({outputs, reduction}, "multiply-add count");
+}
+
 void Workload::validate() const {
   auto positive = [](int64_t v, const char* what) {
     if (v <= 0) throw std::invalid_argument(std::string("workload: ") + what + " must be > 0");
+  };
+  // Kernels index with 32-bit integers; this bound also keeps H + 2·pad − R in range.
+  auto bounded = [](int64_t v, const char* what) {
+    if (v > INT32_MAX)
+      throw std::invalid_argument(std::string("workload: ") + what + " must be at most " +
+                                  std::to_string(INT32_MAX));
   };
   if (op == OpKind::kDense) {
     positive(m, "M");
     positive(n, "N");
     positive(k, "K");
+    bounded(m, "M");
+    bounded(n, "N");
+    bounded(k, "K");
+    check_products(*this);
     return;
   }
   positive(batch, "N (batch)");
@@ -174,10 +206,20 @@ void Workload::validate() const {
   positive(kernel_w, "S");
   positive(stride, "stride");
   if (pad < 0) throw std::invalid_argument("workload: pad must be >= 0");
+  bounded(batch, "N (batch)");
+  bounded(in_channels, "C");
+  bounded(height, "H");
+  bounded(width, "W");
+  bounded(out_channels, "K (out channels)");
+  bounded(kernel_h, "R");
+  bounded(kernel_w, "S");
+  bounded(stride, "stride");
+  bounded(pad, "pad");
   if (op == OpKind::kDepthwiseConv2d && out_channels != in_channels)
     throw std::invalid_argument("workload: depthwise_conv2d needs K == C");
   if (out_h() <= 0 || out_w() <= 0)
     throw std::invalid_argument("workload: the kernel is larger than the padded input");
+  check_products(*this);
 }
 
 bj::object Workload::to_json() const {

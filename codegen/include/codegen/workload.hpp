@@ -67,7 +67,9 @@ struct Workload {
   /// "conv2d_1_64_56_56_64_3x3_s1_p1"; the name is not part of it.
   std::string key() const;
 
-  /// Throws std::invalid_argument when a dimension is not positive or the output is empty.
+  /// Throws std::invalid_argument when a dimension is not positive, a dimension or the pad is
+  /// above 2^31 − 1, the output is empty, or a tensor's element count or the multiply-add count
+  /// does not fit in int64.
   void validate() const;
 
   /// JSON form: {"op":"conv2d","name":"C2","N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,
