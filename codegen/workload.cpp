@@ -282,8 +282,11 @@ std::vector<WorkloadFileTask> load_workload_file(const std::string& path) {
     if (!list.is_array()) throw std::invalid_argument("'tasks' must be an array");
     for (const bj::value& item : list.get_array()) {
       WorkloadFileTask task{Workload::from_json(item), 1};
-      task.occurrences =
-          static_cast<int>(json::get_int_or(json::as_object(item, "task"), "occurrences", 1));
+      const int64_t occurrences = json::get_int_or(json::as_object(item, "task"), "occurrences", 1);
+      if (occurrences < 1 || occurrences > INT32_MAX)
+        throw std::invalid_argument("task " + task.workload.key() +
+                                    ": 'occurrences' must be 1 .. 2147483647");
+      task.occurrences = static_cast<int>(occurrences);
       tasks.push_back(std::move(task));
     }
   } catch (const std::invalid_argument& e) {

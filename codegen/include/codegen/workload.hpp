@@ -80,7 +80,8 @@ struct Workload {
 };
 
 /// Reads a workload file: {"name": "...", "tasks": [workload, ...]} (each task as
-/// Workload::to_json, plus an optional "occurrences" count), or a single workload object.
+/// Workload::to_json, plus an optional "occurrences" count, 1 .. 2^31 − 1), or a single workload
+/// object. Throws std::runtime_error naming the file for an unreadable file or a bad task.
 struct WorkloadFileTask {
   Workload workload;
   int occurrences = 1;  ///< how often the task appears in its network
