@@ -22,9 +22,16 @@ bj::object MeasureOptions::to_json() const {
 MeasureOptions MeasureOptions::from_json(const bj::value& value) {
   const bj::object& o = json::as_object(value, "measure options");
   MeasureOptions m;
-  m.number = static_cast<int>(json::get_int_or(o, "number", m.number));
-  m.repeat = static_cast<int>(json::get_int_or(o, "repeat", m.repeat));
-  m.min_repeat_ms = static_cast<int>(json::get_int_or(o, "min_repeat_ms", m.min_repeat_ms));
+  // Read as int64 and range-checked: a narrowing cast would turn 2^32 + 1 runs into 1.
+  auto count = [&o](std::string_view key, int fallback) {
+    const int64_t v = json::get_int_or(o, key, fallback);
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      throw std::invalid_argument("measure options: '" + std::string(key) + "' is out of range");
+    return static_cast<int>(v);
+  };
+  m.number = count("number", m.number);
+  m.repeat = count("repeat", m.repeat);
+  m.min_repeat_ms = count("min_repeat_ms", m.min_repeat_ms);
   m.timeout_s = json::get_double_or(o, "timeout_s", m.timeout_s);
   if (m.number < 1 || m.repeat < 1 || m.min_repeat_ms < 0 || m.timeout_s <= 0)
     throw std::invalid_argument("measure options: number, repeat and timeout_s must be > 0");

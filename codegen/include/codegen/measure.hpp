@@ -26,6 +26,8 @@ struct MeasureOptions {
   double timeout_s = 10;  ///< wall-clock budget of one whole measurement (s); RUN_TIMEOUT past it
 
   boost::json::object to_json() const;
+  /// Absent fields keep their defaults. Throws std::invalid_argument for a field of the wrong
+  /// type, a count outside int's range, number or repeat < 1, min_repeat_ms < 0, timeout_s <= 0.
   static MeasureOptions from_json(const boost::json::value& value);
 };
 
