@@ -25,6 +25,8 @@ std::string get_string_or(const boost::json::object& object, std::string_view ke
 std::vector<int64_t> get_int_array(const boost::json::object& object, std::string_view key);
 /// Integer value of `value` (accepts integral doubles); throws std::invalid_argument.
 int64_t to_int(const boost::json::value& value, std::string_view what);
+/// Number value of `value`; throws std::invalid_argument for a non-number and for NaN (which
+/// Boost.JSON makes of texts like 0e400). Infinities (1e999) pass.
 double to_double(const boost::json::value& value, std::string_view what);
 boost::json::array to_array(const std::vector<int64_t>& values);
 /// Reads and parses a whole JSON file; throws std::runtime_error with the path on failure.
