@@ -365,7 +365,13 @@ int insert_trials(sqlite3* db, int64_t job_id, const std::vector<TrialRecord>& t
     check_config_json(trial);
     const MeasureResult& r = trial.result;
     bj::array costs;
-    for (double c : r.costs) costs.emplace_back(c);
+    for (double c : r.costs) {
+      // bj::serialize writes NaN and infinities as non-JSON tokens, which no reader takes back.
+      if (!std::isfinite(c))
+        throw std::invalid_argument("trial of config " + std::to_string(trial.config_index) +
+                                    ": costs must be finite numbers");
+      costs.emplace_back(c);
+    }
     insert.reset();
     insert.bind(1, job_id)
         .bind(2, trial.config_index)
@@ -730,8 +736,10 @@ ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& devic
   MeasureResult& r = t.trial.result;
   r.error = error_from_int(static_cast<int>(json::to_int(result[1], "error_no")));
   if (r.ok())
-    for (const bj::value& c : as_array(result[0], "'result' costs"))
+    for (const bj::value& c : as_array(result[0], "'result' costs")) {
       r.costs.push_back(json::to_double(c, "cost"));
+      if (!std::isfinite(r.costs.back())) throw std::invalid_argument("a cost is not finite");
+    }
   r.all_cost = json::to_double(result[2], "all_cost");
   r.timestamp = json::to_double(result[3], "timestamp");
 
