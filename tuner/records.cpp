@@ -963,8 +963,16 @@ int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& worklo
     const std::string task = std::string(tvm_op_name(job.workload.op)) + "." + target;
     const bj::array args = tvm_args(job.workload);
     for (const TrialRecord& trial : trials(job.id)) {
-      const bj::value config = bj::parse(trial.config_json);
-      const bj::array& entity = config.as_object().at("entity").as_array();
+      // A damaged or foreign records file may hold anything here: say which trial it is.
+      boost::system::error_code ec;
+      const bj::value config = bj::parse(trial.config_json, ec);
+      const bj::value* entity_value =
+          !ec && config.is_object() ? config.get_object().if_contains("entity") : nullptr;
+      if (!entity_value || !entity_value->is_array())
+        throw std::runtime_error("records: export_autotvm: trial " + std::to_string(trial.id) +
+                                 " of job " + std::to_string(job.id) +
+                                 " has no entity list in its config JSON");
+      const bj::array& entity = entity_value->get_array();
       bj::array costs;
       if (trial.result.ok())
         for (double c : trial.result.costs) costs.emplace_back(c);
