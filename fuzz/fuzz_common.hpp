@@ -10,6 +10,9 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -65,6 +68,53 @@ bool throws_only(std::string_view call, Fn&& fn) {
   } catch (...) {
     finding(std::string(call) + " threw something that is not a std::exception");
   }
+}
+
+/// True when `value` holds a NaN or an infinity anywhere. Boost.JSON 1.81 reads 1e999 as
+/// infinity and 0e400 as NaN, and bj::serialize writes them as Infinity and NaN, which are not
+/// JSON.
+inline bool has_non_finite(const boost::json::value& value) {
+  switch (value.kind()) {
+    case boost::json::kind::double_:
+      return !std::isfinite(value.get_double());
+    case boost::json::kind::array:
+      for (const boost::json::value& v : value.get_array())
+        if (has_non_finite(v)) return true;
+      return false;
+    case boost::json::kind::object:
+      for (const auto& kv : value.get_object())
+        if (has_non_finite(kv.value())) return true;
+      return false;
+    default:
+      return false;
+  }
+}
+
+/// Equal JSON values, doubles within a relative 1e-12: Boost.JSON 1.81 parses doubles without
+/// precise rounding by default, so a number written and read again may move by an ulp.
+inline bool json_close(const boost::json::value& a, const boost::json::value& b) {
+  if (a.is_number() && b.is_number() && (a.is_double() || b.is_double())) {
+    const double x = a.to_number<double>(), y = b.to_number<double>();
+    return x == y || std::fabs(x - y) <= 1e-12 * std::max(std::fabs(x), std::fabs(y));
+  }
+  if (a.kind() != b.kind()) return false;
+  if (a.is_array()) {
+    const auto &x = a.get_array(), &y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!json_close(x[i], y[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    const auto &x = a.get_object(), &y = b.get_object();
+    if (x.size() != y.size()) return false;
+    for (const auto& kv : x) {
+      const boost::json::value* other = y.if_contains(kv.key());
+      if (!other || !json_close(kv.value(), *other)) return false;
+    }
+    return true;
+  }
+  return a == b;
 }
 
 /// True when `text` is well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).

@@ -8,9 +8,15 @@
 /// Asserts: only `ProtocolError` escapes, with one of the error codes docs/protocol.md lists
 /// and a non-empty message; a parsed message is an object with a string "type"; a parsed hello
 /// has protocol 1, an agent has at least one key and no key is empty, and it survives
-/// to_json → parse_message → from_json unchanged; a parsed submit's items have a non-empty key,
-/// a lease > 0 and the priority the batch or item gave, and the job frame built from each
+/// to_json → parse_message → from_json unchanged (device doubles within 1e-12); a parsed submit's
+/// items have a non-empty key, a lease > 0 and the priority the batch or item gave, and the job
+/// frame built from each
 /// (`make_job`) parses back as a message of type "job".
+///
+/// Known finding (issue 13, reported to the tracker's owner), tolerated unless built with
+/// WEBTUNE_FUZZ_STRICT (-DWEBTUNE_FUZZ_STRICT=ON): K3, an input holding a number that
+/// Boost.JSON reads as infinity or NaN (1e999, 0e400) is re-serialized as Infinity or NaN, so
+/// the job frame is not JSON; such items skip the make_job check.
 #include <boost/json.hpp>
 #include <cstdint>
 #include <set>
@@ -25,6 +31,12 @@ using webtune::fuzz::check;
 using webtune::fuzz::finding;
 
 namespace {
+
+#ifdef WEBTUNE_FUZZ_STRICT
+constexpr bool kTolerateKnown = false;
+#else
+constexpr bool kTolerateKnown = true;  // K3 of the file comment
+#endif
 
 /// The error codes of docs/protocol.md ("Errors").
 void check_code(const ProtocolError& e, std::string_view call) {
@@ -62,7 +74,7 @@ void check_hello(const Hello& h) {
   if (!protocol_call("Hello round trip", [&] { again = Hello::from_json(parse_message(text)); }))
     finding("a hello built by Hello::to_json does not parse back: " + text);
   check(again.role == h.role && again.token == h.token && again.name == h.name &&
-            again.keys == h.keys && again.device == h.device,
+            again.keys == h.keys && webtune::fuzz::json_close(again.device, h.device),
         "Hello changed on its round trip: " + text);
 }
 
@@ -80,6 +92,7 @@ void check_submit(const bj::object& message, const std::vector<SubmitItem>& item
             "parse_submit: an item without priority did not get the batch's");
     check(item.input == o.at("input"), "parse_submit: the input was not passed through");
     // The frame the tracker sends an agent for this item must be a message again.
+    if (kTolerateKnown && webtune::fuzz::has_non_finite(item.input)) continue;
     const std::string frame = bj::serialize(make_job(7, 1, item.lease_ms, item.input));
     bj::object job;
     if (!protocol_call("parse_message(make_job)", [&] { job = parse_message(frame); }))
