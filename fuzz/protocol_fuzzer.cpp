@@ -16,7 +16,9 @@
 /// Known finding (issue 13, reported to the tracker's owner), tolerated unless built with
 /// WEBTUNE_FUZZ_STRICT (-DWEBTUNE_FUZZ_STRICT=ON): K3, an input holding a number that
 /// Boost.JSON reads as infinity or NaN (1e999, 0e400) is re-serialized as Infinity or NaN, so
-/// the job frame is not JSON; such items skip the make_job check.
+/// the job frame is not JSON (and a hello's device, which the tracker keeps serialized and parses
+/// for summary(), fails to parse there); such items skip the make_job check, such hellos the
+/// round trip.
 #include <boost/json.hpp>
 #include <cstdint>
 #include <set>
@@ -69,6 +71,7 @@ void check_hello(const Hello& h) {
   if (h.role == Role::kAgent) check(!h.keys.empty(), "Hello::from_json: an agent without keys");
   for (const std::string& key : h.keys) check(!key.empty(), "Hello::from_json: an empty key");
   // What a client library sends must read back as the same hello.
+  if (kTolerateKnown && webtune::fuzz::has_non_finite(bj::value(h.device))) return;
   const std::string text = bj::serialize(h.to_json());
   Hello again;
   if (!protocol_call("Hello round trip", [&] { again = Hello::from_json(parse_message(text)); }))

@@ -35,8 +35,9 @@
 ///    with a lease_ms above 2^31 ms is not passed to the tracker.
 ///  - K3: submit inputs and agent results are re-serialized with bj::serialize, which writes
 ///    numbers that Boost.JSON read as infinity or NaN (1e999, 0e400) as Infinity and NaN: the
-///    job or result frame sent on is not JSON. Tolerated: a text frame holding such a number is
-///    not passed to the tracker.
+///    job or result frame sent on is not JSON, and a hello's device kept that way makes
+///    summary() and agents_json() throw. Tolerated: a text frame holding such a number is not
+///    passed to the tracker.
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdint>
