@@ -90,12 +90,14 @@ inline bool has_non_finite(const boost::json::value& value) {
   }
 }
 
-/// Equal JSON values, doubles within a relative 1e-12: Boost.JSON 1.81 parses doubles without
-/// precise rounding by default, so a number written and read again may move by an ulp.
+/// Equal JSON values, doubles within a relative 1e-12 (NaN equal to NaN): Boost.JSON 1.81 parses
+/// doubles without precise rounding by default, so a number written and read again may move by
+/// an ulp, and it reads 0e400 as NaN.
 inline bool json_close(const boost::json::value& a, const boost::json::value& b) {
   if (a.is_number() && b.is_number() && (a.is_double() || b.is_double())) {
     const double x = a.to_number<double>(), y = b.to_number<double>();
-    return x == y || std::fabs(x - y) <= 1e-12 * std::max(std::fabs(x), std::fabs(y));
+    return x == y || (std::isnan(x) && std::isnan(y)) ||
+           std::fabs(x - y) <= 1e-12 * std::max(std::fabs(x), std::fabs(y));
   }
   if (a.kind() != b.kind()) return false;
   if (a.is_array()) {
