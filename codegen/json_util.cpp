@@ -41,7 +41,12 @@ int64_t to_int(const bj::value& value, std::string_view what) {
 }
 
 double to_double(const bj::value& value, std::string_view what) {
-  if (value.is_double()) return value.get_double();
+  if (value.is_double()) {
+    // Boost.JSON 1.81 reads 0e400 as NaN (0 times an infinite power of ten): refuse it.
+    if (std::isnan(value.get_double()))
+      throw std::invalid_argument("'" + std::string(what) + "' is not a number (NaN)");
+    return value.get_double();
+  }
   if (value.is_int64()) return static_cast<double>(value.get_int64());
   if (value.is_uint64()) return static_cast<double>(value.get_uint64());
   throw std::invalid_argument("'" + std::string(what) + "' must be a number");

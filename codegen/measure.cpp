@@ -136,7 +136,12 @@ MeasureResult MeasureResult::from_json(const bj::value& value) {
   if (o.contains("costs")) {
     const bj::value& c = o.at("costs");
     if (!c.is_array()) throw std::invalid_argument("'costs' must be an array");
-    for (const bj::value& v : c.get_array()) r.costs.push_back(json::to_double(v, "costs"));
+    for (const bj::value& v : c.get_array()) {
+      // 1e999 reads as infinity; stored, it would be written back as the non-JSON Infinity.
+      const double cost = json::to_double(v, "costs");
+      if (!std::isfinite(cost)) throw std::invalid_argument("'costs' must be finite numbers");
+      r.costs.push_back(cost);
+    }
   }
   r.all_cost = json::get_double_or(o, "all_cost", 0);
   r.timestamp = json::get_double_or(o, "timestamp", 0);

@@ -396,7 +396,13 @@ int insert_trials(sqlite3* db, int64_t job_id, const std::vector<TrialRecord>& t
     check_config_json(trial);
     const MeasureResult& r = trial.result;
     bj::array costs;
-    for (double c : r.costs) costs.emplace_back(c);
+    for (double c : r.costs) {
+      // bj::serialize writes NaN and infinities as non-JSON tokens, which no reader takes back.
+      if (!std::isfinite(c))
+        throw std::invalid_argument("trial of config " + std::to_string(trial.config_index) +
+                                    ": costs must be finite numbers");
+      costs.emplace_back(c);
+    }
     insert.reset();
     insert.bind(1, job_id)
         .bind(2, trial.config_index)
@@ -866,8 +872,10 @@ ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& devic
     throw std::invalid_argument("error number " + std::to_string(error_no) + " is not in 0..8");
   r.error = error_from_int(static_cast<int>(error_no));
   if (r.ok())
-    for (const bj::value& c : as_array(result[0], "'result' costs"))
+    for (const bj::value& c : as_array(result[0], "'result' costs")) {
       r.costs.push_back(json::to_double(c, "cost"));
+      if (!std::isfinite(r.costs.back())) throw std::invalid_argument("a cost is not finite");
+    }
   r.all_cost = json::to_double(result[2], "all_cost");
   r.timestamp = json::to_double(result[3], "timestamp");
 
@@ -1217,8 +1225,16 @@ int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& worklo
     const std::string task = std::string(tvm_op_name(job.workload.op)) + "." + target;
     const bj::array args = tvm_args(job.workload);
     for (const TrialRecord& trial : trials(job.id)) {
-      const bj::value config = bj::parse(trial.config_json);
-      const bj::array& entity = config.as_object().at("entity").as_array();
+      // A damaged or foreign records file may hold anything here: say which trial it is.
+      boost::system::error_code ec;
+      const bj::value config = bj::parse(trial.config_json, ec);
+      const bj::value* entity_value =
+          !ec && config.is_object() ? config.get_object().if_contains("entity") : nullptr;
+      if (!entity_value || !entity_value->is_array())
+        throw std::runtime_error("records: export_autotvm: trial " + std::to_string(trial.id) +
+                                 " of job " + std::to_string(job.id) +
+                                 " has no entity list in its config JSON");
+      const bj::array& entity = entity_value->get_array();
       bj::array costs;
       if (trial.result.ok())
         for (double c : trial.result.costs) costs.emplace_back(c);

@@ -26,6 +26,8 @@ std::vector<int64_t> get_int_array(const boost::json::object& object, std::strin
 /// Integer value of `value` (accepts integral doubles below 9e15); throws std::invalid_argument
 /// for another type or a value outside int64 (an unsigned above 2^63 − 1 is not wrapped).
 int64_t to_int(const boost::json::value& value, std::string_view what);
+/// Number value of `value`; throws std::invalid_argument for a non-number and for NaN (which
+/// Boost.JSON makes of texts like 0e400). Infinities (1e999) pass.
 double to_double(const boost::json::value& value, std::string_view what);
 boost::json::array to_array(const std::vector<int64_t>& values);
 /// The largest file read_file reads: 64 MiB (a workload or config file is a few KiB).

@@ -77,6 +77,8 @@ struct MeasureResult {
   static MeasureResult failure(MeasureErrorNo error, std::string message);
 
   boost::json::object to_json() const;
+  /// Throws std::invalid_argument for a missing error_no, a field of the wrong type, an
+  /// unknown error number or a cost that is not a finite number.
   static MeasureResult from_json(const boost::json::value& value);
 };
 

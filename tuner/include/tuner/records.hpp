@@ -180,7 +180,9 @@ class RecordStore {
   std::optional<std::string> device_info(const std::string& device_key) const;
   /// Appends trials to a job in one transaction; a config index already stored for the job (or
   /// earlier in the same batch) is skipped. Returns how many were inserted. Throws
-  /// std::runtime_error for an unknown job; nothing of the batch is stored then.
+  /// std::runtime_error for an unknown job, std::invalid_argument for a trial whose config JSON
+  /// is not an entity of its index or whose costs are not finite; nothing of the batch is stored
+  /// then.
   int add_trials(int64_t job_id, const std::vector<TrialRecord>& trials);
   /// Sets a job's status (one of those in the file comment). Throws std::invalid_argument for
   /// another status, std::runtime_error for an unknown job.
