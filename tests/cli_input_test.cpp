@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "codegen/task.hpp"
+#include "support/run_webtune.hpp"
 #include "tuner/records.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -43,70 +44,14 @@ namespace {
 namespace bj = boost::json;
 namespace fs = std::filesystem;
 
-struct ChildRun {
-  bool exited = false;  ///< ended by exit(), not by a signal
-  int status = -1;      ///< exit status when exited
-  int signal = 0;       ///< the signal that ended it otherwise
-  std::string out, err;
-  /// For failure messages.
-  std::string describe() const {
-    std::ostringstream s;
-    if (exited)
-      s << "exit status " << status;
-    else
-      s << "killed by signal " << signal;
-    s << "\n--- stdout ---\n" << out << "\n--- stderr ---\n" << err;
-    return s.str();
-  }
-};
+using testing_support::WebtuneRun;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Runs WEBTUNE_BINARY with `args`; `as_limit` is the child's RLIMIT_AS in bytes (0: 4 GiB;
-/// ignored in sanitizer builds).
-ChildRun run_webtune(const std::vector<std::string>& args, rlim_t as_limit = 0) {
-  const std::string base = testing::TempDir() + "webtune_cli_input_" + std::to_string(getpid());
-  const std::string out_path = base + ".out", err_path = base + ".err";
-  std::vector<std::string> argv_text = {WEBTUNE_BINARY};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int in = open("/dev/null", O_RDONLY);
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || out < 0 || err < 0) _exit(127);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    if (!WEBTUNE_SANITIZED) {
-      const rlim_t limit = as_limit != 0 ? as_limit : rlim_t{4} << 30;
-      const rlimit rl{limit, limit};
-      setrlimit(RLIMIT_AS, &rl);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  ChildRun run;
-  if (pid < 0) return run;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  run.exited = WIFEXITED(status);
-  run.status = run.exited ? WEXITSTATUS(status) : -1;
-  run.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  run.out = read_all(out_path);
-  run.err = read_all(err_path);
-  fs::remove(out_path);
-  fs::remove(err_path);
-  return run;
+/// Runs WEBTUNE_BINARY with `args` under an address-space limit: `as_limit` bytes (0: 4 GiB;
+/// none in sanitizer builds).
+WebtuneRun run_webtune(const std::vector<std::string>& args, rlim_t as_limit = 0) {
+  testing_support::RunOptions options;
+  if (!WEBTUNE_SANITIZED) options.address_space = as_limit != 0 ? as_limit : rlim_t{4} << 30;
+  return testing_support::run_webtune(args, options);
 }
 
 /// The refusal every bad input must get: a normal exit with a non-zero status, each of
@@ -116,7 +61,7 @@ void expect_refused(const std::vector<std::string>& args,
   std::string command = "webtune";
   for (const std::string& a : args) command += " " + a;
   SCOPED_TRACE(command);
-  const ChildRun run = run_webtune(args);
+  const WebtuneRun run = run_webtune(args);
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_NE(run.status, 0) << run.describe();
   EXPECT_NE(run.status, 127) << "could not start " << WEBTUNE_BINARY;
@@ -229,7 +174,7 @@ TEST_F(CliInputTest, ValidWorkloadsAtTheScaleOfRealModelsStillWork) {
   // dense 4096³ and a VGG-16 fc6 (25088 → 4096: a 102.8 M-element weight) are within bounds.
   for (const char* spec :
        {"dense:4096,4096,4096", "dense:1,4096,25088", "conv2d:1,64,224,224,64,3,1,1"}) {
-    const ChildRun run = run_webtune({"space", "--workload", spec, "--target", "gles-frag"});
+    const WebtuneRun run = run_webtune({"space", "--workload", spec, "--target", "gles-frag"});
     ASSERT_TRUE(run.exited) << run.describe();
     EXPECT_EQ(run.status, 0) << spec << "\n" << run.describe();
     EXPECT_NE(run.out.find("raw configs"), std::string::npos) << run.describe();
@@ -313,7 +258,7 @@ TEST_F(CliInputTest, OutOfMemoryEndsAsOneErrorLineAndStatusOne) {
     trial.result.costs = {1e-3};
     ASSERT_EQ(store.add_trials(job, {trial}), 1);
   }
-  const ChildRun run = run_webtune(
+  const WebtuneRun run = run_webtune(
       {"artifact", "--db", db, "--workload", "big", "--target", "gles-frag"}, rlim_t{512} << 20);
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.status, 1) << run.describe();

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "codegen/task.hpp"
+#include "support/run_webtune.hpp"
 #include "tuner/records.hpp"
 
 namespace webtune {
@@ -892,51 +893,14 @@ TEST_F(RecordsTest, AStoredWorkloadOutOfBoundsIsReportedWithItsJob) {
 
 // ---- the real binary: data on stdout, logs on stderr ----------------------------------------
 
-struct CommandRun {
-  int status = -1;  ///< exit status; -1 when it did not exit normally
-  std::string out, err;
-};
+using testing_support::read_file_text;
+using testing_support::WebtuneRun;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Runs WEBTUNE_BINARY with `args`, its stdout into `out_path` (a temporary when empty) and its
-/// stderr into a temporary; returns both texts.
-CommandRun run_webtune(const std::vector<std::string>& args, std::string out_path = {}) {
-  const std::string base = testing::TempDir() + "webtune_records_run_" + std::to_string(getpid());
-  const bool keep_out = !out_path.empty();
-  if (!keep_out) out_path = base + ".out";
-  const std::string err_path = base + ".err";
-  std::vector<std::string> text = {WEBTUNE_BINARY};
-  text.insert(text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int in = open("/dev/null", O_RDONLY);
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || out < 0 || err < 0) _exit(127);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  CommandRun run;
-  int status = 0;
-  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status))
-    run.status = WEXITSTATUS(status);
-  run.out = read_text(out_path);
-  run.err = read_text(err_path);
-  if (!keep_out) fs::remove(out_path);
-  fs::remove(err_path);
-  return run;
+/// Runs WEBTUNE_BINARY with `args`, its stdout into `out_path` (a temporary when empty).
+WebtuneRun run_webtune(const std::vector<std::string>& args, std::string out_path = {}) {
+  testing_support::RunOptions options;
+  options.out_path = std::move(out_path);
+  return testing_support::run_webtune(args, options);
 }
 
 TEST_F(RecordsTest, ExportThroughTheBinaryWritesOnlyTheLogToStdoutAndReimports) {
@@ -954,9 +918,9 @@ TEST_F(RecordsTest, ExportThroughTheBinaryWritesOnlyTheLogToStdoutAndReimports) 
     const int64_t b = store.open_job(dense_m(), compute, kDevice, "M1", "random");
     store.add_trials(b, {in_space(ok_trial(0, {1e-4}), dense_m(), compute, 0)});
   }
-  CommandRun run = run_webtune({"log", "export", "--db", path_, "--format", "autotvm"}, log_path);
+  WebtuneRun run = run_webtune({"log", "export", "--db", path_, "--format", "autotvm"}, log_path);
   ASSERT_EQ(run.status, 0) << run.err;
-  const std::string log = read_text(log_path);
+  const std::string log = read_file_text(log_path);
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4) << log;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);)
@@ -1010,7 +974,7 @@ TEST_F(RecordsTest, StoredConfigsOutsideTheirSpaceAreReportedNotUsed) {
     const int64_t good = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1", "xgb");
     store.add_trials(good, {in_space(ok_trial(0, {1e-4}), dense_m(), Target::kGlesFrag, 3)});
   }
-  CommandRun run = run_webtune({"log", "best", "--db", path_});
+  WebtuneRun run = run_webtune({"log", "best", "--db", path_});
   EXPECT_EQ(run.status, 1) << run.out << run.err;
   EXPECT_NE(run.err.find("job 1 (C2"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("unknown knob 'tile_f'"), std::string::npos) << run.err;

@@ -20,6 +20,7 @@
 #include "server/static_files.hpp"
 #include "server/url.hpp"
 #include "server/viewer_access.hpp"
+#include "support/raw_http.hpp"
 #include "tracker/protocol.hpp"
 #include "tracker/tracker_server.hpp"
 #include "tracker/tracker_state.hpp"
@@ -496,23 +497,10 @@ TEST(Dashboard, RoutesApiMetricsAndFilesAndAnswersErrorsAsJson) {
 /// One HTTP/1.1 GET over a real socket; returns the status line and the body.
 std::pair<std::string, std::string> http_get(uint16_t port, const std::string& target,
                                              const std::string& extra_headers = {}) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return {"connect failed", ""};
-  }
   const std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                           "\r\n" + extra_headers + "Connection: close\r\n\r\n";
-  (void)!::write(fd, req.data(), req.size());
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, n);
-  ::close(fd);
+  const std::string response = testing_support::raw_http(port, req);
+  if (response == "connect failed") return {response, ""};
   const size_t line_end = response.find("\r\n");
   const size_t body = response.find("\r\n\r\n");
   return {response.substr(0, line_end), body == std::string::npos ? "" : response.substr(body + 4)};

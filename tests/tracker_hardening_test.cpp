@@ -20,6 +20,8 @@
 #include "codegen/measure.hpp"
 #include "codegen/task.hpp"
 #include "native_agent/device_class.hpp"
+#include "support/measure_inputs.hpp"
+#include "support/raw_http.hpp"
 #include "support/webtune_process.hpp"
 #include "tracker/origin_policy.hpp"
 #include "tracker/protocol.hpp"
@@ -62,15 +64,7 @@ Hello hello_as(Role role, std::string name, std::vector<std::string> keys = {},
 
 /// A MeasureInput for dense n×n×n, gles-frag default config, as JSON.
 bj::value dense_input(int64_t n, int repeat = 1, double timeout_s = 10) {
-  Task task = Task::create(Workload::dense(n, n, n), Target::kGlesFrag);
-  MeasureInput input;
-  input.workload = task.workload;
-  input.artifact = task.build(task.default_config());
-  input.seed = 5;
-  input.samples = reference_samples(task.workload, input.seed, 8);
-  input.options.repeat = repeat;
-  input.options.timeout_s = timeout_s;
-  return input.to_json();
+  return testing_support::dense_input(n, testing_support::measured(1, repeat, timeout_s));
 }
 
 std::vector<SubmitItem> jobs(const bj::value& input, int count, uint64_t first_tag,
@@ -118,24 +112,7 @@ int64_t counter(TrackerClient& viewer, const std::string& name) {
 
 /// Sends one raw HTTP/1.1 request to 127.0.0.1:port; returns the status line.
 std::string http_status(uint16_t port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
-  (void)!::write(fd, request.data(), request.size());
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-    response.append(buffer, n);
-    if (response.find("\r\n") != std::string::npos) break;
-  }
-  ::close(fd);
+  const std::string response = testing_support::raw_http(port, request, true);
   return response.substr(0, response.find("\r\n"));
 }
 

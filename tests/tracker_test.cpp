@@ -12,6 +12,7 @@
 
 #include "codegen/measure.hpp"
 #include "codegen/task.hpp"
+#include "support/measure_inputs.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
 
@@ -59,15 +60,7 @@ Hello hello_as(Role role, std::string token = {}, std::vector<std::string> keys 
 
 /// A MeasureInput for dense n×n×n, gles-frag default config, as JSON.
 boost::json::value dense_input(int64_t n, int number, int repeat) {
-  Task task = Task::create(Workload::dense(n, n, n), Target::kGlesFrag);
-  MeasureInput input;
-  input.workload = task.workload;
-  input.artifact = task.build(task.default_config());
-  input.seed = 99;
-  input.samples = reference_samples(task.workload, input.seed, 16);
-  input.options.number = number;
-  input.options.repeat = repeat;
-  return input.to_json();
+  return testing_support::dense_input(n, testing_support::measured(number, repeat), 99, 16);
 }
 
 void wait_for_agents(TrackerClient& viewer, int count) {
