@@ -10,18 +10,13 @@
 #include <cctype>
 
 #include "tracker/agent_page.hpp"
+#include "tracker/protocol.hpp"
 #include "tracker/secret.hpp"
 #include "websocket_session.hpp"
 
 namespace webtune::tracker {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 HttpResponse json_error(int status, const std::string& message) {
   HttpResponse r;
@@ -115,7 +110,7 @@ HttpResponse HttpSession<Stream>::answer(const http::request<http::string_body>&
     r.status = page.status;
     r.body = std::move(page.body);
     for (auto& [name, value] : page.headers) {
-      if (lower(name) == "content-type")
+      if (ascii_lower(name) == "content-type")
         r.content_type = std::move(value);
       else
         r.headers.emplace_back(std::move(name), std::move(value));
@@ -128,7 +123,7 @@ HttpResponse HttpSession<Stream>::answer(const http::request<http::string_body>&
   plain.method = std::string(request.method_string());
   plain.target = std::string(request.target());
   for (const auto& field : request)
-    plain.headers.emplace_back(lower(field.name_string()), std::string(field.value()));
+    plain.headers.emplace_back(ascii_lower(field.name_string()), std::string(field.value()));
   try {
     std::optional<HttpResponse> r =
         c.config.http_handler(plain, c.config.websocket ? &c.state : nullptr);

@@ -4,15 +4,11 @@
 
 #include <cctype>
 
+#include "tracker/protocol.hpp"
+
 namespace webtune::tracker {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // "name" → "name:port"; "name:port" and "[v6]:port" stay; "[v6]" → "[v6]:port".
 std::string with_port(std::string host, uint16_t port) {
@@ -21,10 +17,7 @@ std::string with_port(std::string host, uint16_t port) {
   const bool has_port =
       bracketed ? close != std::string::npos && close + 1 < host.size() && host[close + 1] == ':'
                 : host.find(':') != std::string::npos;
-  if (!has_port) {
-    // A bare IPv6 literal (several ':') gets its brackets first.
-    host += ":" + std::to_string(port);
-  }
+  if (!has_port) host += ":" + std::to_string(port);
   return host;
 }
 
@@ -35,7 +28,7 @@ std::string bracket_v6(const std::string& host) {
 }  // namespace
 
 bool is_loopback_host(std::string_view host) {
-  const std::string h = lower(host);
+  const std::string h = ascii_lower(host);
   return h == "localhost" || h == "::1" || h == "[::1]" || h.rfind("127.", 0) == 0;
 }
 
@@ -45,11 +38,11 @@ bool is_wildcard_host(std::string_view host) {
 
 bool OriginPolicy::host_allowed(std::optional<std::string_view> host) const {
   if (!host) return true;  // HTTP/1.0 without Host: not what a browser sends
-  const std::string h = lower(*host);
+  const std::string h = ascii_lower(*host);
   if (is_wildcard_host(listen_host) && allowed_hosts.empty()) return true;
   std::vector<std::string> names = {"127.0.0.1", "localhost", "[::1]"};
-  if (!is_wildcard_host(listen_host)) names.push_back(bracket_v6(lower(listen_host)));
-  for (const std::string& extra : allowed_hosts) names.push_back(lower(extra));
+  if (!is_wildcard_host(listen_host)) names.push_back(bracket_v6(ascii_lower(listen_host)));
+  for (const std::string& extra : allowed_hosts) names.push_back(ascii_lower(extra));
   for (const std::string& name : names)
     if (h == with_port(name, port)) return true;
   return false;
@@ -58,16 +51,16 @@ bool OriginPolicy::host_allowed(std::optional<std::string_view> host) const {
 bool OriginPolicy::origin_allowed(std::optional<std::string_view> origin,
                                   std::optional<std::string_view> host) const {
   if (!origin) return true;
-  std::string o = lower(*origin);
+  std::string o = ascii_lower(*origin);
   while (!o.empty() && o.back() == '/') o.pop_back();
   for (const std::string& allowed : allowed_origins) {
-    std::string a = lower(allowed);
+    std::string a = ascii_lower(allowed);
     while (!a.empty() && a.back() == '/') a.pop_back();
     if (o == a) return true;
   }
   // Same origin: the page this listener served, under a Host it answers.
   if (!host || !host_allowed(host)) return false;
-  return o == std::string(tls ? "https://" : "http://") + lower(*host);
+  return o == std::string(tls ? "https://" : "http://") + ascii_lower(*host);
 }
 
 }  // namespace webtune::tracker

@@ -82,6 +82,12 @@ bool all_finite(const bj::value& v, int depth = 0) {
 
 }  // namespace
 
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 bj::object parse_message(std::string_view text) {
   boost::system::error_code ec;
   bj::value value = bj::parse(text, ec);

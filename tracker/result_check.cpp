@@ -11,18 +11,13 @@
 #include <vector>
 
 #include "codegen/json_util.hpp"
+#include "tracker/protocol.hpp"
 
 namespace webtune::tracker {
 
 namespace bj = boost::json;
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool names_software_rasterizer(const std::string& text) {
   for (const char* name : {"llvmpipe", "softpipe", "swiftshader", "lavapipe"})
@@ -36,8 +31,8 @@ DevicePeak DevicePeak::estimate(std::string_view key, const bj::object& device,
                                 const PlausibilityPolicy& policy) {
   std::string renderer;
   if (auto r = device.find("renderer"); r != device.end() && r->value().is_string())
-    renderer = lower(r->value().get_string());
-  const std::string k = lower(key);
+    renderer = ascii_lower(r->value().get_string());
+  const std::string k = ascii_lower(key);
   DevicePeak peak;
   peak.cpu = k.rfind("wasm:", 0) == 0 || k == "wasm" || names_software_rasterizer(k) ||
              names_software_rasterizer(renderer);

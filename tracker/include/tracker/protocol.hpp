@@ -31,6 +31,8 @@ constexpr size_t kMaxCloseReasonBytes = 123;
 /// cut (within the bound); invalid UTF-8 bytes become '?'. For close reasons and for echoing a
 /// peer's input in an error message.
 std::string truncate_utf8(std::string_view text, size_t max_bytes);
+/// `text` with ASCII letters in lower case (header names, host names, keys).
+std::string ascii_lower(std::string_view text);
 
 enum class Role { kAgent, kClient, kViewer };
 std::string_view role_name(Role role);
