@@ -324,9 +324,12 @@ TEST(Tune, TrackerKilledAndRestartedMidTuningLosesNothing) {
   const int trials = 40;
   pid_t tune = children.add(spawn(
       {WEBTUNE_BINARY, "tune", "--workload", "dense:32,32,32", "--target", "gles-frag", "--tuner",
-       "random", "--trials", std::to_string(trials), "--batch", "8", "--tracker", url, "--db", db},
+       "random", "--trials", std::to_string(trials), "--batch", "8", "--min-repeat-ms", "50",
+       "--tracker", url, "--db", db},
       log));
-  for (int i = 0; i < 600 && recorded_trials(db) < 8; ++i) std::this_thread::sleep_for(100ms);
+  // Every cost takes at least 50 ms (--min-repeat-ms), so the 32 trials after the first batch
+  // need at least 0.8 s on two agents: the kill lands mid-tuning even on a fast machine.
+  for (int i = 0; i < 3000 && recorded_trials(db) < 8; ++i) std::this_thread::sleep_for(20ms);
   ASSERT_GE(recorded_trials(db), 8);
   ASSERT_LT(recorded_trials(db), trials) << "the tuning ended before the tracker was killed";
   ::kill(tracker, SIGKILL);
