@@ -891,6 +891,10 @@ ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& devic
   t.workload.name = t.task_name;
   t.trial.config_index = index;
   t.trial.config_json = bj::serialize(bj::object{{"index", index}, {"entity", std::move(exact)}});
+  // bj::serialize writes a number read as infinity or NaN (1e999, 0e400) as a non-JSON token.
+  boost::system::error_code ec;
+  bj::parse(t.trial.config_json, ec);
+  if (ec) throw std::invalid_argument("the entity holds a number that is not finite");
   return t;
 }
 
