@@ -27,7 +27,7 @@
 /// Findings of this harness, fixed in the tracker (issue 13; docs/fuzzing.md): K1, a refused
 /// hello's close reason longer than a close frame holds; K2, a client's lease_ms overflowing the
 /// clock; K3, numbers read as infinity or NaN written back as non-JSON Infinity and NaN. Their
-/// reproducers are under fuzz/known/tracker_frames/ and run as part of the seed corpus.
+/// reproducers are fuzz/corpus/tracker_frames/regress_K*, replayed with the seed corpus.
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdint>
