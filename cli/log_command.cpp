@@ -135,14 +135,26 @@ void run_export(const LogArgs& args) {
 }
 
 void run_import(const LogArgs& args) {
-  RecordStore store(args.db);
-  int64_t imported = 0;
-  if (args.in == "-") {
-    imported = store.import_autotvm(std::cin, args.device_key);
-  } else {
-    std::ifstream file(args.in);
+  std::ifstream file;
+  if (args.in != "-") {
+    file.open(args.in);
     if (!file) throw std::runtime_error("cannot read '" + args.in + "'");
-    imported = store.import_autotvm(file, args.device_key);
+  }
+  // A refused log imports nothing (import_autotvm is one transaction); a database that this
+  // import created is removed again rather than left behind empty.
+  const bool created = args.db != ":memory:" && !std::filesystem::exists(args.db);
+  int64_t imported = 0;
+  try {
+    RecordStore store(args.db);
+    imported = args.in == "-" ? store.import_autotvm(std::cin, args.device_key)
+                              : store.import_autotvm(file, args.device_key);
+  } catch (...) {
+    if (created) {
+      std::error_code ignored;
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+        std::filesystem::remove(args.db + suffix, ignored);
+    }
+    throw;
   }
   std::printf("imported %lld trials into %s\n", static_cast<long long>(imported), args.db.c_str());
 }

@@ -234,6 +234,42 @@ TEST_F(CliInputTest, NumericOptionsOutOfRangeExitNonZeroNamingTheOption) {
   EXPECT_FALSE(fs::exists(db)) << "a refused command created a records file";
 }
 
+// ---- records ------------------------------------------------------------------------------
+
+TEST_F(CliInputTest, ARefusedLogImportLeavesNoNewDatabaseAndAnExistingOneAsItWas) {
+  const std::string log = write_file(".log", "# a comment line\nnot json\n");
+  // Into a path that does not exist: refused, and no empty database left behind.
+  const std::string fresh = temp_path("_fresh.db");
+  expect_refused({"log", "import", "--db", fresh, "--in", log}, {"line 2", "not JSON"});
+  EXPECT_FALSE(fs::exists(fresh)) << "a refused import created " << fresh;
+  EXPECT_FALSE(fs::exists(fresh + "-wal"));
+  // Into a database that holds a job: refused, and the job and its trial are still there.
+  const std::string db = temp_path(".db");
+  const Workload dense = Workload::dense(1, 8, 8, "d8");
+  {
+    RecordStore store(db);
+    const int64_t job = store.open_job(dense, Target::kGlesFrag, "gles:test", "d8", "random");
+    const Task task = Task::create(dense, Target::kGlesFrag);
+    TrialRecord trial;
+    const ConfigEntity entity = task.default_config();
+    trial.config_index = entity.index();
+    trial.config_json = bj::serialize(entity.to_json());
+    trial.result.costs = {1e-3};
+    ASSERT_EQ(store.add_trials(job, {trial}), 1);
+  }
+  expect_refused({"log", "import", "--db", db, "--in", log}, {"line 2"});
+  ASSERT_TRUE(fs::exists(db));
+  RecordStore store(db);
+  const auto jobs = store.jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(store.trials(jobs[0].id).size(), 1u);
+  // An input file that cannot be read is refused before the database is opened.
+  const std::string other = temp_path("_other.db");
+  expect_refused({"log", "import", "--db", other, "--in", temp_path("_missing.log")},
+                 {"cannot read"});
+  EXPECT_FALSE(fs::exists(other));
+}
+
 // ---- out of memory ------------------------------------------------------------------------
 
 TEST_F(CliInputTest, OutOfMemoryEndsAsOneErrorLineAndStatusOne) {
