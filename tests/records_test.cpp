@@ -1124,6 +1124,32 @@ TEST_F(RecordsTest, SuspectTrialsAreLeftOutOfTheBest) {
   EXPECT_EQ(store.best_trial(job)->config_index, 3);
 }
 
+TEST_F(RecordsTest, SuspectTrialsAreExportedAsFailures) {
+  RecordStore store(path_);
+  const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+  store.add_trials(job, {ok_trial(0, {4e-3}, "honest"), ok_trial(1, {1e-6, 2e-6}, "faker")});
+  EXPECT_EQ(store.mark_agent_suspect(job, "faker", "caught"), 1);
+  std::ostringstream out;
+  ASSERT_EQ(store.export_autotvm(out), 2);
+  std::istringstream lines(out.str());
+  std::string text;
+  std::vector<bj::object> parsed;
+  while (std::getline(lines, text)) parsed.push_back(bj::parse(text).as_object());
+  ASSERT_EQ(parsed.size(), 2u);
+  // The honest trial as it was; the suspect one as UNKNOWN_ERROR with AutoTVM's error cost.
+  EXPECT_EQ(parsed[0].at("result").as_array().at(1).to_number<int>(), 0);
+  EXPECT_DOUBLE_EQ(parsed[0].at("result").as_array().at(0).as_array().at(0).to_number<double>(),
+                   4e-3);
+  const bj::array& result = parsed[1].at("result").as_array();
+  EXPECT_EQ(result.at(1).to_number<int>(), 8);
+  ASSERT_EQ(result.at(0).as_array().size(), 1u);
+  EXPECT_DOUBLE_EQ(result.at(0).as_array().at(0).to_number<double>(), 1e9);
+  const bj::object& ours = parsed[1].at("webtune").as_object();
+  EXPECT_NE(std::string(ours.at("message").as_string()).find("suspect"), std::string::npos);
+  ASSERT_EQ(ours.at("suspect_costs").as_array().size(), 2u);
+  EXPECT_DOUBLE_EQ(ours.at("suspect_costs").as_array().at(1).to_number<double>(), 2e-6);
+}
+
 TEST_F(RecordsTest, RefusesUnknownStatusesVerdictsAndTrials) {
   RecordStore store(path_);
   const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice);

@@ -1239,25 +1239,32 @@ int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& worklo
                                  " of job " + std::to_string(job.id) +
                                  " has no entity list in its config JSON");
       const bj::array& entity = entity_value->get_array();
-      bj::array costs;
+      // A suspect trial (its cost was not believed: docs/protocol.md, "Result checks") leaves
+      // as a failure, so that TVM's apply_history_best, or a re-import, never picks it; its
+      // costs travel in webtune's own field.
+      const bool suspect = trial.result.ok() && trial.verdict == kSuspect;
+      bj::array costs, suspect_costs;
       if (trial.result.ok())
-        for (double c : trial.result.costs) costs.emplace_back(c);
-      else
-        costs.emplace_back(kAutoTvmErrorCost);
+        for (double c : trial.result.costs) (suspect ? suspect_costs : costs).emplace_back(c);
+      if (costs.empty()) costs.emplace_back(kAutoTvmErrorCost);
+      const MeasureErrorNo error = suspect ? MeasureErrorNo::kUnknown : trial.result.error;
       bj::object line;
       line["input"] = bj::array{target_string, task, args, bj::object{}};
       line["config"] = bj::object{{"index", trial.config_index},
                                   {"code_hash", nullptr},
                                   {"entity", autotvm_entity(entity)}};
-      line["result"] = bj::array{std::move(costs), static_cast<int>(trial.result.error),
-                                 trial.result.all_cost, trial.result.timestamp};
+      line["result"] = bj::array{std::move(costs), static_cast<int>(error), trial.result.all_cost,
+                                 trial.result.timestamp};
       line["version"] = kAutoTvmVersion;
       line["tvm_version"] = kTvmVersion;
       line["webtune"] = bj::object{{"task", job.task_name},
                                    {"agent", trial.agent},
                                    {"gflops", trial.gflops},
-                                   {"message", trial.result.message},
+                                   {"message", suspect ? "suspect: its cost was not confirmed "
+                                                         "by a second agent"
+                                                       : trial.result.message},
                                    {"entity", entity}};
+      if (suspect) line["webtune"].get_object()["suspect_costs"] = std::move(suspect_costs);
       std::string text;
       append_json(text, line);
       text += '\n';

@@ -229,7 +229,9 @@ class RecordStore {
       OpKind op, Target target, int64_t exclude_job_id) const;
 
   /// Writes every trial matching the filters (as best()'s) as one AutoTVM JSON line, by job
-  /// then insertion order; returns lines written.
+  /// then insertion order; returns lines written. A suspect trial is written as a failure
+  /// (UNKNOWN_ERROR, cost 1e9, its costs in "webtune"."suspect_costs"), so that no reader of
+  /// the log takes it for a result.
   int64_t export_autotvm(std::ostream& out, const std::string& workload_filter = {},
                          const std::string& target_filter = {}) const;
   /// Reads AutoTVM JSON lines (see the file comment) into jobs of `device_key`; an empty
