@@ -13,7 +13,9 @@
 /// export_autotvm(); an export that succeeds is imported into a fresh ":memory:" store.
 ///
 /// Asserts: only std::runtime_error or std::invalid_argument escape the readers, with a message;
-/// what export_autotvm writes, import_autotvm reads back (same line count) without an error.
+/// what export_autotvm writes, import_autotvm reads back (same line count) without an error when
+/// every trial's config is an entity of its template's space (config_in_space), and refuses,
+/// naming a line, when one is not (export writes configs as recorded; import checks them).
 #include <sqlite3.h>
 
 #include <boost/json.hpp>
@@ -156,15 +158,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   write_rows(d.raw, lines);
   const std::optional<std::string> log = read_everything(*d.store);
   if (!log || log->empty()) return 0;
+  // Does every recorded config fit its template's space, as an import will check?
+  bool all_fit = true;
+  try {
+    for (const TuningJobInfo& job : d.store->jobs())
+      for (const TrialRecord& t : d.store->trials(job.id))
+        config_in_space(job.workload, job.target, t.config_json, t.result.ok());
+  } catch (const std::exception&) {
+    all_fit = false;
+  }
   RecordStore again(":memory:");
   std::istringstream in(*log);
   int64_t imported = 0;
   try {
     imported = again.import_autotvm(in, "");
   } catch (const std::exception& e) {
+    if (!all_fit) {
+      check(std::string(e.what()).find("line ") != std::string::npos,
+            "import_autotvm refused without naming the line: " + std::string(e.what()));
+      return 0;
+    }
     finding("export_autotvm wrote a log that import_autotvm refuses (" + std::string(e.what()) +
             "):\n" + *log);
   }
+  check(all_fit, "import_autotvm took a config that does not fit its template's space:\n" + *log);
   int64_t lines_written = 0;
   for (char c : *log) lines_written += c == '\n';
   check(imported == lines_written, "export wrote " + std::to_string(lines_written) +

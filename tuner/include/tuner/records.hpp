@@ -231,7 +231,8 @@ class RecordStore {
   /// Writes every trial matching the filters (as best()'s) as one AutoTVM JSON line, by job
   /// then insertion order; returns lines written. A suspect trial is written as a failure
   /// (UNKNOWN_ERROR, cost 1e9, its costs in "webtune"."suspect_costs"), so that no reader of
-  /// the log takes it for a result.
+  /// the log takes it for a result. Configs are written as recorded: import_autotvm refuses,
+  /// naming the line, one that a damaged records file holds outside its template's space.
   int64_t export_autotvm(std::ostream& out, const std::string& workload_filter = {},
                          const std::string& target_filter = {}) const;
   /// Reads AutoTVM JSON lines (see the file comment) into jobs of `device_key`; an empty
