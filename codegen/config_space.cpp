@@ -354,6 +354,11 @@ ConfigEntity ConfigSpace::from_json(const bj::value& value) const {
     const std::string name(a[0].get_string());
     auto it = knob_by_name_.find(name);
     if (it == knob_by_name_.end()) refuse("unknown knob '" + name + "'");
+    // The kind letter as AutoTVM writes it ("sp" for a split, "ot" for the others, as to_json
+    // writes them); TVM's ConfigEntity.from_json_dict refuses a kind it does not know, too.
+    const char* kind = (*knobs_)[it->second].kind == Knob::Kind::kSplit ? "sp" : "ot";
+    if (!a[1].is_string() || a[1].get_string() != kind)
+      refuse("knob '" + name + "' must have the kind \"" + kind + "\", not " + bj::serialize(a[1]));
     int choice = -1;
     try {
       choice = find_candidate((*knobs_)[it->second], a[2]);

@@ -64,6 +64,27 @@ TEST(ConfigSpace, IndexEntityBijectionAndJsonRoundTrip) {
   EXPECT_THROW(s.get(s.raw_size()), std::out_of_range);
 }
 
+TEST(ConfigSpace, JsonWithAWrongKnobKindIsRefused) {
+  // AutoTVM's kind letters: "sp" for a split, "ot" for the others (TVM's from_json_dict refuses
+  // a kind it does not know); an entity whose letters lie is not one of this space's.
+  ConfigSpace s = small_space();
+  const auto parse = [&](const char* text) { return s.from_json(boost::json::parse(text)); };
+  EXPECT_EQ(parse(R"({"entity":[["tile","sp",[4,2]],["unroll","ot",2],["layout","ot","2d"]]})")
+                .split("tile")[1],
+            2);
+  for (const char* text :
+       {R"({"entity":[["tile","ot",[4,2]],["unroll","ot",2],["layout","ot","2d"]]})",
+        R"({"entity":[["tile","sp",[4,2]],["unroll","kt",2],["layout","ot","2d"]]})",
+        R"({"entity":[["tile","sp",[4,2]],["unroll","ot",2],["layout",null,"2d"]]})"}) {
+    try {
+      parse(text);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const MeasureError& e) {
+      EXPECT_NE(std::string(e.what()).find("must have the kind"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ConfigSpace, FiltersAndRefusals) {
   ConfigSpace s = small_space();
   DeviceLimits limits;

@@ -1150,6 +1150,26 @@ TEST_F(RecordsTest, SuspectTrialsAreExportedAsFailures) {
   EXPECT_DOUBLE_EQ(ours.at("suspect_costs").as_array().at(1).to_number<double>(), 2e-6);
 }
 
+TEST_F(RecordsTest, ExportRefusesATrialWhoseIndexAndConfigDisagree) {
+  {
+    RecordStore store(path_);
+    const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+    store.add_trials(job, {ok_trial(3, {1e-3}), ok_trial(4, {1e-3})});
+  }
+  // A damaged file: the second trial's index column no longer matches its config JSON.
+  query_text(path_, "UPDATE trials SET config_index = 40 WHERE config_index = 4");
+  RecordStore store(path_);
+  std::ostringstream out;
+  try {
+    store.export_autotvm(out);
+    ADD_FAILURE() << "exported " << out.str();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("has config index 40 but its config JSON says 4"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(RecordsTest, RefusesUnknownStatusesVerdictsAndTrials) {
   RecordStore store(path_);
   const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
