@@ -1238,14 +1238,16 @@ int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& worklo
         throw std::runtime_error("records: export_autotvm: trial " + std::to_string(trial.id) +
                                  " of job " + std::to_string(job.id) +
                                  " has no entity list in its config JSON");
-      // The row's index column and its config JSON must agree: which one is the config?
-      if (const bj::value* index = config.get_object().if_contains("index");
-          index != nullptr && !(index->is_int64() && index->get_int64() == trial.config_index) &&
-          !(index->is_uint64() && index->get_uint64() == static_cast<uint64_t>(trial.config_index)))
+      // The row's index column and its config JSON (ConfigEntity::to_json always writes the
+      // index) must agree: otherwise which one is the config?
+      const bj::value* index = config.get_object().if_contains("index");
+      if (index == nullptr || !((index->is_int64() && index->get_int64() == trial.config_index) ||
+                                (index->is_uint64() &&
+                                 index->get_uint64() == static_cast<uint64_t>(trial.config_index))))
         throw std::runtime_error("records: export_autotvm: trial " + std::to_string(trial.id) +
                                  " of job " + std::to_string(job.id) + " has config index " +
                                  std::to_string(trial.config_index) + " but its config JSON says " +
-                                 bj::serialize(*index));
+                                 (index ? bj::serialize(*index) : "none"));
       const bj::array& entity = entity_value->get_array();
       // A suspect trial (its cost was not believed: docs/protocol.md, "Result checks") leaves
       // as a failure, so that TVM's apply_history_best, or a re-import, never picks it; its
