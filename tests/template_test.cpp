@@ -9,10 +9,12 @@
 #include <boost/json.hpp>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "codegen/task.hpp"
+#include "codegen/template.hpp"
 #include "codegen/wasm_emitter.hpp"
 #include "tuner/features.hpp"
 
@@ -45,6 +47,11 @@ struct Pin {
   const char* feature_hash;
 };
 
+/// What gtest prints for GetParam(): the label, not the struct's bytes.
+void PrintTo(const Pin& pin, std::ostream* os) {
+  *os << pin.label;
+}
+
 class TemplatePin : public testing::TestWithParam<Pin> {};
 
 TEST_P(TemplatePin, SpaceDefaultSourcesAndFeaturesAreUnchanged) {
@@ -73,6 +80,44 @@ TEST_P(TemplatePin, SpaceDefaultSourcesAndFeaturesAreUnchanged) {
     features = fnv1a(name.data(), name.size() + 1, features);
   EXPECT_EQ(hex(sources), pin.source_hash);
   EXPECT_EQ(hex(features), pin.feature_hash);
+}
+
+TEST(TemplateRegistry, ListsEveryTemplateOnceByTargetThenOp) {
+  std::vector<std::string> names;
+  for (const Template* t : all_templates()) names.push_back(t->name());
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "dense.gles-frag", "conv2d_nchw.gles-frag",
+                       "depthwise_conv2d_nchw.gles-frag", "dense.gles-compute",
+                       "conv2d_nchw.gles-compute", "depthwise_conv2d_nchw.gles-compute",
+                       "dense.webgpu", "conv2d_nchw.webgpu", "dense.wasm", "conv2d_nchw.wasm"}));
+  EXPECT_EQ(targets(), (std::vector<Target>{Target::kGlesFrag, Target::kGlesCompute,
+                                            Target::kWebgpu, Target::kWasm}));
+  EXPECT_EQ(target_names(), "gles-frag, gles-compute, webgpu, wasm");
+}
+
+TEST(TemplateRegistry, FindsTheTemplateOfAWorkloadAndTaskUsesIt) {
+  const Workload conv = Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1);
+  const Template& t = template_for(Target::kWebgpu, conv);
+  EXPECT_EQ(t.name(), "conv2d_nchw.webgpu");
+  EXPECT_EQ(t.target(), Target::kWebgpu);
+  EXPECT_EQ(t.op(), OpKind::kConv2d);
+  EXPECT_TRUE(t.accepts(conv));
+  EXPECT_FALSE(t.accepts(Workload::dense(8, 8, 8)));
+  EXPECT_EQ(Task::create(conv, Target::kWebgpu).kernel_template, &t);
+}
+
+TEST(TemplateRegistry, AMissingTemplateIsRefusedNamingTheOnesThatExist) {
+  const Workload dw = Workload::depthwise_conv2d(1, 8, 12, 12, 3, 1, 1);
+  try {
+    template_for(Target::kWasm, dw);
+    FAIL() << "found a wasm template for depthwise_conv2d";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "wasm has no template for depthwise_conv2d (templates: dense.wasm, "
+                 "conv2d_nchw.wasm)");
+  }
+  EXPECT_THROW(Task::create(dw, Target::kWebgpu), std::invalid_argument);
+  EXPECT_THROW(Task().get_template(), std::logic_error);
 }
 
 const Workload kDense = Workload::dense(64, 96, 48, "dense");

@@ -585,17 +585,7 @@ int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
 
 // ---- AutoTVM ------------------------------------------------------------------------------
 
-std::string_view tvm_op_name(OpKind op) {
-  switch (op) {
-    case OpKind::kDense:
-      return "dense";
-    case OpKind::kConv2d:
-      return "conv2d_nchw";
-    case OpKind::kDepthwiseConv2d:
-      return "depthwise_conv2d_nchw";
-  }
-  return "unknown";
-}
+// tvm_op_name: codegen/template.hpp.
 
 bj::array tvm_tensor(const std::vector<int64_t>& shape) {
   return bj::array{"TENSOR", json::to_array(shape), "float32"};
