@@ -120,6 +120,37 @@ TEST(TemplateRegistry, AMissingTemplateIsRefusedNamingTheOnesThatExist) {
   EXPECT_THROW(Task().get_template(), std::logic_error);
 }
 
+TEST(TemplateFeatures, TheCostModelsAnalyticFeaturesAreTheTemplates) {
+  for (const Template* t : all_templates()) {
+    if (t->target() == Target::kWasm && !wasm_emitter_available()) continue;
+    const Workload w = t->op() == OpKind::kDense ? Workload::dense(64, 96, 48)
+                       : t->op() == OpKind::kConv2d
+                           ? Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1)
+                           : Workload::depthwise_conv2d(1, 8, 12, 12, 3, 2, 1);
+    const Task task = Task::create(w, t->target());
+    const ConfigEntity e = task.default_config();
+    std::vector<float> expected;
+    if (t->features_need_artifact()) {
+      const KernelArtifact a = task.build(e);
+      expected = t->features(w, e, &a);
+    } else {
+      expected = t->features(w, e, nullptr);
+    }
+    ASSERT_EQ(expected.size(), Template::kAnalyticFeatureCount) << t->name();
+    const std::vector<float> all = config_features(task, e);
+    ASSERT_GT(all.size(), expected.size()) << t->name();
+    EXPECT_EQ(
+        std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(expected.size()), all.end()),
+        expected)
+        << t->name();
+    // The analytic part says something: a valid default has work split over invocations.
+    EXPECT_NE(expected[2], 0.0f) << t->name();
+    const std::vector<std::string> names = feature_names(task);
+    EXPECT_EQ(names.size(), all.size());
+    EXPECT_EQ(names.back(), "channels_output");
+  }
+}
+
 const Workload kDense = Workload::dense(64, 96, 48, "dense");
 const Workload kConv = Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1, "conv");
 const Workload kDepthwise = Workload::depthwise_conv2d(1, 8, 12, 12, 3, 2, 1, "dw");
