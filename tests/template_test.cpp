@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "codegen/template.hpp"
 #include "codegen/wasm_emitter.hpp"
 #include "tuner/features.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace webtune {
 namespace {
@@ -118,6 +120,56 @@ TEST(TemplateRegistry, AMissingTemplateIsRefusedNamingTheOnesThatExist) {
   }
   EXPECT_THROW(Task::create(dw, Target::kWebgpu), std::invalid_argument);
   EXPECT_THROW(Task().get_template(), std::logic_error);
+}
+
+TEST(TuneTargets, TheTableNamesKernelsAgentsAndBrowsers) {
+  std::vector<std::string> names;
+  for (const TuneTarget& t : tune_targets()) names.push_back(t.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gles-frag", "gles-compute", "webgl2", "webgpu", "wasm"}));
+  const TuneTarget webgl2 = tune_target_from_name("webgl2");
+  EXPECT_EQ(webgl2.kernel, Target::kGlesFrag);
+  EXPECT_EQ(webgl2.key, "webgl2");
+  EXPECT_TRUE(webgl2.browser);
+  const TuneTarget compute = tune_target_from_name("gles-compute");
+  EXPECT_EQ(compute.kernel, Target::kGlesCompute);
+  EXPECT_EQ(compute.key, "gles");
+  EXPECT_FALSE(compute.browser);
+  EXPECT_EQ(target_key(Target::kGlesFrag), "gles");
+  EXPECT_EQ(target_key(Target::kWasm), "wasm");
+  EXPECT_TRUE(runs_natively(Target::kGlesFrag));
+  EXPECT_TRUE(runs_natively(Target::kGlesCompute));
+  EXPECT_FALSE(runs_natively(Target::kWebgpu));
+  EXPECT_FALSE(runs_natively(Target::kWasm));
+  // Every kernel kind of the registry can be tuned somewhere.
+  for (Target t : targets()) EXPECT_NE(target_key(t), "unknown") << target_name(t);
+}
+
+TEST(TuneTargets, UnknownNamesAreRefusedNamingTheTable) {
+  try {
+    tune_target_from_name("cuda");
+    FAIL() << "accepted cuda";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown target 'cuda' (known: gles-frag, gles-compute, webgl2, "
+                 "webgpu, wasm)");
+  }
+  try {
+    target_from_name("webgl2");  // a tune target, not a kernel kind
+    FAIL() << "accepted webgl2 as a kernel kind";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown target 'webgl2' (known: gles-frag, gles-compute, webgpu, wasm)");
+  }
+}
+
+TEST(TuneTargets, HelpTextListsEachTargetWithItsTemplatesOps) {
+  EXPECT_EQ(tune_target_help(),
+            "gles-frag (GLSL ES 3.00 fragment shaders; dense, conv2d, depthwise_conv2d), "
+            "gles-compute (GLSL ES 3.10 compute shaders; dense, conv2d, depthwise_conv2d), "
+            "webgl2 (gles-frag kernels in browser tabs; dense, conv2d, depthwise_conv2d), "
+            "webgpu (WGSL, browser tabs; dense, conv2d), "
+            "wasm (LLVM-built WebAssembly, browser tabs; dense, conv2d)");
 }
 
 TEST(TemplateFeatures, TheCostModelsAnalyticFeaturesAreTheTemplates) {
