@@ -33,6 +33,7 @@
 #include "commands.hpp"
 #include "option_checks.hpp"
 #include "tuner/records.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace webtune::cli {
 
@@ -200,8 +201,7 @@ void add_artifact_command(CLI::App& app) {
                   "key fragment of a job, e.g. C2 or dense_512")
       ->required();
   cmd->add_option("--task", args->task, "task name inside a workload file, e.g. C2");
-  cmd->add_option("--target", args->target,
-                  "target the job was tuned for: gles-frag, gles-compute, webgl2 or webgpu")
+  cmd->add_option("--target", args->target, "target the job was tuned for: " + tune_target_names())
       ->required();
   cmd->add_option("--config-index", args->config_index,
                   "this config of the job's space instead of the best measured one")

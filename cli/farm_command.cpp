@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "option_checks.hpp"
 #include "tracker/tracker_server.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace webtune::cli {
 
@@ -78,8 +79,11 @@ void add_farm_command(CLI::App& app) {
   cmd->add_option("--tabs", args->farm.tabs, "agent tabs")
       ->check(int_range(1, 64))
       ->capture_default_str();
+  std::string families;
+  for (const TuneTarget& t : tune_targets())
+    if (t.browser) families += (families.empty() ? "" : ", ") + t.key;
   cmd->add_option("--targets", args->farm.targets,
-                  "executor families, comma-separated (webgl2, webgpu, wasm)")
+                  "executor families, comma-separated (" + families + ")")
       ->capture_default_str();
   cmd->add_option("--tracker", args->farm.tracker,
                   "ws://HOST:PORT/ws of the tracker to serve (default: run one on --listen)");

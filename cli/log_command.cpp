@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/template.hpp"
 #include "commands.hpp"
 #include "tuner/records.hpp"
 
@@ -162,8 +163,7 @@ void run_import(const LogArgs& args) {
 void add_filters(CLI::App* cmd, LogArgs& args) {
   cmd->add_option("--workload", args.workload,
                   "only jobs whose workload key or task name contains this text");
-  cmd->add_option("--target", args.target,
-                  "only jobs of this target (gles-frag, gles-compute, webgpu, wasm)");
+  cmd->add_option("--target", args.target, "only jobs of this target (" + target_names() + ")");
 }
 
 }  // namespace

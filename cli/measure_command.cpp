@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "native_agent/isolated_runtime.hpp"
 #include "option_checks.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace webtune::cli {
 
@@ -62,8 +63,7 @@ int run_measure(const MeasureArgs& args) {
     throw std::invalid_argument("--workload names " + std::to_string(tasks.size()) +
                                 " tasks; pick one with --task");
   const Target target = target_from_name(args.target);
-  if (target == Target::kWasm || target == Target::kWebgpu)
-    return build_only(args, tasks[0], target);
+  if (!runs_natively(target)) return build_only(args, tasks[0], target);
   IsolatedRuntime runtime;
   const GlDeviceInfo& device = runtime.info();
   Task task = Task::create(tasks[0].workload, target, device.limits);
@@ -117,8 +117,13 @@ void add_measure_command(CLI::App& app) {
                   "conv2d:N,C,H,W,K,R,stride,pad | depthwise_conv2d:N,C,H,W,R,stride,pad")
       ->required();
   cmd->add_option("--task", args->task, "task name inside a workload file, e.g. C2");
+  std::string native, browser;  // target names, each list joined with ", "
+  for (Target t : targets()) {
+    std::string& list = runs_natively(t) ? native : browser;
+    list += (list.empty() ? "" : ", ") + std::string(target_name(t));
+  }
   cmd->add_option("--target", args->target,
-                  "gles-frag or gles-compute (webgpu, wasm: build only, they run in browsers)")
+                  native + " (" + browser + ": build only, they run in browsers)")
       ->capture_default_str();
   cmd->add_option("--config", args->config, "config index, entity JSON, or 'default'")
       ->capture_default_str();

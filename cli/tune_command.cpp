@@ -24,6 +24,7 @@
 #include "option_checks.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tuner/tune_session.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace webtune::cli {
 
@@ -147,11 +148,7 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--workload", args->workload, "workload file or inline spec (see measure)")
       ->required();
   cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
-  cmd->add_option("--target", args->target,
-                  "gles-frag, gles-compute, webgl2 (gles-frag kernels in browser tabs), webgpu "
-                  "(WGSL, dense and conv2d) or wasm (LLVM-built WebAssembly, dense and conv2d, "
-                  "browser tabs)")
-      ->capture_default_str();
+  cmd->add_option("--target", args->target, tune_target_help())->capture_default_str();
   cmd->add_option("--trials", args->options.trials, "trials per task")
       ->check(int_range(1, 1'000'000))
       ->capture_default_str();

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <ostream>
 #include <set>
+#include <string>
 
 #include "codegen/error_no.hpp"
 #include "codegen/task.hpp"
@@ -164,6 +166,14 @@ struct TemplateCase {
   Workload workload;
 };
 
+/// "Frag_dense64", "Compute_C4": the test name suffix, and what gtest prints for GetParam().
+std::string case_name(const TemplateCase& c) {
+  return std::string(c.target == Target::kGlesFrag ? "Frag" : "Compute") + "_" + c.workload.name;
+}
+void PrintTo(const TemplateCase& c, std::ostream* os) {
+  *os << case_name(c);
+}
+
 class TemplateSpace : public ::testing::TestWithParam<TemplateCase> {};
 
 TEST_P(TemplateSpace, BijectionOverTheWholeSpace) {
@@ -267,11 +277,7 @@ std::vector<TemplateCase> template_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Templates, TemplateSpace, ::testing::ValuesIn(template_cases()),
-                         [](const auto& info) {
-                           std::string t =
-                               info.param.target == Target::kGlesFrag ? "Frag" : "Compute";
-                           return t + "_" + info.param.workload.name;
-                         });
+                         [](const auto& info) { return case_name(info.param); });
 
 }  // namespace
 }  // namespace webtune

@@ -5,7 +5,9 @@
 
 #include <boost/json.hpp>
 #include <map>
+#include <ostream>
 #include <random>
+#include <string>
 
 #include "codegen/task.hpp"
 #include "native_agent/isolated_runtime.hpp"
@@ -34,6 +36,14 @@ struct EmitterCase {
   Target target;
   Workload workload;
 };
+
+/// "Frag_dense64", "Compute_C4": the test name suffix, and what gtest prints for GetParam().
+std::string case_name(const EmitterCase& c) {
+  return std::string(c.target == Target::kGlesFrag ? "Frag" : "Compute") + "_" + c.workload.name;
+}
+void PrintTo(const EmitterCase& c, std::ostream* os) {
+  *os << case_name(c);
+}
 
 class EmitterOnLlvmpipe : public ::testing::TestWithParam<EmitterCase> {};
 
@@ -272,11 +282,7 @@ std::vector<EmitterCase> emitter_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Emitters, EmitterOnLlvmpipe, ::testing::ValuesIn(emitter_cases()),
-                         [](const auto& info) {
-                           std::string t =
-                               info.param.target == Target::kGlesFrag ? "Frag" : "Compute";
-                           return t + "_" + info.param.workload.name;
-                         });
+                         [](const auto& info) { return case_name(info.param); });
 
 }  // namespace
 }  // namespace webtune

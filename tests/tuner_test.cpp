@@ -95,7 +95,10 @@ TEST_P(TunerFindsOptimum, OnASyntheticCostOverTheDenseComputeSpace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tuners, TunerFindsOptimum,
-                         ::testing::Values("random", "grid", "ga", "xgb"));
+                         ::testing::Values("random", "grid", "ga", "xgb"),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param;  // "Tuners/TunerFindsOptimum.X/xgb", not "/3"
+                         });
 
 TEST(Tuner, GridExhaustsTheSpaceWithoutRepeats) {
   Task task = Task::create(Workload::dense(16, 16, 16), Target::kGlesFrag);

@@ -25,6 +25,7 @@
 #include "codegen/task.hpp"
 #include "codegen/wasm_emitter.hpp"
 #include "tuner/features.hpp"
+#include "tuner/tune_target.hpp"
 #include "tuner/xgb_tuner.hpp"
 
 namespace webtune {

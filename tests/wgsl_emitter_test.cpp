@@ -12,6 +12,7 @@
 #include "codegen/error_no.hpp"
 #include "codegen/task.hpp"
 #include "codegen/wgsl_emitter.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace webtune {
 namespace {

@@ -585,17 +585,7 @@ int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
 
 // ---- AutoTVM ------------------------------------------------------------------------------
 
-std::string_view tvm_op_name(OpKind op) {
-  switch (op) {
-    case OpKind::kDense:
-      return "dense";
-    case OpKind::kConv2d:
-      return "conv2d_nchw";
-    case OpKind::kDepthwiseConv2d:
-      return "depthwise_conv2d_nchw";
-  }
-  return "unknown";
-}
+// tvm_op_name: codegen/template.hpp.
 
 bj::array tvm_tensor(const std::vector<int64_t>& shape) {
   return bj::array{"TENSOR", json::to_array(shape), "float32"};
@@ -809,7 +799,7 @@ std::string target_option(std::string_view target, std::string_view name) {
 
 /// The webtune target named `name`, or nullopt.
 std::optional<Target> webtune_target(std::string_view name) {
-  for (Target t : {Target::kGlesFrag, Target::kGlesCompute, Target::kWebgpu, Target::kWasm})
+  for (Target t : targets())
     if (name == target_name(t)) return t;
   return std::nullopt;
 }
@@ -836,9 +826,8 @@ Target parse_target(std::string_view target_string, std::string_view task_name) 
                                 " but the task is for '" + suffix + "'");
   if (from_keys) return *from_keys;
   if (from_task && keys.empty()) return *from_task;
-  throw std::invalid_argument(where +
-                              ": not one of webtune's targets (gles-frag, gles-compute, "
-                              "webgpu, wasm); this line is from another AutoTVM target");
+  throw std::invalid_argument(where + ": not one of webtune's targets (" + target_names() +
+                              "); this line is from another AutoTVM target");
 }
 
 ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& device_key) {
@@ -1226,6 +1215,8 @@ int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& worklo
   for (const TuningJobInfo& job : select_jobs(db_, workload_filter, target_filter)) {
     const std::string target(target_name(job.target));
     const std::string target_string = "opengl -keys=" + target + " -model=" + job.device_key;
+    // Template::name() spelled out: a foreign records file may hold a job that no template
+    // builds, and its lines still export.
     const std::string task = std::string(tvm_op_name(job.workload.op)) + "." + target;
     const bj::array args = tvm_args(job.workload);
     for (const TrialRecord& trial : trials(job.id)) {

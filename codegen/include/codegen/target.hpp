@@ -1,5 +1,6 @@
 /// \file target.hpp
-/// Targets: the kind of kernel a config space and an emitter produce, and the agents that run it.
+/// Targets: the kind of kernel a template (template.hpp) produces. Which agents run it is the
+/// tuner's business (tuner/tune_target.hpp).
 #pragma once
 
 #include <string>
@@ -16,27 +17,10 @@ enum class Target {
 
 /// "gles-frag", "gles-compute", "webgpu" or "wasm".
 std::string_view target_name(Target target);
-/// Inverse of target_name; throws std::invalid_argument naming the known targets.
+/// Inverse of target_name; throws std::invalid_argument naming the known targets
+/// (template.hpp's targets()).
 Target target_from_name(std::string_view name);
-/// The tracker key prefix of agents that run this target: "gles", "webgpu" or "wasm".
-std::string_view target_key(Target target);
 
-/// A target as `webtune tune --target` names it: the kernel kind that the config space and
-/// emitter produce, and the key prefix of the agents its jobs go to. The same kernels can run on
-/// several kinds of agent: "webgl2" is the gles-frag template (GLSL ES 3.00 fragment shaders run
-/// unchanged by WebGL2) measured in browser tabs, whose keys are "webgl2:<renderer>"; "webgpu"
-/// is the WGSL template (wgsl_emitter.hpp), run only by browser tabs ("webgpu:<adapter>");
-/// "wasm" is the LLVM-built WebAssembly template (wasm_emitter.hpp), run only by browser tabs
-/// ("wasm:threads" or "wasm:simd", docs/wasm_abi.md).
-struct TuneTarget {
-  std::string name;  ///< as given: "gles-frag", "gles-compute", "webgl2", "webgpu" or "wasm"
-  Target kernel = Target::kGlesFrag;
-  std::string key;       ///< "gles", "webgl2", "webgpu" or "wasm"
-  bool browser = false;  ///< its agents are browser tabs (a local farm runs headless Chromium)
-};
-
-/// Resolves "gles-frag", "gles-compute", "webgl2", "webgpu" or "wasm"; throws
-/// std::invalid_argument naming them.
-TuneTarget tune_target_from_name(std::string_view name);
+// Agents, tracker keys and browsers: tuner/tune_target.hpp.
 
 }  // namespace webtune

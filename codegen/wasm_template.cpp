@@ -1,0 +1,55 @@
+/// \file wasm_template.cpp
+/// The wasm templates (wasm32 modules built with LLVM, wasm_emitter.hpp) for dense and conv2d.
+#include "codegen/wasm_emitter.hpp"
+#include "template_impl.hpp"
+
+namespace webtune::detail {
+namespace {
+
+class WasmTemplate final : public Template {
+ public:
+  explicit WasmTemplate(OpKind op) : Template(Target::kWasm, op) {}
+
+  std::shared_ptr<ConfigSpace> space(const Workload& workload) const override {
+    return wasm_space(workload);
+  }
+  KernelArtifact emit(const Workload& workload, const ConfigEntity& entity) const override {
+    return emit_wasm(workload, entity);
+  }
+  ConfigEntity default_config(const ConfigSpace& space) const override {
+    return wasm_default(space);
+  }
+
+  // Read off the plan, not a built module: a build is an LLVM O3 compile and a link (tens of
+  // ms), and the tuner asks for features of thousands of candidates.
+  bool features_need_artifact() const override { return false; }
+
+  std::vector<float> features(const Workload& workload, const ConfigEntity& entity,
+                              const KernelArtifact* /*artifact*/) const override {
+    const WasmPlan p = wasm_plan(workload, entity);  // MeasureError for a broken rule
+    std::vector<float> f(kAnalyticFeatureCount, 0.0f);
+    const double tile = static_cast<double>(p.mr) * static_cast<double>(p.nr);
+    const double vectors = tile / (p.simd ? 4.0 : 1.0);
+    f[0] = log2f_of(tile);                                                // outputs per tile
+    f[1] = log2f_of(static_cast<double>(p.threads));                      // run(tid) calls
+    f[2] = log2f_of(static_cast<double>(workload.output_size()) / tile);  // micro-tiles
+    f[3] = log2p1(static_cast<double>(p.scratch_bytes_per_thread));       // packed panel
+    // A register tile of MR × NR loads MR + NR values per K step for MR·NR outputs.
+    f[4] = log2p1(4.0 * static_cast<double>(p.k) * (1.0 / p.mr + 1.0 / p.nr));
+    // Instructions in the K loop body: loads, splats, mul + add per accumulator, times unroll.
+    f[5] = log2f_of((2.0 * vectors + p.mr + p.nr) * p.unroll_k);
+    f[6] = f[7] = f[8] = 1.0f;  // plain row-major floats
+    return f;
+  }
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Template>> make_wasm_templates() {
+  std::vector<std::unique_ptr<Template>> out;
+  for (OpKind op : {OpKind::kDense, OpKind::kConv2d})
+    out.push_back(std::make_unique<WasmTemplate>(op));
+  return out;
+}
+
+}  // namespace webtune::detail
