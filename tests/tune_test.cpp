@@ -322,11 +322,11 @@ TEST(Tune, TrackerKilledAndRestartedMidTuningLosesNothing) {
   const std::string db = temp_db("restart");
   const std::string log = db + ".log";
   const int trials = 40;
-  pid_t tune = children.add(spawn(
-      {WEBTUNE_BINARY, "tune", "--workload", "dense:32,32,32", "--target", "gles-frag", "--tuner",
-       "random", "--trials", std::to_string(trials), "--batch", "8", "--min-repeat-ms", "50",
-       "--tracker", url, "--db", db},
-      log));
+  pid_t tune =
+      children.add(spawn({WEBTUNE_BINARY, "tune", "--workload", "dense:32,32,32", "--target",
+                          "gles-frag", "--tuner", "random", "--trials", std::to_string(trials),
+                          "--batch", "8", "--min-repeat-ms", "50", "--tracker", url, "--db", db},
+                         log));
   // Every cost takes at least 50 ms (--min-repeat-ms), so the 32 trials after the first batch
   // need at least 0.8 s on two agents: the kill lands mid-tuning even on a fast machine.
   for (int i = 0; i < 3000 && recorded_trials(db) < 8; ++i) std::this_thread::sleep_for(20ms);
