@@ -18,6 +18,20 @@ std::vector<std::unique_ptr<Template>> make_glsl_compute_templates();
 std::vector<std::unique_ptr<Template>> make_wgsl_templates();
 std::vector<std::unique_ptr<Template>> make_wasm_templates();
 
+/// The three functions of a compute-shader emitter (gles-compute, webgpu): its space, its
+/// kernel for one entity and its default config.
+struct ComputeEmitter {
+  std::shared_ptr<ConfigSpace> (*space)(const Workload&);
+  KernelArtifact (*emit)(const Workload&, const ConfigEntity&);
+  ConfigEntity (*default_config)(const ConfigSpace&);
+};
+
+/// One template per op of `ops` for a compute-shader target: the emitter's functions, and the
+/// analytic features of compute kernels (compute_kernel_features with the tiled traffic model),
+/// which both compute targets share since their spaces have the same tiling knobs.
+std::vector<std::unique_ptr<Template>> make_compute_templates(Target target, ComputeEmitter emitter,
+                                                              std::vector<OpKind> ops);
+
 /// log2(x), 0 for x ≤ 0.
 float log2f_of(double x);
 /// log2(1 + x), 0 for x ≤ 0.
