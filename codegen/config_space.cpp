@@ -17,7 +17,10 @@ namespace bj = boost::json;
 
 namespace {
 
-// Every ordered factorisation of `extent` into `parts` factors (outermost first).
+// Every ordered factorisation of `extent` into `parts` factors (outermost first). With
+// kVerbose an inner factor may also be a power of two that does not divide what is left of the
+// axis; what is left is then rounded up (ceil), so the product covers the axis with a padded or
+// guarded tail (AutoTVM's "verbose" split policy: factors and powers of two).
 void factorisations(int64_t extent, int parts, SplitPolicy policy, int64_t max_factor,
                     std::vector<int64_t>& prefix, std::vector<KnobValue>& out) {
   if (parts == 1) {
@@ -29,11 +32,14 @@ void factorisations(int64_t extent, int parts, SplitPolicy policy, int64_t max_f
     return;
   }
   for (int64_t f = 1; f <= extent; ++f) {
-    if (extent % f != 0) continue;
-    if (policy == SplitPolicy::kPower2 && (f & (f - 1)) != 0) continue;
     if (max_factor > 0 && f > max_factor) break;
+    const bool divides = extent % f == 0;
+    const bool power_of_two = (f & (f - 1)) == 0;
+    if (policy == SplitPolicy::kFactors && !divides) continue;
+    if (policy == SplitPolicy::kPower2 && !(divides && power_of_two)) continue;
+    if (policy == SplitPolicy::kVerbose && !divides && !power_of_two) continue;
     prefix.push_back(f);
-    factorisations(extent / f, parts - 1, policy, max_factor, prefix, out);
+    factorisations((extent + f - 1) / f, parts - 1, policy, max_factor, prefix, out);
     prefix.pop_back();
   }
 }
@@ -84,6 +90,15 @@ int find_candidate(const Knob& knob, const bj::value& value) {
 }
 
 }  // namespace
+
+bool split_is_exact(const std::vector<int64_t>& factors, int64_t extent) {
+  int64_t product = 1;
+  for (int64_t f : factors) {
+    if (f <= 0 || product > extent) return false;
+    product *= f;
+  }
+  return product == extent;
+}
 
 // ---- ConfigEntity -------------------------------------------------------------------------
 

@@ -48,6 +48,37 @@ ConfigSpace small_space() {
   return s;
 }
 
+TEST(ConfigSpace, VerboseSplitsAddPowersOfTwoThatRoundTheOuterFactorUp) {
+  ConfigSpace verbose;
+  verbose.define_split("x", 1000, 2, SplitPolicy::kVerbose, 64);
+  std::set<std::vector<int64_t>> values;
+  for (const KnobValue& v : verbose.knobs()[0].candidates)
+    values.insert(std::get<std::vector<int64_t>>(v));
+  // Divisors of 1000 up to 64, and the powers of two that do not divide it (ceil outer).
+  for (std::vector<int64_t> expected : std::vector<std::vector<int64_t>>{
+           {1000, 1}, {200, 5}, {40, 25}, {20, 50}, {125, 8}, {63, 16}, {32, 32}, {16, 64}})
+    EXPECT_TRUE(values.count(expected)) << expected[0] << "x" << expected[1];
+  EXPECT_FALSE(values.count({334, 3}));  // neither a divisor nor a power of two
+  EXPECT_EQ(values.size(), 13u);         // 1 2 4 5 8 10 16 20 25 32 40 50 64
+  EXPECT_TRUE(split_is_exact({125, 8}, 1000));
+  EXPECT_FALSE(split_is_exact({63, 16}, 1000));
+  EXPECT_FALSE(split_is_exact({0, 16}, 1000));
+
+  // Three parts: the middle factor splits the rounded-up rest, so the product still covers.
+  ConfigSpace three;
+  three.define_split("y", 7, 3, SplitPolicy::kVerbose);
+  for (const KnobValue& v : three.knobs()[0].candidates) {
+    const auto& f = std::get<std::vector<int64_t>>(v);
+    EXPECT_GE(f[0] * f[1] * f[2], 7);
+    EXPECT_LT((f[0] - 1) * f[1] * f[2], 7) << "the outer factor is not the smallest cover";
+  }
+  // Where every divisor is a power of two, verbose equals factors: old spaces stay as they were.
+  ConfigSpace a, b;
+  a.define_split("z", 4096, 3, SplitPolicy::kVerbose, 16);
+  b.define_split("z", 4096, 3, SplitPolicy::kFactors, 16);
+  EXPECT_EQ(a.raw_size(), b.raw_size());
+}
+
 TEST(ConfigSpace, IndexEntityBijectionAndJsonRoundTrip) {
   ConfigSpace s = small_space();
   ASSERT_EQ(s.raw_size(), 4 * 3 * 2);

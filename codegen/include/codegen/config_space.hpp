@@ -23,7 +23,17 @@
 
 namespace webtune {
 
-enum class SplitPolicy { kFactors, kPower2 };
+/// How define_split picks factors. kFactors: exact divisors (the product equals the extent).
+/// kPower2: powers of two that divide. kVerbose (AutoTVM's "verbose"): divisors and powers of
+/// two, the inner ones need not divide: the outermost factor is then ceil(extent / product of
+/// the inner ones), so the product may exceed the extent and the kernel guards or pads the tail
+/// (split_is_exact tells which). An axis of 1000 thus gets inner tiles 8, 16, 32, 64 beside its
+/// divisors 5, 10, 20, 25, 40, 50.
+enum class SplitPolicy { kFactors, kPower2, kVerbose };
+
+/// True when `factors` (a split's value) multiply to exactly `extent`; false for a kVerbose
+/// split whose tiles run past the end of the axis.
+bool split_is_exact(const std::vector<int64_t>& factors, int64_t extent);
 
 /// The value of one knob in one entity: the factors of a split, an integer or a string.
 using KnobValue = std::variant<std::vector<int64_t>, int64_t, std::string>;
@@ -34,7 +44,8 @@ struct Knob {
   std::string name;
   Kind kind = Kind::kInt;
   std::vector<KnobValue> candidates;
-  int64_t split_extent = 0;  ///< for kSplit: the axis length that the factors multiply to
+  int64_t split_extent = 0;  ///< for kSplit: the axis length the factors cover (multiply to, or
+                             ///< with kVerbose exceed by less than the inner product)
   /// Added to its template after records existed (ConfigSpace::allow_absent): an entity JSON
   /// without this knob means its first candidate.
   bool absent_means_first = false;
