@@ -39,25 +39,76 @@ function outHW(w) {
           Math.floor((w.W + 2 * w.pad - w.S) / w.stride) + 1];
 }
 
-/** Element counts {data, weight, output} of a workload in its JSON form. */
-export function workloadSizes(w) {
-  if (w.op === 'dense') return { data: w.M * w.K, weight: w.K * w.N, output: w.M * w.N };
+function outputShape(w) {
+  if (w.op === 'dense') return [w.M, w.N];
   const [oh, ow] = outHW(w);
-  if (w.op === 'conv2d') {
-    return { data: w.N * w.C * w.H * w.W, weight: w.K * w.C * w.R * w.S, output: w.N * w.K * oh * ow };
-  }
-  if (w.op === 'depthwise_conv2d') {
-    return { data: w.N * w.C * w.H * w.W, weight: w.C * w.R * w.S, output: w.N * w.C * oh * ow };
-  }
+  if (w.op === 'conv2d') return [w.N, w.K, oh, ow];
+  if (w.op === 'depthwise_conv2d') return [w.N, w.C, oh, ow];
   throw new MeasureError(ErrorNo.INSTANTIATION, `unknown workload op '${w.op}'`);
 }
 
-/** Shapes [data, weight] of a workload in its JSON form (row-major, see workload.hpp). */
+const product = (dims) => dims.reduce((a, b) => a * b, 1);
+
+/**
+ * The epilogue's extra inputs of a workload in its JSON form, in binding order after data and
+ * weight (codegen/include/codegen/epilogue.hpp): [{name: 'bias', shape: [C_out]}] if it has a
+ * bias, then [{name: 'residual', shape: <the output's>}] if it has a residual.
+ */
+export function epilogueInputs(w) {
+  const e = w.epilogue;
+  const extra = [];
+  if (!e) return extra;
+  const out = outputShape(w);
+  if (e.bias) extra.push({ name: 'bias', shape: [w.op === 'dense' ? w.N : out[1]] });
+  if (e.residual && e.residual !== 'none') extra.push({ name: 'residual', shape: out });
+  return extra;
+}
+
+/**
+ * Shapes of every input of a workload in its JSON form, in binding order: data, weight, then the
+ * epilogue's bias and residual (row-major, see workload.hpp).
+ */
 export function inputShapes(w) {
-  if (w.op === 'dense') return [[w.M, w.K], [w.K, w.N]];
-  if (w.op === 'conv2d') return [[w.N, w.C, w.H, w.W], [w.K, w.C, w.R, w.S]];
-  if (w.op === 'depthwise_conv2d') return [[w.N, w.C, w.H, w.W], [w.C, 1, w.R, w.S]];
-  throw new MeasureError(ErrorNo.INSTANTIATION, `unknown workload op '${w.op}'`);
+  let base;
+  if (w.op === 'dense') base = [[w.M, w.K], [w.K, w.N]];
+  else if (w.op === 'conv2d') base = [[w.N, w.C, w.H, w.W], [w.K, w.C, w.R, w.S]];
+  else if (w.op === 'depthwise_conv2d') base = [[w.N, w.C, w.H, w.W], [w.C, 1, w.R, w.S]];
+  else throw new MeasureError(ErrorNo.INSTANTIATION, `unknown workload op '${w.op}'`);
+  return [...base, ...epilogueInputs(w).map((x) => x.shape)];
+}
+
+/** Names of every input, as inputShapes orders them: 'data', 'weight', then 'bias', 'residual'. */
+export function inputNames(w) {
+  return ['data', 'weight', ...epilogueInputs(w).map((x) => x.name)];
+}
+
+/**
+ * Element counts {data, weight, output, inputs: [every input's count]} of a workload in its JSON
+ * form.
+ */
+export function workloadSizes(w) {
+  const inputs = inputShapes(w).map(product);
+  return { data: inputs[0], weight: inputs[1], output: product(outputShape(w)), inputs };
+}
+
+/**
+ * Checks that `artifact` has one layout per input of `workload` (JSON form) with its shape;
+ * throws INSTANTIATION naming what differs (e.g. a residual layout of the wrong shape).
+ * `fail(message)` raises (default: throw INSTANTIATION).
+ */
+export function checkInputShapes(artifact, workload, fail = (m) => {
+  throw new MeasureError(ErrorNo.INSTANTIATION, m);
+}) {
+  const shapes = inputShapes(workload);
+  const names = inputNames(workload);
+  if (!Array.isArray(artifact.inputs) || artifact.inputs.length !== shapes.length) {
+    fail(`the artifact has ${artifact.inputs?.length ?? 0} input layouts; the workload has ${shapes.length} inputs (${names.join(', ')})`);
+  }
+  artifact.inputs.forEach((layout, i) => {
+    if (JSON.stringify(layout.shape) !== JSON.stringify(shapes[i])) {
+      fail(`artifact input ${i} (${names[i]}) has shape [${layout.shape}] but the workload's ${names[i]} is [${shapes[i]}]`);
+    }
+  });
 }
 
 /**
@@ -78,22 +129,14 @@ export function checkJobDeadline({ input, start: startMs, shouldStop }, timedRun
 }
 
 /**
- * Checks that `artifact` feeds exactly the two inputs of `workload` (JSON form) with their
- * shapes, unpacked (plain row-major buffers, as compute and wasm kernels read them); throws
- * INSTANTIATION naming what differs. `reader` names what reads them in the message
- * ("WGSL kernels read plain row-major buffers").
+ * Checks that `artifact` feeds every input of `workload` (JSON form) with its shape, unpacked
+ * (plain row-major buffers, as compute and wasm kernels read them); throws INSTANTIATION naming
+ * what differs. `reader` names what reads them in the message ("WGSL kernels read plain
+ * row-major buffers").
  */
 export function checkPlainInputs(artifact, workload, reader) {
-  const shapes = inputShapes(workload);
-  if (!Array.isArray(artifact.inputs) || artifact.inputs.length !== 2) {
-    throw new MeasureError(ErrorNo.INSTANTIATION,
-      `the artifact has ${artifact.inputs?.length ?? 0} input layouts; the runtime feeds exactly 2 (data, weight)`);
-  }
+  checkInputShapes(artifact, workload);
   artifact.inputs.forEach((layout, i) => {
-    if (JSON.stringify(layout.shape) !== JSON.stringify(shapes[i])) {
-      throw new MeasureError(ErrorNo.INSTANTIATION,
-        `artifact input ${i} has shape [${layout.shape}] but the workload's ${i === 0 ? 'data' : 'weight'} is [${shapes[i]}]`);
-    }
     if (layout.pack_axis !== -1 && layout.pack_axis !== undefined) {
       throw new MeasureError(ErrorNo.INSTANTIATION, `input ${i} is packed along axis ${layout.pack_axis}; ${reader}`);
     }

@@ -108,9 +108,10 @@ export function decodeBase64(text) {
 
 /**
  * Checks an artifact's `wasm` block against the workload's element counts {data, weight,
- * output}; returns {threads, pages, offsets: [data, weight, output], simd}. Throws
- * INSTANTIATION when a region is misaligned or outside the P pages: the host could not write
- * the inputs or read the output there.
+ * output, inputs: [every input's count]} (workloadSizes); returns {threads, pages, offsets:
+ * [every input's, then the output's], outputOffset, simd}. Throws INSTANTIATION when the
+ * offsets do not match the inputs, or a region is misaligned or outside the P pages: the host
+ * could not write the inputs or read the output there.
  */
 export function memoryPlan(wasm, sizes) {
   const bad = (message) => { throw new MeasureError(ErrorNo.INSTANTIATION, `artifact.wasm: ${message}`); };
@@ -118,17 +119,21 @@ export function memoryPlan(wasm, sizes) {
   const { threads, memory_pages: pages, offsets } = wasm;
   if (!Number.isInteger(threads) || threads < 1 || threads > THREAD_LIMIT) bad(`threads ${threads} is outside 1..${THREAD_LIMIT}`);
   if (!Number.isInteger(pages) || pages < 1 || pages > 65536) bad(`memory_pages ${pages} is outside 1..65536`);
-  if (!Array.isArray(offsets) || offsets.length !== 3) bad('offsets must be [data, weight, output]');
+  const inputCounts = sizes.inputs || [sizes.data, sizes.weight];
+  const names = ['data', 'weight', 'bias or residual', 'residual'].slice(0, inputCounts.length);
+  if (!Array.isArray(offsets) || offsets.length !== inputCounts.length + 1) {
+    bad(`offsets must be [${[...names, 'output'].join(', ')}] (${inputCounts.length + 1} numbers), not ${JSON.stringify(offsets)}`);
+  }
   const end = pages * PAGE_BYTES;
-  const counts = [sizes.data, sizes.weight, sizes.output];
-  ['data', 'weight', 'output'].forEach((name, i) => {
+  const counts = [...inputCounts, sizes.output];
+  [...names, 'output'].forEach((name, i) => {
     const at = offsets[i];
     if (!Number.isInteger(at) || at < 0 || at % 64 !== 0) bad(`the ${name} offset ${at} is not a 64-byte aligned byte offset`);
     if (at + counts[i] * 4 > end) {
       bad(`the ${name} (${counts[i]} floats at byte ${at}) ends past the memory's ${pages} pages (${end} bytes)`);
     }
   });
-  return { threads, pages, offsets: offsets.slice(), simd: Boolean(wasm.simd) };
+  return { threads, pages, offsets: offsets.slice(), outputOffset: offsets[offsets.length - 1], simd: Boolean(wasm.simd) };
 }
 
 /** The ABI's memory: P pages, initial = maximum, shared iff T > 1. */
@@ -372,11 +377,9 @@ class Trial {
   async load() {
     const { plan, sizes } = this;
     const seed = this.input.seed;
-    const inputs = [
-      { offset: plan.offsets[0], values: cachedSeededTensor(seed, 0, sizes.data) },
-      { offset: plan.offsets[1], values: cachedSeededTensor(seed, 1, sizes.weight) },
-    ];
-    const nan = { offset: plan.offsets[2], values: new Float32Array(sizes.output).fill(NaN) };
+    const inputs = (sizes.inputs || [sizes.data, sizes.weight]).map((count, i) => (
+      { offset: plan.offsets[i], values: cachedSeededTensor(seed, i, count) }));
+    const nan = { offset: plan.outputOffset, values: new Float32Array(sizes.output).fill(NaN) };
     this.threads = await this.executor.workers(plan.threads, this);
     const common = { cmd: 'load', module: this.module, pages: plan.pages, threads: plan.threads, spin: this.executor.spin };
     if (plan.threads === 1) {
@@ -409,7 +412,7 @@ class Trial {
     const leader = this.threads[0];
     leader.post({
       cmd: 'run', number,
-      output: withOutput ? { offset: this.plan.offsets[2], count: this.sizes.output } : null,
+      output: withOutput ? { offset: this.plan.outputOffset, count: this.sizes.output } : null,
     });
     const reply = await this.reply(leader, 'running the kernel');
     if (reply.error) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${reply.error}`);

@@ -10,7 +10,7 @@
 // resets the GPU process, the page calls WEBGL_lose_context, ...) fails the trial with
 // RUNTIME_DEVICE; the executor then builds a fresh canvas and context for the next one.
 
-import { ErrorNo, MeasureError, checkJobDeadline, requireSamplesMatch, inputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, requireSamplesMatch, checkInputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
 import { channels, feedbackVaryings, pack, packedShape, shapeSize, unpack } from './layout.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 import { deviceClassKey, platformDevice } from './device_class.mjs';
@@ -264,10 +264,7 @@ class Trial {
         `fragment kernels render to float textures, which needs EXT_color_buffer_float; this device (${this.executor.renderer}) lacks it`);
     }
     this.sizes = workloadSizes(input.workload);
-    const shapes = inputShapes(input.workload);
-    if (!Array.isArray(artifact.inputs) || artifact.inputs.length !== 2) {
-      this.instantiation(`the artifact has ${artifact.inputs?.length ?? 0} input layouts; the runtime feeds exactly 2 (data, weight)`);
-    }
+    checkInputShapes(artifact, input.workload, (m) => this.instantiation(m));
     const checkSize = (what, w, h) => {
       if (w <= 0 || h <= 0) this.instantiation(`${what} has an empty texture size ${w}x${h}`);
       if (w > limits.max_texture_size || h > limits.max_texture_size) {
@@ -275,9 +272,6 @@ class Trial {
       }
     };
     artifact.inputs.forEach((layout, i) => {
-      if (JSON.stringify(layout.shape) !== JSON.stringify(shapes[i])) {
-        this.instantiation(`artifact input ${i} has shape [${layout.shape}] but the workload's ${i === 0 ? 'data' : 'weight'} is [${shapes[i]}]`);
-      }
       checkSize(`input ${i}`, layout.width, layout.height);
       if (layout.width * layout.height < shapeSize(packedShape(layout))) {
         this.instantiation(`input ${i} has ${shapeSize(packedShape(layout))} packed elements but its ${layout.width}x${layout.height} texture holds fewer`);
@@ -356,7 +350,7 @@ class Trial {
   uploadInputs() {
     const gl = this.gl;
     const seed = this.input.seed;
-    const logical = [cachedSeededTensor(seed, 0, this.sizes.data), cachedSeededTensor(seed, 1, this.sizes.weight)];
+    const logical = this.sizes.inputs.map((count, i) => cachedSeededTensor(seed, i, count));
     gl.pixelStorei(gl.UNPACK_ALIGNMENT, 4);
     gl.bindBuffer(gl.PIXEL_UNPACK_BUFFER, null);
     this.artifact.inputs.forEach((layout, i) => {
@@ -400,7 +394,8 @@ class Trial {
     this.objects.vertexArrays.push(vertexArray);
     gl.bindVertexArray(vertexArray);
     gl.useProgram(this.objects.program);
-    ['in0', 'in1'].forEach((name, i) => {
+    this.artifact.inputs.forEach((_, i) => {
+      const name = `in${i}`;
       const location = gl.getUniformLocation(this.objects.program, name);
       if (location !== null) gl.uniform1i(location, i);
     });
@@ -436,8 +431,9 @@ class Trial {
     this.objects.framebuffers.push(framebuffer);
     gl.bindFramebuffer(gl.FRAMEBUFFER, framebuffer);
     const drawBuffers = [];
-    // Texture unit 2 for the targets, so that binding them never disturbs in0/in1 on units 0/1.
-    gl.activeTexture(gl.TEXTURE2);
+    // The first unit past the inputs for the targets, so that binding them never disturbs the
+    // inputs in0 … on units 0 ….
+    gl.activeTexture(gl.TEXTURE0 + this.artifact.inputs.length);
     for (let j = 0; j < out.rows_per_item; ++j) {
       const texture = gl.createTexture();
       this.objects.textures.push(texture);
@@ -612,7 +608,8 @@ class Trial {
     gl.disable(gl.RASTERIZER_DISCARD);
     gl.bindTransformFeedback(gl.TRANSFORM_FEEDBACK, null);
     gl.bindVertexArray(null);
-    for (const unit of [gl.TEXTURE2, gl.TEXTURE1, gl.TEXTURE0]) {
+    // Units 0 … 4: up to four inputs and the render targets' unit after them.
+    for (const unit of [gl.TEXTURE4, gl.TEXTURE3, gl.TEXTURE2, gl.TEXTURE1, gl.TEXTURE0]) {
       gl.activeTexture(unit);
       gl.bindTexture(gl.TEXTURE_2D, null);
     }

@@ -1,6 +1,6 @@
 // webgpu.mjs — the WebGPU executor: runs the WGSL compute kernels of the webgpu template
 // (codegen/wgsl_emitter.cpp; KernelArtifact JSON, codegen/include/codegen/kernel_artifact.hpp):
-// seeded inputs into storage buffers (bindings 0 and 1, row-major floats; the kernel may view
+// seeded inputs into storage buffers (bindings 0 and 1, the epilogue's 3 and 4; row-major floats; the kernel may view
 // them as vec4s), one dispatch writing binding 2, a checked (and warm-up) run read back with
 // mapAsync that must match the reference samples, then TVM time_evaluator timing with
 // performance.now() around queue.onSubmittedWorkDone().
@@ -316,7 +316,7 @@ class Trial {
     await this.scoped('setting up the kernel\'s buffers', ErrorNo.RUNTIME_DEVICE, () => {
       const { device, sizes } = this;
       const seed = this.input.seed;
-      const logical = [cachedSeededTensor(seed, 0, sizes.data), cachedSeededTensor(seed, 1, sizes.weight)];
+      const logical = sizes.inputs.map((count, i) => cachedSeededTensor(seed, i, count));
       const S = GPUBufferUsage;
       this.inputBuffers = logical.map((values) => {
         const buffer = this.createBuffer(values.byteLength, S.STORAGE | S.COPY_DST);
@@ -330,9 +330,10 @@ class Trial {
       device.queue.writeBuffer(this.outputBuffer, 0, new Float32Array(this.outputBytes / 4).fill(NaN));
       this.bindGroup = device.createBindGroup({
         layout: this.pipeline.getBindGroupLayout(0),
+        // data 0, weight 1, output 2, then the epilogue's bias / residual 3, 4
+        // (codegen/include/codegen/kernel_artifact.hpp).
         entries: [
-          { binding: 0, resource: { buffer: this.inputBuffers[0] } },
-          { binding: 1, resource: { buffer: this.inputBuffers[1] } },
+          ...this.inputBuffers.map((buffer, i) => ({ binding: i < 2 ? i : i + 1, resource: { buffer } })),
           { binding: 2, resource: { buffer: this.outputBuffer } },
         ],
       });

@@ -167,7 +167,7 @@ static std::array<int64_t, 3> triple_from(const bj::object& o, std::string_view 
 bj::object WasmModuleInfo::to_json() const {
   return bj::object{{"threads", threads},
                     {"memory_pages", memory_pages},
-                    {"offsets", triple(offsets)},
+                    {"offsets", json::to_array(offsets)},
                     {"simd", simd}};
 }
 
@@ -176,7 +176,10 @@ WasmModuleInfo WasmModuleInfo::from_json(const bj::value& value) {
   WasmModuleInfo w;
   w.threads = static_cast<int>(json::get_int(o, "threads"));
   w.memory_pages = json::get_int(o, "memory_pages");
-  w.offsets = triple_from(o, "offsets");
+  w.offsets = json::get_int_array(o, "offsets");
+  // Every input (2 to 4: data, weight, the epilogue's bias and residual), then the output.
+  if (w.offsets.size() < 3 || w.offsets.size() > 5)
+    throw std::invalid_argument("wasm: 'offsets' needs 3 to 5 numbers (inputs, then output)");
   const bj::value& simd = json::field(o, "simd");
   if (!simd.is_bool()) throw std::invalid_argument("wasm: 'simd' must be true or false");
   w.simd = simd.get_bool();

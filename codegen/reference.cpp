@@ -61,45 +61,94 @@ Accumulator conv_at(const Workload& w, const std::vector<float>& x, const std::v
 
 }  // namespace
 
-ReferenceSample reference_at(const Workload& w, const std::vector<float>& data,
-                             const std::vector<float>& weight, int64_t index) {
+namespace {
+
+void check_inputs(const Workload& w, const std::vector<std::vector<float>>& inputs) {
+  if (static_cast<int>(inputs.size()) != w.input_count())
+    throw std::invalid_argument("reference: " + std::to_string(inputs.size()) +
+                                " input tensors given; workload " + w.key() + " has " +
+                                std::to_string(w.input_count()));
+  for (int i = 0; i < w.input_count(); ++i) {
+    if (static_cast<int64_t>(inputs[i].size()) == w.input_size(i)) continue;
+    std::string shape;
+    for (int64_t d : w.input_shape(i)) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    throw std::invalid_argument("reference: " + w.input_name(i) + " has " +
+                                std::to_string(inputs[i].size()) + " elements; the workload's " +
+                                w.input_name(i) + " is [" + shape + "]");
+  }
+}
+
+ReferenceSample sample_at(const Workload& w, const std::vector<std::vector<float>>& in,
+                          int64_t index) {
   if (index < 0 || index >= w.output_size())
     throw std::out_of_range("output index " + std::to_string(index) + " outside [0, " +
                             std::to_string(w.output_size()) + ")");
-  if (static_cast<int64_t>(data.size()) != w.data_size() ||
-      static_cast<int64_t>(weight.size()) != w.weight_size())
-    throw std::invalid_argument("reference_at: input sizes do not match the workload");
+  const std::vector<float>& data = in[0];
+  const std::vector<float>& weight = in[1];
   Accumulator acc;
+  int64_t channel = 0;
   if (w.op == OpKind::kDense) {
-    acc = dense_at(w, data, weight, index / w.n, index % w.n);
+    channel = index % w.n;
+    acc = dense_at(w, data, weight, index / w.n, channel);
   } else {
     const int64_t ow = index % w.out_w();
     const int64_t oh = (index / w.out_w()) % w.out_h();
-    const int64_t c = (index / (w.out_w() * w.out_h())) % w.out_channels;
+    channel = (index / (w.out_w() * w.out_h())) % w.out_channels;
     const int64_t n = index / (w.out_w() * w.out_h() * w.out_channels);
-    acc = conv_at(w, data, weight, n, c, oh, ow);
+    acc = conv_at(w, data, weight, n, channel, oh, ow);
   }
+  const Epilogue& e = w.epilogue;
+  const double bias = e.bias ? in[2][static_cast<size_t>(channel)] : 0.0;
+  const double residual =
+      e.residual != Residual::kNone ? in[static_cast<size_t>(w.input_count() - 1)][index] : 0.0;
   ReferenceSample sample;
   sample.index = index;
-  sample.value = acc.sum;
-  sample.abs_sum = acc.abs_sum;
+  sample.value = e.apply(acc.sum, bias, residual);
+  sample.abs_sum = acc.abs_sum + std::abs(bias) + std::abs(residual);
   const double unit_roundoff = std::ldexp(1.0, -24);
-  sample.tolerance = 1e-5 + 16.0 * std::sqrt(static_cast<double>(w.reduction_size())) *
-                                unit_roundoff * acc.abs_sum;
+  sample.tolerance = (1e-5 + 16.0 * std::sqrt(static_cast<double>(w.reduction_size())) *
+                                 unit_roundoff * sample.abs_sum) *
+                         e.lipschitz() +
+                     (e.empty() ? 0.0 : 4.0 * unit_roundoff * std::abs(sample.value));
   return sample;
+}
+
+}  // namespace
+
+ReferenceSample reference_at(const Workload& w, const std::vector<std::vector<float>>& inputs,
+                             int64_t index) {
+  check_inputs(w, inputs);
+  return sample_at(w, inputs, index);
+}
+
+ReferenceSample reference_at(const Workload& w, const std::vector<float>& data,
+                             const std::vector<float>& weight, int64_t index) {
+  return reference_at(w, std::vector<std::vector<float>>{data, weight}, index);
+}
+
+std::vector<float> reference_output(const Workload& w,
+                                    const std::vector<std::vector<float>>& inputs) {
+  check_inputs(w, inputs);
+  std::vector<float> out(static_cast<size_t>(w.output_size()));
+  for (int64_t i = 0; i < w.output_size(); ++i)
+    out[i] = static_cast<float>(sample_at(w, inputs, i).value);
+  return out;
 }
 
 std::vector<float> reference_output(const Workload& w, const std::vector<float>& data,
                                     const std::vector<float>& weight) {
-  std::vector<float> out(static_cast<size_t>(w.output_size()));
-  for (int64_t i = 0; i < w.output_size(); ++i)
-    out[i] = static_cast<float>(reference_at(w, data, weight, i).value);
-  return out;
+  return reference_output(w, std::vector<std::vector<float>>{data, weight});
+}
+
+std::vector<std::vector<float>> seeded_inputs(const Workload& w, uint64_t seed) {
+  std::vector<std::vector<float>> inputs;
+  for (int i = 0; i < w.input_count(); ++i)
+    inputs.push_back(seeded_tensor(seed, i, w.input_size(i)));
+  return inputs;
 }
 
 std::vector<ReferenceSample> reference_samples(const Workload& w, uint64_t seed, int count) {
-  const std::vector<float> data = seeded_tensor(seed, 0, w.data_size());
-  const std::vector<float> weight = seeded_tensor(seed, 1, w.weight_size());
+  const std::vector<std::vector<float>> inputs = seeded_inputs(w, seed);
   const int64_t total = w.output_size();
   std::vector<int64_t> positions = {0, total - 1};
   std::mt19937_64 rng(seed ^ 0x5DEECE66Dull);
@@ -109,7 +158,7 @@ std::vector<ReferenceSample> reference_samples(const Workload& w, uint64_t seed,
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
   std::vector<ReferenceSample> samples;
-  for (int64_t p : positions) samples.push_back(reference_at(w, data, weight, p));
+  for (int64_t p : positions) samples.push_back(sample_at(w, inputs, p));
   return samples;
 }
 

@@ -242,7 +242,7 @@ KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
   artifact.output.height = artifact.output.rows;
   artifact.wasm.threads = p.threads;
   artifact.wasm.memory_pages = p.memory_pages;
-  artifact.wasm.offsets = p.offsets;
+  artifact.wasm.offsets.assign(p.offsets.begin(), p.offsets.end());
   artifact.wasm.simd = p.simd;
 #ifdef WEBTUNE_HAVE_LLVM
   const WasmBuildResult built = build_wasm_module(to_spec(workload, p));

@@ -101,14 +101,29 @@ std::vector<int64_t> Workload::output_shape() const {
 std::vector<int64_t> Workload::input_shape(int index) const {
   if (index == 0) return data_shape();
   if (index == 1) return weight_shape();
-  throw std::out_of_range("workload inputs are 0 (data) and 1 (weight), not " +
-                          std::to_string(index));
+  const std::string name = input_name(index);
+  if (name == "bias") return {output_channels()};
+  return output_shape();
+}
+
+std::string Workload::input_name(int index) const {
+  if (index == 0) return "data";
+  if (index == 1) return "weight";
+  if (index == 2 && epilogue.bias) return "bias";
+  if (index == input_count() - 1 && index >= 2 && epilogue.residual != Residual::kNone)
+    return "residual";
+  throw std::out_of_range("workload " + key() + " has inputs 0 … " +
+                          std::to_string(input_count() - 1) + ", not " + std::to_string(index));
 }
 
 static int64_t product(const std::vector<int64_t>& dims) {
   int64_t p = 1;
   for (int64_t d : dims) p *= d;
   return p;
+}
+
+int64_t Workload::input_size(int index) const {
+  return product(input_shape(index));
 }
 
 int64_t Workload::data_size() const {
@@ -144,7 +159,7 @@ std::string Workload::key() const {
     add(m);
     add(n);
     add(k);
-    return s;
+    return s + epilogue.suffix();
   }
   add(batch);
   add(in_channels);
@@ -153,7 +168,7 @@ std::string Workload::key() const {
   if (op == OpKind::kConv2d) add(out_channels);
   s += "_" + std::to_string(kernel_h) + "x" + std::to_string(kernel_w);
   s += "_s" + std::to_string(stride) + "_p" + std::to_string(pad);
-  return s;
+  return s + epilogue.suffix();
 }
 
 namespace {
@@ -229,6 +244,7 @@ void Workload::validate() const {
   check_tensor(data_shape(), "data");
   check_tensor(weight_shape(), "weight");
   check_tensor(output_shape(), "output");
+  epilogue.validate();
 }
 
 bj::object Workload::to_json() const {
@@ -239,6 +255,7 @@ bj::object Workload::to_json() const {
     o["M"] = m;
     o["N"] = n;
     o["K"] = k;
+    if (!epilogue.empty()) o["epilogue"] = epilogue.to_json();
     return o;
   }
   o["N"] = batch;
@@ -250,6 +267,7 @@ bj::object Workload::to_json() const {
   o["S"] = kernel_w;
   o["stride"] = stride;
   o["pad"] = pad;
+  if (!epilogue.empty()) o["epilogue"] = epilogue.to_json();
   return o;
 }
 
@@ -274,6 +292,7 @@ Workload Workload::from_json(const bj::value& value) {
     w.stride = json::get_int_or(o, "stride", 1);
     w.pad = json::get_int_or(o, "pad", 0);
   }
+  if (const bj::value* e = o.if_contains("epilogue")) w.epilogue = Epilogue::from_json(*e);
   w.validate();
   return w;
 }
@@ -349,7 +368,10 @@ std::vector<WorkloadFileTask> resolve_workloads(const std::string& spec, const s
   const std::string head = spec.substr(0, colon);
   if (colon != std::string::npos &&
       (head == "dense" || head == "conv2d" || head == "depthwise_conv2d")) {
-    const std::string body = spec.substr(colon + 1);
+    // Shapes, then the epilogue's tokens: "conv2d:1,64,56,56,64,3,1,1+bias+relu".
+    std::vector<std::string> pieces = split_on(spec.substr(colon + 1), '+');
+    const std::string body = pieces.front();
+    pieces.erase(pieces.begin());
     try {
       if (head == "dense") {
         auto d = parse_dims(body, 3, "dense:M,N,K");
@@ -362,6 +384,10 @@ std::vector<WorkloadFileTask> resolve_workloads(const std::string& spec, const s
         auto d = parse_dims(body, 7, "depthwise_conv2d:N,C,H,W,R,stride,pad");
         tasks.push_back(
             {Workload::depthwise_conv2d(d[0], d[1], d[2], d[3], d[4], d[5], d[6], spec), 1});
+      }
+      if (!pieces.empty()) {
+        tasks.back().workload.epilogue = Epilogue::parse(pieces);
+        tasks.back().workload.validate();
       }
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("'" + spec + "': " + e.what());

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "codegen/kernel_artifact.hpp"
+#include "codegen/reference.hpp"
 #include "codegen/seeded_random.hpp"
 
 namespace webtune {
@@ -149,12 +150,13 @@ struct GlObjects {
     glUseProgram(0);
     glBindFramebuffer(GL_FRAMEBUFFER, 0);
     glBindVertexArray(0);
-    for (GLenum unit : {GL_TEXTURE1, GL_TEXTURE0}) {
+    // Units 0 … 4: up to four inputs and the render targets' unit after them.
+    for (GLenum unit = GL_TEXTURE4 + 1; unit-- > GL_TEXTURE0;) {
       glActiveTexture(unit);
       glBindTexture(GL_TEXTURE_2D, 0);
     }
     glBindBuffer(GL_SHADER_STORAGE_BUFFER, 0);
-    for (GLuint index = 0; index < 3; ++index) {
+    for (GLuint index = 0; index < 5; ++index) {
       glBindBufferBase(GL_SHADER_STORAGE_BUFFER, index, 0);
     }
     if (program != 0) glDeleteProgram(program);
@@ -228,17 +230,21 @@ class Trial {
     } catch (const std::exception& e) {
       instantiation(std::string("invalid workload: ") + e.what());
     }
-    if (artifact_.inputs.size() != 2) {
+    const size_t expected = static_cast<size_t>(workload.input_count());
+    if (artifact_.inputs.size() != expected) {
+      std::string names;
+      for (int i = 0; i < workload.input_count(); ++i)
+        names += (i ? ", " : "") + workload.input_name(i);
       instantiation("the artifact has " + std::to_string(artifact_.inputs.size()) +
-                    " input layouts; the runtime feeds exactly 2 (data, weight)");
+                    " input layouts; workload " + workload.key() + " has " +
+                    std::to_string(expected) + " inputs (" + names + ")");
     }
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < workload.input_count(); ++i) {
       const TensorLayout& layout = artifact_.inputs[static_cast<size_t>(i)];
       if (layout.shape != workload.input_shape(i)) {
-        instantiation("artifact input " + std::to_string(i) + " has shape " +
-                      shape_string(layout.shape) + " but the workload's " +
-                      (i == 0 ? "data" : "weight") + " is " +
-                      shape_string(workload.input_shape(i)));
+        instantiation("artifact input " + std::to_string(i) + " (" + workload.input_name(i) +
+                      ") has shape " + shape_string(layout.shape) + " but the workload's " +
+                      workload.input_name(i) + " is " + shape_string(workload.input_shape(i)));
       }
     }
     const OutputLayout& output = artifact_.output;
@@ -496,11 +502,10 @@ class Trial {
 
   void upload_inputs() {
     const Workload& workload = input_.workload;
-    std::vector<float> logical[2] = {seeded_tensor(input_.seed, 0, workload.data_size()),
-                                     seeded_tensor(input_.seed, 1, workload.weight_size())};
+    const std::vector<std::vector<float>> logical = seeded_inputs(workload, input_.seed);
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < workload.input_count(); ++i) {
       const TensorLayout& layout = artifact_.inputs[static_cast<size_t>(i)];
       std::vector<float> packed = packed_input(i, logical[i]);
       if (fragment_) {
@@ -541,7 +546,8 @@ class Trial {
         objects_.buffers.push_back(buffer);
         glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
         glBufferData(GL_SHADER_STORAGE_BUFFER, bytes, packed.data(), GL_STATIC_DRAW);
-        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, static_cast<GLuint>(i), buffer);
+        // data 0, weight 1, output 2, then the epilogue's inputs 3, 4 (kernel_artifact.hpp).
+        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, static_cast<GLuint>(i < 2 ? i : i + 1), buffer);
       }
     }
     check_gl("uploading the inputs");
@@ -557,8 +563,9 @@ class Trial {
     objects_.framebuffers.push_back(framebuffer);
     glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);
     std::vector<GLenum> draw_buffers;
-    // Texture unit 2 for the targets, so that binding them never disturbs in0/in1 on units 0/1.
-    glActiveTexture(GL_TEXTURE2);
+    // The first unit past the inputs for the targets, so that binding them never disturbs the
+    // inputs in0 … on units 0 ….
+    glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(artifact_.inputs.size()));
     for (int j = 0; j < output.rows_per_item; ++j) {
       GLuint texture = 0;
       glGenTextures(1, &texture);
@@ -597,16 +604,16 @@ class Trial {
   }
 
   /// Binds an empty vertex array (the kernels use gl_VertexID only) and the program, and points
-  /// samplers in0/in1 at texture units 0/1.
+  /// samplers in0, in1, … at texture units 0, 1, ….
   void use_program_with_samplers() {
     GLuint vertex_array = 0;
     glGenVertexArrays(1, &vertex_array);
     objects_.vertex_arrays.push_back(vertex_array);
     glBindVertexArray(vertex_array);
     glUseProgram(objects_.program);
-    for (int i = 0; i < 2; ++i) {
-      const char* name = i == 0 ? "in0" : "in1";
-      GLint location = glGetUniformLocation(objects_.program, name);
+    for (int i = 0; i < static_cast<int>(artifact_.inputs.size()); ++i) {
+      const std::string name = "in" + std::to_string(i);
+      GLint location = glGetUniformLocation(objects_.program, name.c_str());
       if (location >= 0) {
         glUniform1i(location, i);
       } else {

@@ -1,5 +1,6 @@
 /// \file codegen_test.cpp
 /// Workloads, seeded inputs, the CPU reference and the sampled check.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -237,6 +238,117 @@ TEST(Reference, DenseAndConvAgainstNaiveLoops) {
   for (int i = 9; i < 18; ++i) x2[i] = 2.0f;
   EXPECT_DOUBLE_EQ(reference_at(dw, x2, w2, 4).value, 0);
   EXPECT_DOUBLE_EQ(reference_at(dw, x2, w2, 9 + 4).value, 18);
+}
+
+TEST(Epilogue, SpecsJsonKeysAndInputsFollowTheOpOrder) {
+  auto tasks = resolve_workloads("conv2d:1,3,7,7,5,3,2,1+bias+residual+relu");
+  ASSERT_EQ(tasks.size(), 1u);
+  const Workload& w = tasks[0].workload;
+  EXPECT_TRUE(w.epilogue.bias);
+  EXPECT_EQ(w.epilogue.activation, Activation::kRelu);
+  EXPECT_EQ(w.epilogue.residual, Residual::kBeforeActivation);
+  EXPECT_EQ(w.key(), "conv2d_1_3_7_7_5_3x3_s2_p1+bias+residual+relu");
+  EXPECT_EQ(w.input_count(), 4);
+  EXPECT_EQ(w.input_name(2), "bias");
+  EXPECT_EQ(w.input_shape(2), (std::vector<int64_t>{5}));
+  EXPECT_EQ(w.input_name(3), "residual");
+  EXPECT_EQ(w.input_shape(3), (std::vector<int64_t>{1, 5, 4, 4}));
+  EXPECT_THROW(w.input_shape(4), std::out_of_range);
+  EXPECT_EQ(w.flops(), Workload::conv2d(1, 3, 7, 7, 5, 3, 2, 1).flops());  // main op only
+  const Workload back = Workload::from_json(w.to_json());
+  EXPECT_EQ(back.epilogue, w.epilogue);
+  EXPECT_EQ(back.key(), w.key());
+
+  // Residual after the activation, clip bounds, hard-swish; a plain workload keeps its key.
+  auto dw = resolve_workloads("depthwise_conv2d:1,24,9,9,3,2,1+bias+clip(0,6)")[0].workload;
+  EXPECT_EQ(dw.epilogue.activation, Activation::kClip);
+  EXPECT_EQ(dw.epilogue.clip_max, 6.0f);
+  EXPECT_EQ(dw.key(), "depthwise_conv2d_1_24_9_9_3x3_s2_p1+bias+clip(0,6)");
+  EXPECT_EQ(resolve_workloads("dense:4,6,8+relu6")[0].workload.key(), "dense_4_6_8+clip(0,6)");
+  auto hs = resolve_workloads("dense:4,6,8+hard_swish+residual")[0].workload;
+  EXPECT_EQ(hs.epilogue.residual, Residual::kAfterActivation);
+  EXPECT_EQ(hs.input_name(2), "residual");
+  EXPECT_EQ(Workload::dense(4, 6, 8).key(), "dense_4_6_8");
+  EXPECT_FALSE(Workload::dense(4, 6, 8).to_json().contains("epilogue"));
+
+  // Bad tails are refused with the accepted forms; bad JSON by its field.
+  for (const char* bad :
+       {"dense:4,6,8+relu+bias", "dense:4,6,8+gelu", "dense:4,6,8+relu+relu",
+        "dense:4,6,8+clip(6,0)", "dense:4,6,8+clip(a,1)", "dense:4,6,8+residual+residual"}) {
+    try {
+      resolve_workloads(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("epilogue")) << bad;
+    }
+  }
+  boost::json::object o = Workload::dense(4, 6, 8).to_json();
+  o["epilogue"] = boost::json::object{{"bias", true}, {"activation", "swish"}};
+  EXPECT_THROW(Workload::from_json(o), std::invalid_argument);
+  o["epilogue"] = boost::json::object{{"bias", 1}};
+  EXPECT_THROW(Workload::from_json(o), std::invalid_argument);
+  o["epilogue"] = boost::json::object{{"residual", "before"}};
+  EXPECT_THROW(Workload::from_json(o), std::invalid_argument);
+  o["epilogue"] = boost::json::object{{"bias", true}, {"color", "red"}};
+  EXPECT_THROW(Workload::from_json(o), std::invalid_argument);
+}
+
+TEST(Epilogue, TheReferenceAppliesBiasResidualAndActivationInOrder) {
+  // dense 1×2×1: acc = [2, -3]; bias [1, 1]; residual [-4, 10].
+  Workload w = resolve_workloads("dense:1,2,1+bias+residual+relu")[0].workload;
+  const std::vector<std::vector<float>> in = {{1.0f}, {2.0f, -3.0f}, {1.0f, 1.0f}, {-4.0f, 10.0f}};
+  EXPECT_DOUBLE_EQ(reference_at(w, in, 0).value, 0.0);  // relu(2 + 1 − 4)
+  EXPECT_DOUBLE_EQ(reference_at(w, in, 1).value, 8.0);  // relu(−3 + 1 + 10)
+  w.epilogue.residual = Residual::kAfterActivation;     // relu(acc + b) + r
+  EXPECT_DOUBLE_EQ(reference_at(w, in, 0).value, -1.0);
+  EXPECT_DOUBLE_EQ(reference_at(w, in, 1).value, 10.0);
+  w.epilogue.activation = Activation::kHardSwish;  // hs(3) − 4 = 3 − 4; hs(−2) + 10
+  EXPECT_DOUBLE_EQ(reference_at(w, in, 0).value, 3.0 - 4.0);
+  EXPECT_NEAR(reference_at(w, in, 1).value, -2.0 * 1.0 / 6.0 + 10.0, 1e-12);
+  w.epilogue.activation = Activation::kClip;
+  w.epilogue.clip_min = 0;
+  w.epilogue.clip_max = 2.5f;
+  EXPECT_DOUBLE_EQ(reference_at(w, in, 0).value, 2.5 - 4.0);
+  // The bias is per output channel of a convolution (K of Y[N,K,OH,OW]).
+  Workload conv = resolve_workloads("conv2d:1,1,2,2,2,1,1,0+bias")[0].workload;
+  const std::vector<std::vector<float>> cin = {{1, 2, 3, 4}, {1, 10}, {100, 1000}};
+  EXPECT_DOUBLE_EQ(reference_at(conv, cin, 3).value, 4 + 100);
+  EXPECT_DOUBLE_EQ(reference_at(conv, cin, 4).value, 10 + 1000);
+  // Tensors of the wrong count or size are refused by name.
+  try {
+    reference_at(conv, {{1, 2, 3, 4}, {1, 10}, {100}}, 0);
+    ADD_FAILURE() << "a short bias was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("bias has 1 elements; the workload's bias is [2]"));
+  }
+  EXPECT_THROW(reference_at(conv, {{1, 2, 3, 4}, {1, 10}}, 0), std::invalid_argument);
+  // Seeded samples use tensor ids 2 and 3 for bias and residual.
+  Workload fused = resolve_workloads("dense:3,5,4+bias+residual")[0].workload;
+  const auto samples = reference_samples(fused, 9, 15);
+  const auto inputs = seeded_inputs(fused, 9);
+  ASSERT_EQ(inputs.size(), 4u);
+  EXPECT_EQ(inputs[3], seeded_tensor(9, 3, 15));
+  const Workload plain = Workload::dense(3, 5, 4);
+  const auto plain_out = reference_output(plain, inputs[0], inputs[1]);
+  for (const ReferenceSample& sample : samples) {
+    const double expected =
+        plain_out[sample.index] + inputs[2][sample.index % 5] + inputs[3][sample.index];
+    EXPECT_NEAR(sample.value, expected, 1e-6);
+  }
+}
+
+TEST(Epilogue, ShaderFunctionsSpellTheSameSteps) {
+  Epilogue e = Epilogue::parse({"bias", "residual", "clip(-1,6)"});
+  const std::string glsl = glsl_epilogue_functions(e);
+  EXPECT_THAT(glsl, ::testing::HasSubstr("float webtune_epilogue(float v, float b, float r)"));
+  EXPECT_THAT(glsl, ::testing::HasSubstr("vec4 webtune_epilogue(vec4 v, vec4 b, vec4 r)"));
+  EXPECT_THAT(glsl, ::testing::HasSubstr("v = clamp(v, -1.0, 6.0);"));
+  const std::string wgsl = wgsl_epilogue_functions(e);
+  EXPECT_THAT(wgsl, ::testing::HasSubstr("fn webtune_epilogue4(v_in: vec4<f32>"));
+  EXPECT_THAT(wgsl, ::testing::HasSubstr("v = clamp(v, vec4<f32>(-1.0), vec4<f32>(6.0));"));
+  EXPECT_LT(glsl.find("v = v + r;"), glsl.find("clamp"));  // residual before the activation
+  EXPECT_EQ(glsl_epilogue_functions(Epilogue{}), "");
+  EXPECT_EQ(wgsl_epilogue_functions(Epilogue{}), "");
 }
 
 TEST(Reference, SamplesCatchAWrongOutputAndPassTheRightOne) {

@@ -669,7 +669,40 @@ TEST_F(GlRuntimeTest, LayoutThatDisagreesWithWorkloadIsInstantiation) {
   MeasureResult result = runtime_->measure(input);
   EXPECT_EQ(result.error, MeasureErrorNo::kInstantiation);
   EXPECT_THAT(result.message,
-              HasSubstr("input 1 has shape [8,4] but the workload's weight is [8,8]"));
+              HasSubstr("input 1 (weight) has shape [8,4] but the workload's weight is [8,8]"));
+}
+
+TEST_F(GlRuntimeTest, EpilogueTensorsOfTheWrongShapeOrCountAreRefusedByName) {
+  // The workload says bias + residual; the artifact must bring their layouts, shaped right.
+  MeasureInput input = dense8_fragment(dense8_fragment_source(8));
+  input.workload.epilogue.bias = true;
+  input.workload.epilogue.residual = Residual::kBeforeActivation;
+  input.samples = reference_samples(input.workload, input.seed, 8);
+  MeasureResult missing = runtime_->measure(input);
+  EXPECT_EQ(missing.error, MeasureErrorNo::kInstantiation);
+  EXPECT_THAT(missing.message, HasSubstr("has 4 inputs (data, weight, bias, residual)"));
+
+  TensorLayout bias;
+  bias.shape = {7};
+  bias.width = 7;
+  bias.height = 1;
+  TensorLayout residual;
+  residual.shape = {8, 8};
+  residual.width = 8;
+  residual.height = 8;
+  input.artifact.inputs.push_back(bias);
+  input.artifact.inputs.push_back(residual);
+  MeasureResult wrong_bias = runtime_->measure(input);
+  EXPECT_EQ(wrong_bias.error, MeasureErrorNo::kInstantiation);
+  EXPECT_THAT(wrong_bias.message,
+              HasSubstr("input 2 (bias) has shape [7] but the workload's bias is [8]"));
+
+  input.artifact.inputs[2].shape = {8};
+  input.artifact.inputs[3].shape = {8, 7};
+  MeasureResult wrong_residual = runtime_->measure(input);
+  EXPECT_EQ(wrong_residual.error, MeasureErrorNo::kInstantiation);
+  EXPECT_THAT(wrong_residual.message,
+              HasSubstr("input 3 (residual) has shape [8,7] but the workload's residual is [8,8]"));
 }
 
 TEST_F(GlRuntimeTest, OversizedWorkgroupIsInstantiation) {

@@ -20,9 +20,11 @@ JobFacts JobFacts::from_input(const bj::value& input) {
   if (auto it = o.find("options"); it != o.end()) options = MeasureOptions::from_json(it->value());
   JobFacts f;
   f.flops = workload.flops();
-  f.bytes = 4.0 * (static_cast<double>(workload.data_size()) +
-                   static_cast<double>(workload.weight_size()) +
-                   static_cast<double>(workload.output_size()));
+  // Every input (the epilogue's bias and residual too) and the output, read or written once.
+  double elements = static_cast<double>(workload.output_size());
+  for (int i = 0; i < workload.input_count(); ++i)
+    elements += static_cast<double>(workload.input_size(i));
+  f.bytes = 4.0 * elements;
   f.repeat = options.repeat;
   f.timeout_s = options.timeout_s;
   return f;

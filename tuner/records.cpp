@@ -876,6 +876,8 @@ ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& devic
     t.trial.agent = json::get_string_or(w, "agent", "");
     r.message = json::get_string_or(w, "message", "");
     if (auto e = w.find("entity"); e != w.end()) exact = as_array(e->value(), "'webtune.entity'");
+    if (auto e = w.find("epilogue"); e != w.end())
+      t.workload.epilogue = Epilogue::from_json(e->value());
   }
   t.workload.name = t.task_name;
   t.trial.config_index = index;
@@ -1266,6 +1268,10 @@ int64_t RecordStore::export_autotvm(std::ostream& out, const std::string& worklo
                                                        : trial.result.message},
                                    {"entity", entity}};
       if (suspect) line["webtune"].get_object()["suspect_costs"] = std::move(suspect_costs);
+      // TVM's task is the anchor operator (its args have no epilogue: TVM fuses injective ops
+      // at build time), so a fused job's epilogue travels in webtune's own field.
+      if (!job.workload.epilogue.empty())
+        line["webtune"].get_object()["epilogue"] = job.workload.epilogue.to_json();
       std::string text;
       append_json(text, line);
       text += '\n';

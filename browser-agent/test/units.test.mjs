@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import { pack, unpack } from '../layout.mjs';
-import { checkSamples, nextNumber } from '../measure.mjs';
+import { checkInputShapes, checkSamples, inputNames, inputShapes, nextNumber, workloadSizes } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
 import { shortRendererName } from '../webgl2.mjs';
 import { shortAdapterName } from '../webgpu.mjs';
@@ -93,4 +93,22 @@ test('WebGPU adapter names make stable keys', () => {
     'nvidia-h100-80gb-hbm3');
   assert.equal(shortAdapterName({ vendor: 'intel', architecture: 'gen-12lp' }), 'intel-gen-12lp');
   assert.equal(shortAdapterName({}), 'unknown');
+});
+
+test('epilogue inputs follow data and weight, and a wrong residual shape is refused by name', () => {
+  const conv = { op: 'conv2d', N: 1, C: 3, H: 7, W: 7, K: 5, R: 3, S: 3, stride: 2, pad: 1,
+    epilogue: { bias: true, activation: 'relu', residual: 'before_activation' } };
+  assert.deepEqual(inputShapes(conv), [[1, 3, 7, 7], [5, 3, 3, 3], [5], [1, 5, 4, 4]]);
+  assert.deepEqual(inputNames(conv), ['data', 'weight', 'bias', 'residual']);
+  assert.deepEqual(workloadSizes(conv).inputs, [147, 135, 5, 80]);
+  const dense = { op: 'dense', M: 4, N: 6, K: 8, epilogue: { bias: false, activation: 'hard_swish', residual: 'after_activation' } };
+  assert.deepEqual(inputShapes(dense), [[4, 8], [8, 6], [4, 6]]);
+  assert.deepEqual(inputShapes({ op: 'dense', M: 4, N: 6, K: 8 }), [[4, 8], [8, 6]]);
+  const layouts = inputShapes(conv).map((shape) => ({ shape, pack_axis: -1 }));
+  checkInputShapes({ inputs: layouts }, conv);
+  layouts[3] = { shape: [1, 5, 4, 3], pack_axis: -1 };
+  assert.throws(() => checkInputShapes({ inputs: layouts }, conv),
+    /artifact input 3 \(residual\) has shape \[1,5,4,3\] but the workload's residual is \[1,5,4,4\]/);
+  assert.throws(() => checkInputShapes({ inputs: layouts.slice(0, 2) }, conv),
+    /2 input layouts; the workload has 4 inputs \(data, weight, bias, residual\)/);
 });

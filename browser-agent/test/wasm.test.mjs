@@ -50,7 +50,7 @@ test('warmUpUntilSteady runs until a run is no faster, pausing before each', asy
 test('memoryPlan checks offsets, alignment and size; createMemory follows the ABI', () => {
   const sizes = { data: 16, weight: 16, output: 16 };
   const plan = memoryPlan({ threads: 2, memory_pages: 1, offsets: [1024, 1088, 1152], simd: true }, sizes);
-  assert.deepEqual(plan, { threads: 2, pages: 1, offsets: [1024, 1088, 1152], simd: true });
+  assert.deepEqual(plan, { threads: 2, pages: 1, offsets: [1024, 1088, 1152], outputOffset: 1152, simd: true });
   const refuse = (wasm, pattern) => assert.throws(() => memoryPlan(wasm, sizes),
     (e) => e.errorNo === ErrorNo.INSTANTIATION && pattern.test(e.message), JSON.stringify(wasm));
   refuse(undefined, /missing/);

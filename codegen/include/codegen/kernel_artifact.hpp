@@ -89,8 +89,10 @@ struct OutputLayout {
 struct WasmModuleInfo {
   int threads = 1;           ///< T: the calls run(0) … run(T−1) that make one execution
   int64_t memory_pages = 0;  ///< P: 64 KiB pages of the imported memory (initial = maximum)
-  /// Byte offsets in linear memory of data, weight and output (64-byte aligned, inside P pages).
-  std::array<int64_t, 3> offsets = {0, 0, 0};
+  /// Byte offsets in linear memory of every input in binding order (data, weight, then the
+  /// epilogue's bias and residual: Workload::input_count), then of the output, last (64-byte
+  /// aligned, inside P pages).
+  std::vector<int64_t> offsets = {0, 0, 0};
   bool simd = false;  ///< the module uses SIMD128
 
   boost::json::object to_json() const;
@@ -106,8 +108,10 @@ struct KernelArtifact {
   /// kFeedbackFragmentShader), WGSL, or for target wasm the linked module in base64 (standard
   /// alphabet, padded).
   std::string source;
-  /// Inputs in binding order: 0 = data (sampler "in0" on texture unit 0, or SSBO binding 0),
-  /// 1 = weight ("in1" / binding 1). The output is SSBO binding 2 for compute targets.
+  /// Inputs in binding order (Workload::input_count): 0 = data (sampler "in0" on texture unit
+  /// 0, or SSBO binding 0), 1 = weight ("in1" / binding 1), then the epilogue's bias and
+  /// residual: sampler "in<i>" on texture unit i, or SSBO bindings 3 and 4. The output is SSBO
+  /// binding 2 for compute targets (kept there so plain kernels bind as before epilogues).
   std::vector<TensorLayout> inputs;
   OutputLayout output;
   /// glDispatchCompute group counts (compute targets).

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/epilogue.hpp"
+
 namespace webtune {
 
 /// The largest dimension, stride or pad a Workload accepts (2^24 = 16,777,216).
@@ -56,6 +58,9 @@ struct Workload {
   int64_t out_channels = 0;  ///< equals in_channels for depthwise_conv2d
   int64_t kernel_h = 0, kernel_w = 0, stride = 1, pad = 0;
 
+  /// The fused tail (bias, activation, residual; epilogue.hpp). Empty for a plain kernel.
+  Epilogue epilogue;
+
   /// Factories: the workload with these shapes, validated (std::invalid_argument as validate()).
   static Workload dense(int64_t m, int64_t n, int64_t k, std::string name = {});
   static Workload conv2d(int64_t batch, int64_t in_channels, int64_t height, int64_t width,
@@ -73,8 +78,18 @@ struct Workload {
   std::vector<int64_t> data_shape() const;
   std::vector<int64_t> weight_shape() const;
   std::vector<int64_t> output_shape() const;
-  /// Shape of input `index` (0 data, 1 weight); throws std::out_of_range otherwise.
+  /// Inputs in binding order: 0 data, 1 weight, then the epilogue's bias ([C_out]: N for
+  /// dense, K for conv2d, C for depthwise) if present, then its residual (the output's shape) if
+  /// present. input_count() is 2 + epilogue.extra_inputs().
+  int input_count() const { return 2 + epilogue.extra_inputs(); }
+  /// Shape of input `index` (see input_count); throws std::out_of_range otherwise.
   std::vector<int64_t> input_shape(int index) const;
+  /// "data", "weight", "bias" or "residual"; throws std::out_of_range like input_shape.
+  std::string input_name(int index) const;
+  /// Elements of input `index`.
+  int64_t input_size(int index) const;
+  /// Output channels: N for dense, K for conv2d, C for depthwise_conv2d (the bias length).
+  int64_t output_channels() const { return op == OpKind::kDense ? n : out_channels; }
 
   int64_t data_size() const;    ///< elements
   int64_t weight_size() const;  ///< elements
@@ -86,8 +101,9 @@ struct Workload {
   /// 2·N·K·OH·OW·C·R·S for conv2d, 2·N·C·OH·OW·R·S for depthwise_conv2d.
   double flops() const;
 
-  /// A stable identifier of the shapes, e.g. "dense_512_512_512" or
-  /// "conv2d_1_64_56_56_64_3x3_s1_p1"; the name is not part of it.
+  /// A stable identifier of the shapes and the epilogue, e.g. "dense_512_512_512" or
+  /// "conv2d_1_64_56_56_64_3x3_s1_p1+bias+relu" (epilogue.suffix() appended; plain workloads
+  /// keep the keys they had before epilogues existed); the name is not part of it.
   std::string key() const;
 
   /// Checks the bounds in the file comment. Throws std::invalid_argument whose message names
@@ -97,7 +113,8 @@ struct Workload {
   void validate() const;
 
   /// JSON form: {"op":"conv2d","name":"C2","N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,
-  /// "stride":1,"pad":1} or {"op":"dense","M":..,"N":..,"K":..}. from_json throws
+  /// "stride":1,"pad":1} or {"op":"dense","M":..,"N":..,"K":..}, plus "epilogue"
+  /// (Epilogue::to_json) when the epilogue is not empty. from_json throws
   /// std::invalid_argument on a missing or bad field and validates the result (validate()).
   boost::json::object to_json() const;
   static Workload from_json(const boost::json::value& value);
@@ -120,7 +137,8 @@ std::vector<WorkloadFileTask> load_workload_file(const std::string& path);
 /// Resolves a workload argument as the CLI takes it:
 ///  - a workload file path (see load_workload_file): all its tasks;
 ///  - "dense:M,N,K", "conv2d:N,C,H,W,K,R,stride,pad", "depthwise_conv2d:N,C,H,W,R,stride,pad":
-///    one task with those shapes.
+///    one task with those shapes, optionally followed by an epilogue in op order
+///    (Epilogue::parse), e.g. "conv2d:1,64,56,56,64,3,1,1+bias+residual+relu".
 /// `names` (comma-separated, e.g. "C2,C4") keeps only the tasks of those names, in file order.
 /// Throws std::invalid_argument (or std::runtime_error for unreadable files) with a message that
 /// shows the accepted forms, or names the field out of bounds (see validate()).
