@@ -1124,6 +1124,41 @@ TEST_F(RecordsTest, SuspectTrialsAreLeftOutOfTheBest) {
   EXPECT_EQ(store.best_trial(job)->config_index, 3);
 }
 
+TEST_F(RecordsTest, AFusedJobKeepsItsEpilogueThroughTheStoreAndAutoTvm) {
+  Workload fused = dense_m();
+  fused.epilogue = Epilogue::parse({"bias", "residual", "clip(0,6)"});
+  std::string log;
+  {
+    RecordStore store(path_);
+    const int64_t plain = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+    const int64_t job = store.open_job(fused, Target::kGlesFrag, kDevice, "M1+fused");
+    EXPECT_NE(plain, job);  // the epilogue is part of the workload: another job
+    store.add_trials(job, {in_space(ok_trial(2, {4e-3}), fused, Target::kGlesFrag, 2)});
+    std::ostringstream out;
+    ASSERT_EQ(store.export_autotvm(out, fused.key(), ""), 1);
+    log = out.str();
+    const std::vector<TuningJobInfo> jobs = store.jobs();
+    ASSERT_EQ(jobs.size(), 2u);
+    EXPECT_EQ(jobs[1].workload.epilogue, fused.epilogue);
+  }
+  // TVM's args are the anchor op's; the epilogue is in webtune's field and comes back.
+  const bj::object line = bj::parse(log).as_object();
+  EXPECT_EQ(line.at("input").as_array().at(1).as_string(), "dense.gles-frag");
+  EXPECT_EQ(line.at("webtune").as_object().at("epilogue").as_object().at("activation").as_string(),
+            "clip");
+  const std::string other_path = path_ + ".fused.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(other_path + suffix);
+  {
+    RecordStore copy(other_path);
+    std::istringstream in(log);
+    EXPECT_EQ(copy.import_autotvm(in, ""), 1);
+    ASSERT_EQ(copy.jobs().size(), 1u);
+    EXPECT_EQ(copy.jobs()[0].workload.key(), fused.key());
+    EXPECT_EQ(copy.jobs()[0].workload.epilogue, fused.epilogue);
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(other_path + suffix);
+}
+
 TEST_F(RecordsTest, SuspectTrialsAreExportedAsFailures) {
   RecordStore store(path_);
   const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
