@@ -5,6 +5,12 @@
 ///
 /// ## GEMM family: dense and conv2d
 ///
+/// The view, knobs, rules, device limits, default and thread → output mapping below are those
+/// of the GEMM schedule that gles-compute shares with webgpu (gemm_schedule.hpp, which checks
+/// them); gles-compute turns on its options double_buffer, k_split and vec4 reads of four
+/// shared A rows, and this file only writes GLSL ES 3.10. Knobs are read by name through
+/// KnobReader (knob_reader.hpp).
+///
 /// Both are written as C[rows, cols] = A[rows, depth] · B[depth, cols]:
 ///  - dense:  rows = M, cols = N, depth = K; A = data[M,K], B = weight[K,N], C = output.
 ///  - conv2d: implicit GEMM. rows = K (output channels), cols = N·OH·OW (output pixels of all
@@ -130,6 +136,8 @@
 #include <vector>
 
 #include "codegen/error_no.hpp"
+#include "codegen/gemm_schedule.hpp"
+#include "codegen/knob_reader.hpp"
 #include "shader_text.hpp"
 
 namespace webtune {
@@ -139,16 +147,11 @@ namespace {
 // ---- Space-shaping constants (see the file comment for why each exists) ---------------------
 
 constexpr int64_t kMaxThreadsPerDim = 32;
-constexpr int64_t kMaxRegsPerDim = 8;
-constexpr int64_t kMaxTileDepth = 16;
-constexpr int64_t kMaxUnrolledMultiplyAdds = 1024;
-constexpr int64_t kMaxGroupCount = 65535;
-constexpr int64_t kDefaultThreadsPerDim = 8;
-constexpr int64_t kMaxPrefetchLoads = 16;
 
 // ---- Small helpers ---------------------------------------------------------------------------
 
 constexpr std::string_view kTarget = "gles-compute";
+constexpr std::string_view kDepthwiseTemplate = "gles-compute depthwise_conv2d";
 
 [[noreturn]] void refuse(const std::string& why) {
   shader_text::refuse(kTarget, why);
@@ -159,15 +162,6 @@ std::string num(int64_t value) {
 }
 
 using shader_text::ShaderWriter;
-
-std::vector<int64_t> read_split(const ConfigEntity& entity, const std::string& name, size_t parts,
-                                int64_t extent) {
-  return shader_text::read_split(entity, name, parts, extent, kTarget);
-}
-
-int64_t read_int(const ConfigEntity& entity, const std::string& name) {
-  return shader_text::read_int(entity, name, kTarget);
-}
 
 /// Preamble shared by every kernel: version, precisions and the local size.
 void write_preamble(ShaderWriter& w, int64_t x, int64_t y, int64_t z) {
@@ -233,199 +227,26 @@ OutputLayout plain_output(const Workload& wl) {
 // GEMM family (dense, conv2d)
 // =============================================================================================
 
-/// A dense or conv2d workload seen as C[rows, cols] = A[rows, depth] · B[depth, cols].
-struct GemmView {
-  bool is_conv = false;
-  int64_t rows = 0, cols = 0, depth = 0;
-};
-
-GemmView gemm_view(const Workload& wl) {
-  if (wl.op == OpKind::kDense) return {false, wl.m, wl.n, wl.k};
-  return {true, wl.out_channels, wl.batch * wl.out_h() * wl.out_w(),
-          wl.in_channels * wl.kernel_h * wl.kernel_w};
-}
-
-/// One entity of the GEMM space, decoded.
-struct GemmTiling {
-  int64_t blocks_y = 1, threads_y = 1, regs_y = 1;
-  int64_t blocks_x = 1, threads_x = 1, regs_x = 1;
-  int64_t k_outer = 1, k_depth = 1;
-  bool use_shared = false;
-  bool vec4 = false;
-  int64_t unroll = 1;
-  bool double_buffer = false;
-  int64_t k_split = 1;
-
-  int64_t block_rows() const { return threads_y * regs_y; }
-  int64_t block_cols() const { return threads_x * regs_x; }
-  /// Invocations of one k-slice (the output tile's owners).
-  int64_t slice_invocations() const { return threads_x * threads_y; }
-  int64_t invocations() const { return threads_x * threads_y * k_split; }
-  /// Depth values per A load (vec4 along the depth, or scalar).
-  int64_t a_width() const { return vec4 ? 4 : 1; }
-  /// Depth values one unrolled loop body covers.
-  int64_t body_depth() const { return unroll * a_width(); }
-  /// The reduction loop one slice runs: a shared tile's depth (or the whole depth) / k_split.
-  int64_t slice_depth(int64_t depth) const { return (use_shared ? k_depth : depth) / k_split; }
-  /// Shared A rows are read four at a time (vec4) when each invocation's rows come in
-  /// groups of four: vec4 with shared memory and regs_y % 4 == 0.
-  bool a_rows_vec4() const { return vec4 && use_shared && regs_y % 4 == 0; }
-  /// Floats of one A (or B) shared tile.
-  int64_t a_tile_floats() const { return k_depth * block_rows(); }
-  int64_t b_tile_floats() const { return k_depth * block_cols(); }
-  /// Floats of the k-split reduction area: slices 1.. hand their register tiles to slice 0.
-  int64_t reduction_floats() const { return (k_split - 1) * block_rows() * block_cols(); }
-  int64_t shared_bytes() const {
-    const int64_t tiles =
-        use_shared ? (double_buffer ? 2 : 1) * (a_tile_floats() + b_tile_floats()) : 0;
-    return 4 * (tiles + reduction_floats());
-  }
-};
-
-/// Columns per B load / accumulator / store: 4 for dense with vec4 (B rows are contiguous
-/// along N), 1 otherwise (im2col columns are not contiguous in memory).
-int64_t col_width(const GemmView& view, const GemmTiling& t) {
-  return (!view.is_conv && t.vec4) ? 4 : 1;
-}
-
-GemmTiling read_gemm_tiling(const GemmView& view, const ConfigEntity& entity) {
-  GemmTiling t;
-  const auto y = read_split(entity, "tile_y", 3, view.rows);
-  const auto x = read_split(entity, "tile_x", 3, view.cols);
-  const auto k = read_split(entity, "tile_k", 2, view.depth);
-  t.blocks_y = y[0], t.threads_y = y[1], t.regs_y = y[2];
-  t.blocks_x = x[0], t.threads_x = x[1], t.regs_x = x[2];
-  t.k_outer = k[0], t.k_depth = k[1];
-  t.use_shared = read_int(entity, "use_shared") != 0;
-  t.vec4 = read_int(entity, "vec4") != 0;
-  t.unroll = read_int(entity, "unroll");
-  if (t.unroll < 1) refuse("unroll must be at least 1");
-  t.double_buffer = read_int(entity, "double_buffer") != 0;
-  t.k_split = read_int(entity, "k_split");
-  if (t.k_split < 1) refuse("k_split must be at least 1");
-  return t;
-}
-
-/// Global loads one invocation makes per shared tile (A then B), ceil(items / invocations).
-int64_t loads_per_invocation(const GemmView& v, const GemmTiling& t) {
-  const int64_t cw = (!v.is_conv && t.vec4) ? 4 : 1;
-  const int64_t n = t.invocations();
-  const int64_t b_items = t.b_tile_floats() / cw;
-  const int64_t b_loads = (b_items + n - 1) / n;
-  if (t.a_rows_vec4()) {
-    // Items of 4 rows × 4 depth values, 4 vec4 loads each.
-    const int64_t a_items = t.a_tile_floats() / 16;
-    return 4 * ((a_items + n - 1) / n) + b_loads;
-  }
-  const int64_t a_items = t.a_tile_floats() / t.a_width();
-  return (a_items + n - 1) / n + b_loads;
-}
-
-struct GemmRule {
-  const char* description;
-  bool (*holds)(const GemmView&, const GemmTiling&);
-};
-
-const GemmRule kGemmRules[] = {
-    {"register tile at most 8x8 (regs_y, regs_x <= 8)",
-     [](const GemmView&, const GemmTiling& t) {
-       return t.regs_y <= kMaxRegsPerDim && t.regs_x <= kMaxRegsPerDim;
-     }},
-    {"vec4 needs the reduction length to be a multiple of 4",
-     [](const GemmView& v, const GemmTiling& t) { return !t.vec4 || v.depth % 4 == 0; }},
-    {"vec4 on dense needs N and regs_x to be multiples of 4",
-     [](const GemmView& v, const GemmTiling& t) {
-       return !t.vec4 || v.is_conv || (v.cols % 4 == 0 && t.regs_x % 4 == 0);
-     }},
-    {"tile_k is only used with shared memory (k_depth must be 1 without it)",
-     [](const GemmView&, const GemmTiling& t) { return t.use_shared || t.k_depth == 1; }},
-    {"the unrolled step (unroll, times 4 with vec4) times k_split divides the reduction loop",
-     [](const GemmView& v, const GemmTiling& t) {
-       const int64_t loop = t.use_shared ? t.k_depth : v.depth;
-       return loop % (t.k_split * t.body_depth()) == 0;
-     }},
-    {"double_buffer needs shared memory",
-     [](const GemmView&, const GemmTiling& t) { return t.use_shared || !t.double_buffer; }},
-    {"double_buffer: at most 16 prefetched global loads per invocation and tile",
-     [](const GemmView& v, const GemmTiling& t) {
-       return !t.double_buffer || loads_per_invocation(v, t) <= kMaxPrefetchLoads;
-     }},
-    {"at most 1024 unrolled multiply-adds per loop body",
-     [](const GemmView&, const GemmTiling& t) {
-       return t.body_depth() * t.regs_y * t.regs_x <= kMaxUnrolledMultiplyAdds;
-     }},
-    {"at most 65535 workgroups per dispatch dimension",
-     [](const GemmView&, const GemmTiling& t) {
-       return t.blocks_x <= kMaxGroupCount && t.blocks_y <= kMaxGroupCount;
-     }},
-};
-
-struct GemmLimit {
-  const char* description;
-  bool (*holds)(const GemmTiling&, const DeviceLimits&);
-};
-
-const GemmLimit kGemmLimits[] = {
-    {"workgroup invocations (threads_x * threads_y * k_split) <= max_workgroup_invocations",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.invocations() <= d.max_workgroup_invocations;
-     }},
-    {"threads_x <= max_workgroup_size_x",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.threads_x <= d.max_workgroup_size_x;
-     }},
-    {"threads_y <= max_workgroup_size_y",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.threads_y <= d.max_workgroup_size_y;
-     }},
-    {"k_split <= max_workgroup_size_z",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.k_split <= d.max_workgroup_size_z;
-     }},
-    {"shared tiles (4 * k_depth * (block_rows + block_cols) bytes, twice with double_buffer) "
-     "and the k_split reduction area (4 * (k_split - 1) * block_rows * block_cols bytes) <= "
-     "max_shared_memory_bytes",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.shared_bytes() <= d.max_shared_memory_bytes;
-     }},
-};
-
-std::shared_ptr<ConfigSpace> gemm_space(const Workload& wl) {
-  const GemmView view = gemm_view(wl);
-  auto space = std::make_shared<ConfigSpace>();
-  space->define_split("tile_y", view.rows, 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_x", view.cols, 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_k", view.depth, 2, SplitPolicy::kFactors, kMaxTileDepth);
-  space->define_knob("use_shared", std::vector<int64_t>{0, 1});
-  space->define_knob("vec4", std::vector<int64_t>{0, 1});
-  space->define_knob("unroll", std::vector<int64_t>{1, 2, 4, 8});
-  space->define_knob("double_buffer", std::vector<int64_t>{0, 1});
-  space->define_knob("k_split", std::vector<int64_t>{1, 2, 4});
-  for (const GemmRule& rule : kGemmRules) {
-    space->add_constraint(rule.description, [view, holds = rule.holds](const ConfigEntity& e) {
-      return holds(view, read_gemm_tiling(view, e));
-    });
-  }
-  for (const GemmLimit& limit : kGemmLimits) {
-    space->add_device_limit(limit.description, [view, holds = limit.holds](const ConfigEntity& e,
-                                                                           const DeviceLimits& d) {
-      return holds(read_gemm_tiling(view, e), d);
-    });
-  }
-  return space;
-}
+/// The shared GEMM schedule (gemm_schedule.hpp) with what gles-compute turns on: columns over
+/// all images, double_buffer, k_split and vec4 reads of four shared A rows.
+constexpr GemmScheduleOptions kGemmOptions{.target = kTarget,
+                                           .max_threads_per_dim = kMaxThreadsPerDim,
+                                           .columns = GemmColumns::kAllImages,
+                                           .double_buffer_knob = true,
+                                           .k_split_knob = true,
+                                           .vec4_a_rows = true};
 
 /// Writes the GEMM-family shader for one tiling. Each member writes one part of the kernel;
 /// see the file comment for the thread → element mapping.
 class GemmEmitter {
  public:
   GemmEmitter(const Workload& wl, const GemmView& view, const GemmTiling& t)
-      : wl_(wl), view_(view), t_(t), cw_(col_width(view, t)) {}
+      : wl_(wl), view_(view), t_(t), cw_(t.width) {}
 
   std::string emit() {
     write_preamble(w_, t_.threads_x, t_.threads_y, t_.k_split);
     write_buffers();
-    if (view_.is_conv) write_input_at(w_, wl_);
+    if (view_.conv) write_input_at(w_, wl_);
     if (t_.use_shared) write_shared_arrays();
     if (t_.k_split > 1)
       w_.line("shared " + col_type() + " Red[" + num(t_.reduction_floats() / cw_) + "];");
@@ -446,19 +267,16 @@ class GemmEmitter {
 
  private:
   // ---- names and small expressions ----
-  std::string a_buffer() const { return view_.is_conv ? "weight" : "data"; }
-  std::string b_buffer() const { return view_.is_conv ? "data" : "weight"; }
+  std::string a_buffer() const { return view_.conv ? "weight" : "data"; }
+  std::string b_buffer() const { return view_.conv ? "data" : "weight"; }
   std::string col_type() const { return cw_ == 4 ? "vec4" : "float"; }
-  int64_t col_atoms() const { return t_.regs_x / cw_; }
+  int64_t col_atoms() const { return t_.col_atoms(); }
   std::string acc(int64_t i, int64_t j) const { return "acc[" + num(i * col_atoms() + j) + "]"; }
   /// Offset of invocation-local row i within the workgroup's block (relative to ty).
   /// With a_rows_vec4 the rows come in groups of four consecutive ones (one vec4 of As).
-  int64_t row_step(int64_t i) const {
-    if (t_.a_rows_vec4()) return (i / 4) * t_.threads_y * 4 + i % 4;
-    return i * t_.threads_y;
-  }
+  int64_t row_step(int64_t i) const { return t_.row_step(i); }
   /// Rows per invocation step in As: 4 with a_rows_vec4, else 1.
-  int64_t row_group() const { return t_.a_rows_vec4() ? 4 : 1; }
+  int64_t row_group() const { return t_.row_group(); }
   /// The reduction range of this invocation's k-slice inside a loop of `loop` depth values.
   std::string slice_begin(int64_t loop) const {
     return t_.k_split > 1 ? "kz * " + num(loop / t_.k_split) : "0";
@@ -468,13 +286,13 @@ class GemmEmitter {
                           : num(loop);
   }
   /// Offset, in columns, of atom j within the block (relative to tx·cw).
-  int64_t col_step(int64_t j) const { return j * t_.threads_x * cw_; }
+  int64_t col_step(int64_t j) const { return t_.col_step(j); }
 
   void write_buffers() {
     const bool a_vec = t_.vec4;
     const bool b_vec = cw_ == 4;
-    const bool data_vec = view_.is_conv ? false : a_vec;
-    const bool weight_vec = view_.is_conv ? a_vec : b_vec;
+    const bool data_vec = view_.conv ? false : a_vec;
+    const bool weight_vec = view_.conv ? a_vec : b_vec;
     write_buffer(w_, 0, "DataBuffer", "readonly", data_vec ? "vec4" : "float", "data");
     write_buffer(w_, 1, "WeightBuffer", "readonly", weight_vec ? "vec4" : "float", "weight");
     write_buffer(w_, 2, "OutputBuffer", "writeonly", col_type(), "result");
@@ -485,7 +303,7 @@ class GemmEmitter {
     // threads_y apart (or, as vec4, threads_y groups of four apart): neighbouring invocations
     // read neighbouring words. Double buffering keeps two copies of each tile back to back.
     const int64_t copies = t_.double_buffer ? 2 : 1;
-    w_.line("shared " + std::string(t_.a_rows_vec4() ? "vec4" : "float") + " As[" +
+    w_.line("shared " + std::string(t_.a_rows_vec4 ? "vec4" : "float") + " As[" +
             num(copies * t_.a_tile_floats() / row_group()) + "];");
     w_.line("shared " + col_type() + " Bs[" + num(copies * t_.b_tile_floats() / cw_) + "];");
   }
@@ -505,7 +323,7 @@ class GemmEmitter {
         w_.line("int a_row" + num(i) + " = (row0 + " + num(row_step(i)) + ") * " + num(a_row_len) +
                 ";");
     }
-    if (view_.is_conv) write_conv_column_indices();
+    if (view_.conv) write_conv_column_indices();
   }
 
   /// For conv2d: each owned column's image base, window origin and output base, decoded once.
@@ -549,7 +367,7 @@ class GemmEmitter {
 
   void write_global_loop() {
     w_.open("for (int k = " + slice_begin(view_.depth) + "; k < " + slice_end(view_.depth) +
-            "; k += " + num(t_.body_depth()) + ")");
+            "; k += " + num(t_.body_depth) + ")");
     for (int64_t u = 0; u < t_.unroll; ++u) write_global_step(u * t_.a_width());
     w_.close();
   }
@@ -575,7 +393,7 @@ class GemmEmitter {
           w_.line("float " + a[i] + " = " + a_buffer() + "[a_row" + num(i) + " + " + k + "];");
         }
       }
-      if (view_.is_conv) write_depth_decode("d" + num(v) + "_", k);
+      if (view_.conv) write_depth_decode("d" + num(v) + "_", k);
       for (int64_t j = 0; j < col_atoms(); ++j)
         w_.line(col_type() + " b" + num(j) + sv + " = " + global_b(j, k, "d" + num(v) + "_") + ";");
       write_multiply_adds(a, sv);
@@ -586,7 +404,7 @@ class GemmEmitter {
   /// B at depth `k`, column atom j, read from the buffer (dense) or decoded im2col (conv2d,
   /// using the depth decode variables with prefix `d`).
   std::string global_b(int64_t j, const std::string& k, const std::string& d) const {
-    if (view_.is_conv) {
+    if (view_.conv) {
       const std::string s = num(j);
       return "input_at(x_base" + s + " + " + d + "c * " + num(wl_.height * wl_.width) + ", ih0_" +
              s + " + " + d + "r, iw0_" + s + " + " + d + "s)";
@@ -663,13 +481,13 @@ class GemmEmitter {
   /// A load items per tile: groups of 4 rows × 4 depth values (a_rows_vec4), else single
   /// rows × a_width depth values.
   int64_t a_items() const {
-    return t_.a_rows_vec4() ? (t_.block_rows() / 4) * (t_.k_depth / 4)
-                            : t_.block_rows() * (t_.k_depth / t_.a_width());
+    return t_.a_rows_vec4 ? (t_.block_rows() / 4) * (t_.k_depth / 4)
+                          : t_.block_rows() * (t_.k_depth / t_.a_width());
   }
   int64_t b_items() const { return t_.b_tile_floats() / cw_; }
 
   void declare_a_registers(const std::string& name) {
-    if (t_.a_rows_vec4()) {
+    if (t_.a_rows_vec4) {
       for (int64_t r = 0; r < 4; ++r) w_.line("vec4 " + name + "_" + num(r) + ";");
     } else {
       w_.line((t_.vec4 ? "vec4 " : "float ") + name + ";");
@@ -719,7 +537,7 @@ class GemmEmitter {
 
   /// `int m, kq` of A item `e`: its row (group) in the block and its depth quad / value.
   void write_a_indices(const std::string& e) {
-    const int64_t per_row = t_.a_rows_vec4() ? t_.k_depth / 4 : t_.k_depth / t_.a_width();
+    const int64_t per_row = t_.a_rows_vec4 ? t_.k_depth / 4 : t_.k_depth / t_.a_width();
     w_.line("int m = " + e + " / " + num(per_row) + ";");
     w_.line("int kq = " + e + " - m * " + num(per_row) + ";");
   }
@@ -728,7 +546,7 @@ class GemmEmitter {
   void write_a_load(const std::string& reg, const std::string& k0, bool declare) {
     const int64_t aw = t_.a_width();
     const std::string row_len = num(view_.depth / aw);
-    if (t_.a_rows_vec4()) {
+    if (t_.a_rows_vec4) {
       for (int64_t r = 0; r < 4; ++r)
         w_.line((declare ? "vec4 " : "") + reg + "_" + num(r) + " = " + a_buffer() +
                 "[(block_row + m * 4 + " + num(r) + ") * " + row_len + " + (" + k0 +
@@ -742,7 +560,7 @@ class GemmEmitter {
   /// Stores A item (m, kq) from `reg` into As (transposed, [k][row]) at offset `off`.
   void write_a_store(const std::string& reg, const std::string& off) {
     const int64_t br = t_.block_rows();
-    if (t_.a_rows_vec4()) {
+    if (t_.a_rows_vec4) {
       // Four rows × four depths in registers, transposed into four vec4s of four rows each.
       for (int64_t c = 0; c < 4; ++c)
         w_.line("As[" + off + "(kq * 4 + " + num(c) + ") * " + num(br / 4) + " + m] = vec4(" + reg +
@@ -768,7 +586,7 @@ class GemmEmitter {
     w_.open("");
     w_.line("int kk = " + e + " / " + num(per_row) + ";");
     w_.line("int n = " + e + " - kk * " + num(per_row) + ";");
-    if (view_.is_conv) {
+    if (view_.conv) {
       const int64_t ohw = wl_.out_h() * wl_.out_w();
       w_.line("int col = block_col + n;");
       w_.line("int img = col / " + num(ohw) + ";");
@@ -789,8 +607,8 @@ class GemmEmitter {
   /// This k-slice's share of the product of the current tiles (at offsets a_off, b_off).
   void write_tile_product(const std::string& a_off, const std::string& b_off) {
     w_.open("for (int k = " + slice_begin(t_.k_depth) + "; k < " + slice_end(t_.k_depth) +
-            "; k += " + num(t_.body_depth()) + ")");
-    for (int64_t step = 0; step < t_.body_depth(); ++step) write_shared_step(step, a_off, b_off);
+            "; k += " + num(t_.body_depth) + ")");
+    for (int64_t step = 0; step < t_.body_depth; ++step) write_shared_step(step, a_off, b_off);
     w_.close();
   }
 
@@ -799,7 +617,7 @@ class GemmEmitter {
     w_.open("");
     const std::string k = "k + " + num(step);
     std::vector<std::string> a(static_cast<size_t>(t_.regs_y));
-    if (t_.a_rows_vec4()) {
+    if (t_.a_rows_vec4) {
       for (int64_t q = 0; q < t_.regs_y / 4; ++q)
         w_.line("vec4 a" + num(q) + " = As[" + a_off + "(" + k + ") * " + num(t_.block_rows() / 4) +
                 " + ty + " + num(q * t_.threads_y) + "];");
@@ -846,7 +664,7 @@ class GemmEmitter {
       const std::string row = "(row0 + " + num(row_step(i)) + ")";
       for (int64_t j = 0; j < col_atoms(); ++j) {
         std::string index;
-        if (view_.is_conv)
+        if (view_.conv)
           index = "out_base" + num(j) + " + " + row + " * " + num(ohw);
         else
           index = row + " * " + num(view_.cols / cw_) + " + (col0 + " + num(col_step(j)) + ") / " +
@@ -864,10 +682,9 @@ class GemmEmitter {
 };
 
 KernelArtifact emit_gemm(const Workload& wl, const ConfigEntity& entity) {
-  const GemmView view = gemm_view(wl);
-  const GemmTiling t = read_gemm_tiling(view, entity);
-  for (const GemmRule& rule : kGemmRules)
-    if (!rule.holds(view, t)) refuse(std::string("config breaks: ") + rule.description);
+  const GemmSchedule schedule = glsl_compute_gemm_schedule(wl);
+  const GemmView& view = schedule.view();
+  const GemmTiling t = schedule.read_checked(entity);
   KernelArtifact artifact;
   artifact.target = Target::kGlesCompute;
   artifact.source = GemmEmitter(wl, view, t).emit();
@@ -901,14 +718,15 @@ struct DepthwiseTiling {
 
 DepthwiseTiling read_depthwise_tiling(const Workload& wl, const ConfigEntity& entity) {
   DepthwiseTiling t;
-  const auto x = read_split(entity, "tile_x", 3, wl.out_w());
-  const auto y = read_split(entity, "tile_y", 3, wl.out_h());
-  const auto c = read_split(entity, "tile_c", 2, wl.batch * wl.in_channels);
+  const KnobReader knobs(entity, kDepthwiseTemplate);
+  const auto x = knobs.split("tile_x", 3, wl.out_w());
+  const auto y = knobs.split("tile_y", 3, wl.out_h());
+  const auto c = knobs.split("tile_c", 2, wl.batch * wl.in_channels);
   t.blocks_x = x[0], t.threads_x = x[1], t.regs_x = x[2];
   t.blocks_y = y[0], t.threads_y = y[1], t.regs_y = y[2];
   t.blocks_c = c[0], t.threads_c = c[1];
-  t.use_shared = read_int(entity, "use_shared") != 0;
-  t.unroll = read_int(entity, "unroll") != 0;
+  t.use_shared = knobs.get_int("use_shared") != 0;
+  t.unroll = knobs.get_int("unroll") != 0;
   return t;
 }
 
@@ -926,17 +744,17 @@ struct DepthwiseRule {
 const DepthwiseRule kDepthwiseRules[] = {
     {"register tile at most 8x8 (regs_y, regs_x <= 8)",
      [](const Workload&, const DepthwiseTiling& t) {
-       return t.regs_y <= kMaxRegsPerDim && t.regs_x <= kMaxRegsPerDim;
+       return t.regs_y <= kComputeMaxRegsPerDim && t.regs_x <= kComputeMaxRegsPerDim;
      }},
     {"unrolled window at most 1024 multiply-adds (regs_y * regs_x * R * S)",
      [](const Workload& wl, const DepthwiseTiling& t) {
        return !t.unroll ||
-              t.regs_y * t.regs_x * wl.kernel_h * wl.kernel_w <= kMaxUnrolledMultiplyAdds;
+              t.regs_y * t.regs_x * wl.kernel_h * wl.kernel_w <= kComputeMaxUnrolledMultiplyAdds;
      }},
     {"at most 65535 workgroups per dispatch dimension",
      [](const Workload&, const DepthwiseTiling& t) {
-       return t.blocks_x <= kMaxGroupCount && t.blocks_y <= kMaxGroupCount &&
-              t.blocks_c <= kMaxGroupCount;
+       return t.blocks_x <= kComputeMaxGroupCount && t.blocks_y <= kComputeMaxGroupCount &&
+              t.blocks_c <= kComputeMaxGroupCount;
      }},
 };
 
@@ -1123,7 +941,9 @@ class DepthwiseEmitter {
 KernelArtifact emit_depthwise(const Workload& wl, const ConfigEntity& entity) {
   const DepthwiseTiling t = read_depthwise_tiling(wl, entity);
   for (const DepthwiseRule& rule : kDepthwiseRules)
-    if (!rule.holds(wl, t)) refuse(std::string("config breaks: ") + rule.description);
+    if (!rule.holds(wl, t))
+      KnobReader(entity, kDepthwiseTemplate)
+          .refuse(std::string("config breaks: ") + rule.description);
   KernelArtifact artifact;
   artifact.target = Target::kGlesCompute;
   artifact.source = DepthwiseEmitter(wl, t).emit();
@@ -1135,37 +955,18 @@ KernelArtifact emit_depthwise(const Workload& wl, const ConfigEntity& entity) {
   return artifact;
 }
 
-// =============================================================================================
-// Default config
-// =============================================================================================
-
-/// How far a candidate is from the untuned default (smaller is closer): one output per
-/// invocation, 8 threads along x and y, one plane per workgroup, every other knob at its
-/// smallest value (no shared memory, no vec4, no unroll).
-double default_distance(const Knob& knob, const KnobValue& value) {
-  if (const auto* factors = std::get_if<std::vector<int64_t>>(&value)) {
-    const bool is_xy = knob.name == "tile_x" || knob.name == "tile_y";
-    if (is_xy && factors->size() == 3) {
-      // Register tile first (must be 1), then the log-distance of the threads from 8, with a
-      // small tie-break towards fewer threads.
-      const double threads = static_cast<double>((*factors)[1]);
-      return 1000.0 * static_cast<double>((*factors)[2] - 1) +
-             std::abs(std::log2(threads / kDefaultThreadsPerDim)) + 1e-3 * threads;
-    }
-    return static_cast<double>(factors->back());  // tile_k depth, planes per workgroup
-  }
-  if (const auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
-  return 0.0;
-}
-
 }  // namespace
+
+GemmSchedule glsl_compute_gemm_schedule(const Workload& workload) {
+  return GemmSchedule(workload, kGemmOptions);
+}
 
 std::shared_ptr<ConfigSpace> glsl_compute_space(const Workload& workload) {
   workload.validate();
   switch (workload.op) {
     case OpKind::kDense:
     case OpKind::kConv2d:
-      return gemm_space(workload);
+      return glsl_compute_gemm_schedule(workload).space();
     case OpKind::kDepthwiseConv2d:
       return depthwise_space(workload);
   }
@@ -1185,31 +986,7 @@ KernelArtifact emit_glsl_compute(const Workload& workload, const ConfigEntity& e
 }
 
 ConfigEntity glsl_compute_default(const ConfigSpace& space) {
-  // Each knob's closest candidate; knobs are independent, so this is the closest entity.
-  const KnobList& knobs = space.knobs();
-  std::vector<int> choices(knobs.size(), 0);
-  for (size_t k = 0; k < knobs.size(); ++k) {
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t c = 0; c < knobs[k].candidates.size(); ++c) {
-      const double d = default_distance(knobs[k], knobs[k].candidates[c]);
-      if (d < best) best = d, choices[k] = static_cast<int>(c);
-    }
-  }
-  ConfigEntity entity = space.from_choices(choices);
-  if (space.is_valid(entity)) return entity;
-  // Device limits below 8×8 (or another rule) exclude it: the closest valid entity instead.
-  double best = std::numeric_limits<double>::infinity();
-  int64_t best_index = -1;
-  for (int64_t index : space.valid_indices()) {
-    const ConfigEntity candidate = space.get(index);
-    double d = 0;
-    for (size_t k = 0; k < knobs.size(); ++k)
-      d += default_distance(knobs[k], knobs[k].candidates[candidate.choices()[k]]);
-    if (d < best) best = d, best_index = index;
-  }
-  if (best_index < 0)
-    throw std::runtime_error("gles-compute: the config space has no valid config");
-  return space.get(best_index);
+  return untuned_default(space, kTarget);
 }
 
 }  // namespace webtune

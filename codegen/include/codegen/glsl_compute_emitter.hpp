@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "codegen/config_space.hpp"
+#include "codegen/gemm_schedule.hpp"
 #include "codegen/kernel_artifact.hpp"
 #include "codegen/workload.hpp"
 
@@ -29,5 +30,10 @@ KernelArtifact emit_glsl_compute(const Workload& workload, const ConfigEntity& e
 /// The untuned default: 8×8 workgroup (or the nearest the shapes and device limits allow),
 /// one output per invocation, no shared memory, no vec4, no unroll.
 ConfigEntity glsl_compute_default(const ConfigSpace& space);
+
+/// The shared GEMM schedule (gemm_schedule.hpp) of dense or conv2d `workload` with the options
+/// gles-compute turns on: the view, knobs, rules and thread → output mapping its kernels use.
+/// Throws std::invalid_argument for another op.
+GemmSchedule glsl_compute_gemm_schedule(const Workload& workload);
 
 }  // namespace webtune

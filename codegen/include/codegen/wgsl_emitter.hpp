@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "codegen/config_space.hpp"
+#include "codegen/gemm_schedule.hpp"
 #include "codegen/kernel_artifact.hpp"
 #include "codegen/workload.hpp"
 
@@ -61,5 +62,10 @@ std::vector<std::pair<int64_t, int64_t>> wgsl_owned_outputs(const Workload& work
 std::vector<int64_t> wgsl_owned_output_indices(const Workload& workload, const ConfigEntity& entity,
                                                const std::array<int64_t, 3>& group,
                                                const std::array<int64_t, 3>& invocation);
+
+/// The shared GEMM schedule (gemm_schedule.hpp) of dense or conv2d `workload` with the options
+/// webgpu turns on: the view, knobs, rules and thread → output mapping its kernels use. Throws
+/// std::invalid_argument for another op.
+GemmSchedule wgsl_gemm_schedule(const Workload& workload);
 
 }  // namespace webtune
