@@ -255,6 +255,43 @@ int64_t GemmSchedule::loads_per_invocation(const GemmTiling& t) const {
   return ceil_div(t.a_tile_floats() / t.a_width(), n) + b_loads;
 }
 
+namespace {
+
+std::string clamp(const std::string& index, bool exact, int64_t last) {
+  return exact ? index : "min(" + index + ", " + std::to_string(last) + ")";
+}
+
+std::string below(const std::string& index, bool exact, int64_t extent) {
+  return exact ? "" : "((" + index + ") < " + std::to_string(extent) + ")";
+}
+
+}  // namespace
+
+std::string GemmEdges::row(const std::string& index) const {
+  return clamp(index, t_.rows_exact, view_.rows - 1);
+}
+std::string GemmEdges::col(const std::string& index, int64_t width) const {
+  return clamp(index, t_.cols_exact, view_.cols - width);
+}
+std::string GemmEdges::depth(const std::string& index) const {
+  return clamp(index, t_.depth_exact, view_.depth - 1);
+}
+std::string GemmEdges::row_ok(const std::string& index) const {
+  return below(index, t_.rows_exact, view_.rows);
+}
+std::string GemmEdges::col_ok(const std::string& index) const {
+  return below(index, t_.cols_exact, view_.cols);
+}
+std::string GemmEdges::depth_ok(const std::string& index) const {
+  return below(index, t_.depth_exact, view_.depth);
+}
+std::string GemmEdges::all(const std::vector<std::string>& conditions) const {
+  std::string out;
+  for (const std::string& c : conditions)
+    if (!c.empty()) out += (out.empty() ? "" : and_op_) + c;
+  return out;
+}
+
 ConfigEntity untuned_default(const ConfigSpace& space, std::string_view target) {
   // Each knob's closest candidate; knobs are independent, so this is the closest entity.
   const KnobList& knobs = space.knobs();

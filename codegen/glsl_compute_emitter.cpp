@@ -97,6 +97,7 @@
 /// input pixels, which the unrolled variant loads once.
 ///  - tile_x = [blocks_x, threads_x, regs_x], split of OW; tile_y likewise of OH. Inner ≤ 32.
 ///  - tile_c = [blocks_c, threads_c], split of N·C (planes per workgroup). Inner ≤ 32.
+///    All three are kVerbose splits with guarded edges (see Edges below).
 ///  - use_shared {0, 1}: 1 stages the workgroup's input window (threads_c planes of
 ///    ((BH − 1)·stride + R) × ((BW − 1)·stride + S) pixels, zero padding included) in shared
 ///    memory; 0 reads inputs from the buffer with border conditions.
@@ -108,12 +109,21 @@
 /// shared window's bytes. No vec4 knob: with stride and padding, input windows are not
 /// 16-byte aligned, and R·S weights per channel are rarely a multiple of four.
 ///
-/// ## Edges
-/// Every split multiplies exactly to its extent, so no tile ever runs past the tensor and
-/// shapes such as ResNet-18's C1 (112×112 output, C·R·S = 147) or dense 1×1000×512 need no
-/// row/column guards; the emitter refuses (kInstantiation) an entity whose splits do not match
-/// the workload. Image borders are the only edges: reads there are conditional, with the
-/// address clamped to 0 so that no invocation ever reads outside a buffer.
+/// ## Edges: guarded, not padded
+/// Every split (tile_y, tile_x, tile_k of the GEMM; tile_x, tile_y, tile_c of depthwise) is
+/// SplitPolicy::kVerbose: besides the divisors of its axis it takes powers of two that do not
+/// divide it, the outermost factor rounded up, so an axis of 1000, 7×7 = 49 output pixels, 3
+/// input channels or 24 / 144 / 960 channels get the tile menu of a power of two. A tile that
+/// runs past its axis is GUARDED in the kernel: loads past the edge read 0 (GEMM rows and
+/// columns whose accumulators are never stored read a clamped address instead; shared-memory
+/// tiles are filled with zeros past the edge, rows, columns or depth; depthwise planes past
+/// the last are clamped and their windows read through the bounds-checked input_at), and
+/// stores past it are skipped. Buffers are not padded: in a model they are shared between ops,
+/// and padding one would need a copy, or a layout change in every producer and consumer. A
+/// split that divides its axis emits no guard, so records from before kVerbose still build the
+/// kernels they measured; the emitter refuses (kInstantiation) an entity whose splits do not
+/// cover the workload. Image borders are the other edges: reads there are conditional, with
+/// the address clamped to 0 so that no invocation ever reads outside a buffer.
 ///
 /// Space sizes (raw / valid under the ES 3.1 minimum limits): see `webtune space`; the
 /// double_buffer and k_split knobs multiply the raw space by 6 (dense 512³ 588,000 raw).
@@ -182,9 +192,11 @@ void write_buffer(ShaderWriter& w, int binding, const std::string& block, const 
 /// GLSL function `input_at(plane_base, ih, iw)`: the data element at row ih, column iw of the
 /// image plane that starts at `plane_base`, zero outside the image (zero padding). The address
 /// is clamped so that a border invocation never reads outside the buffer.
-void write_input_at(ShaderWriter& w, const Workload& wl) {
+/// `checked` = false writes the unchecked read, for kernels whose windows all lie inside the
+/// image: no padding and no guarded tile past the output's edge.
+void write_input_at(ShaderWriter& w, const Workload& wl, bool checked) {
   w.open("float input_at(int plane_base, int ih, int iw)");
-  if (wl.pad == 0) {
+  if (!checked) {
     // Without padding every window lies inside the image: (OH−1)·stride + R ≤ H.
     w.line("return data[plane_base + ih * " + num(wl.width) + " + iw];");
   } else {
@@ -241,12 +253,12 @@ constexpr GemmScheduleOptions kGemmOptions{.target = kTarget,
 class GemmEmitter {
  public:
   GemmEmitter(const Workload& wl, const GemmView& view, const GemmTiling& t)
-      : wl_(wl), view_(view), t_(t), cw_(t.width) {}
+      : wl_(wl), view_(view), t_(t), cw_(t.width), edges_(view, t, " && ") {}
 
   std::string emit() {
     write_preamble(w_, t_.threads_x, t_.threads_y, t_.k_split);
     write_buffers();
-    if (view_.conv) write_input_at(w_, wl_);
+    if (view_.conv) write_input_at(w_, wl_, wl_.pad != 0);
     if (t_.use_shared) write_shared_arrays();
     if (t_.k_split > 1)
       w_.line("shared " + col_type() + " Red[" + num(t_.reduction_floats() / cw_) + "];");
@@ -288,6 +300,15 @@ class GemmEmitter {
   /// Offset, in columns, of atom j within the block (relative to tx·cw).
   int64_t col_step(int64_t j) const { return t_.col_step(j); }
 
+  /// `buffer[index]`, or `zero` where `ok` fails (a guarded edge, GemmEdges): the address is
+  /// then 0, so no invocation ever reads outside the buffer (GLSL's ?: evaluates one operand,
+  /// but a driver may flatten it into a select).
+  static std::string guarded_load(const std::string& buffer, const std::string& index,
+                                  const std::string& ok, const std::string& zero) {
+    if (ok.empty()) return buffer + "[" + index + "]";
+    return "((" + ok + ") ? " + buffer + "[(" + ok + ") ? " + index + " : 0] : " + zero + ")";
+  }
+
   void write_buffers() {
     const bool a_vec = t_.vec4;
     const bool b_vec = cw_ == 4;
@@ -320,8 +341,8 @@ class GemmEmitter {
       // Start of each owned row of A, in A's element units (vec4 or float).
       const int64_t a_row_len = view_.depth / t_.a_width();
       for (int64_t i = 0; i < t_.regs_y; ++i)
-        w_.line("int a_row" + num(i) + " = (row0 + " + num(row_step(i)) + ") * " + num(a_row_len) +
-                ";");
+        w_.line("int a_row" + num(i) + " = (" + edges_.row("row0 + " + num(row_step(i))) + ") * " +
+                num(a_row_len) + ";");
     }
     if (view_.conv) write_conv_column_indices();
   }
@@ -331,7 +352,7 @@ class GemmEmitter {
     const int64_t ohw = wl_.out_h() * wl_.out_w();
     for (int64_t j = 0; j < col_atoms(); ++j) {
       const std::string s = num(j);
-      w_.line("int column" + s + " = col0 + " + num(col_step(j)) + ";");
+      w_.line("int column" + s + " = " + edges_.col("col0 + " + num(col_step(j))) + ";");
       w_.line("int image" + s + " = column" + s + " / " + num(ohw) + ";");
       w_.line("int pixel" + s + " = column" + s + " - image" + s + " * " + num(ohw) + ";");
       w_.line("int out_base" + s + " = image" + s + " * " + num(view_.rows * ohw) + " + pixel" + s +
@@ -410,8 +431,8 @@ class GemmEmitter {
              s + " + " + d + "r, iw0_" + s + " + " + d + "s)";
     }
     const int64_t b_row_len = view_.cols / cw_;
-    return "weight[(" + k + ") * " + num(b_row_len) + " + (col0 + " + num(col_step(j)) + ") / " +
-           num(cw_) + "]";
+    return "weight[(" + k + ") * " + num(b_row_len) + " + " + "(" +
+           edges_.col("col0 + " + num(col_step(j)), cw_) + ") / " + num(cw_) + "]";
   }
 
   /// acc[i][j] += a_i · b_j for the whole register tile; b names end in `suffix`.
@@ -448,7 +469,7 @@ class GemmEmitter {
   /// its latency hides behind it) and then into the other copy. One barrier per tile suffices:
   /// the copy written during tile t was last read during tile t − 1, before the previous barrier.
   void write_double_buffered_loop() {
-    const int64_t tiles = view_.depth / t_.k_depth;
+    const int64_t tiles = t_.k_outer;  // ceil(depth / k_depth): the last tile may be guarded
     const int64_t a_loads = ceil_div(a_items(), t_.invocations());
     const int64_t b_loads = ceil_div(b_items(), t_.invocations());
     w_.line("int tid = int(gl_LocalInvocationIndex);");
@@ -547,14 +568,24 @@ class GemmEmitter {
     const int64_t aw = t_.a_width();
     const std::string row_len = num(view_.depth / aw);
     if (t_.a_rows_vec4) {
-      for (int64_t r = 0; r < 4; ++r)
-        w_.line((declare ? "vec4 " : "") + reg + "_" + num(r) + " = " + a_buffer() +
-                "[(block_row + m * 4 + " + num(r) + ") * " + row_len + " + (" + k0 +
-                ") / 4 + kq];");
+      for (int64_t r = 0; r < 4; ++r) {
+        const std::string row = "block_row + m * 4 + " + num(r);
+        const std::string ok =
+            edges_.all({edges_.row_ok(row), edges_.depth_ok("(" + k0 + ") + kq * 4")});
+        w_.line((declare ? "vec4 " : "") + reg + "_" + num(r) + " = " +
+                guarded_load(a_buffer(), "(" + row + ") * " + row_len + " + (" + k0 + ") / 4 + kq",
+                             ok, "vec4(0.0)") +
+                ";");
+      }
       return;
     }
-    w_.line((declare ? (aw == 4 ? "vec4 " : "float ") : "") + reg + " = " + a_buffer() +
-            "[(block_row + m) * " + row_len + " + (" + k0 + ") / " + num(aw) + " + kq];");
+    const std::string ok = edges_.all(
+        {edges_.row_ok("block_row + m"), edges_.depth_ok("(" + k0 + ") + kq * " + num(aw))});
+    w_.line((declare ? (aw == 4 ? "vec4 " : "float ") : "") + reg + " = " +
+            guarded_load(a_buffer(),
+                         "(block_row + m) * " + row_len + " + (" + k0 + ") / " + num(aw) + " + kq",
+                         ok, aw == 4 ? "vec4(0.0)" : "0.0") +
+            ";");
   }
 
   /// Stores A item (m, kq) from `reg` into As (transposed, [k][row]) at offset `off`.
@@ -588,18 +619,29 @@ class GemmEmitter {
     w_.line("int n = " + e + " - kk * " + num(per_row) + ";");
     if (view_.conv) {
       const int64_t ohw = wl_.out_h() * wl_.out_w();
-      w_.line("int col = block_col + n;");
+      // Past the edge the column and depth are clamped (a valid address) and the value is 0.
+      const std::string ok =
+          edges_.all({edges_.col_ok("block_col + n"), edges_.depth_ok("(" + k0 + ") + kk")});
+      w_.line("int col = " + edges_.col("block_col + n") + ";");
       w_.line("int img = col / " + num(ohw) + ";");
       w_.line("int pix = col - img * " + num(ohw) + ";");
       w_.line("int oh = pix / " + num(wl_.out_w()) + ";");
       w_.line("int ow = pix - oh * " + num(wl_.out_w()) + ";");
-      write_depth_decode("", "(" + k0 + ") + kk");
-      w_.line(reg + " = input_at((img * " + num(wl_.in_channels) + " + c) * " +
-              num(wl_.height * wl_.width) + ", oh * " + num(wl_.stride) + " - " + num(wl_.pad) +
-              " + r, ow * " + num(wl_.stride) + " - " + num(wl_.pad) + " + s);");
+      write_depth_decode("", edges_.depth("(" + k0 + ") + kk"));
+      const std::string value = "input_at((img * " + num(wl_.in_channels) + " + c) * " +
+                                num(wl_.height * wl_.width) + ", oh * " + num(wl_.stride) + " - " +
+                                num(wl_.pad) + " + r, ow * " + num(wl_.stride) + " - " +
+                                num(wl_.pad) + " + s)";
+      w_.line(reg + " = " + (ok.empty() ? value : "(" + ok + ") ? " + value + " : 0.0") + ";");
     } else {
-      w_.line(reg + " = weight[((" + k0 + ") + kk) * " + num(view_.cols / cw_) + " + block_col / " +
-              num(cw_) + " + n];");
+      const std::string ok = edges_.all(
+          {edges_.depth_ok("(" + k0 + ") + kk"), edges_.col_ok("block_col + n * " + num(cw_))});
+      w_.line(reg + " = " +
+              guarded_load("weight",
+                           "((" + k0 + ") + kk) * " + num(view_.cols / cw_) + " + block_col / " +
+                               num(cw_) + " + n",
+                           ok, cw_ == 4 ? "vec4(0.0)" : "0.0") +
+              ";");
     }
     w_.close();
   }
@@ -669,7 +711,10 @@ class GemmEmitter {
         else
           index = row + " * " + num(view_.cols / cw_) + " + (col0 + " + num(col_step(j)) + ") / " +
                   num(cw_);
-        w_.line("result[" + index + "] = " + acc(i, j) + ";");
+        const std::string ok =
+            edges_.all({edges_.row_ok(row), edges_.col_ok("col0 + " + num(col_step(j)))});
+        const std::string store = "result[" + index + "] = " + acc(i, j) + ";";
+        w_.line(ok.empty() ? store : "if (" + ok + ") " + store);
       }
     }
   }
@@ -678,6 +723,7 @@ class GemmEmitter {
   GemmView view_;
   GemmTiling t_;
   int64_t cw_;  // columns per B load, accumulator and store
+  GemmEdges edges_;
   ShaderWriter w_;
 };
 
@@ -706,6 +752,8 @@ struct DepthwiseTiling {
   int64_t blocks_c = 1, threads_c = 1;              // along N·C planes
   bool use_shared = false;
   bool unroll = false;
+  /// Whether each split multiplies to its extent (else its last tile is guarded).
+  bool x_exact = true, y_exact = true, c_exact = true;
 
   int64_t block_h() const { return threads_y * regs_y; }
   int64_t block_w() const { return threads_x * regs_x; }
@@ -719,9 +767,12 @@ struct DepthwiseTiling {
 DepthwiseTiling read_depthwise_tiling(const Workload& wl, const ConfigEntity& entity) {
   DepthwiseTiling t;
   const KnobReader knobs(entity, kDepthwiseTemplate);
-  const auto x = knobs.split("tile_x", 3, wl.out_w());
-  const auto y = knobs.split("tile_y", 3, wl.out_h());
-  const auto c = knobs.split("tile_c", 2, wl.batch * wl.in_channels);
+  const auto x = knobs.split("tile_x", 3, wl.out_w(), SplitCover::kCeil);
+  const auto y = knobs.split("tile_y", 3, wl.out_h(), SplitCover::kCeil);
+  const auto c = knobs.split("tile_c", 2, wl.batch * wl.in_channels, SplitCover::kCeil);
+  t.x_exact = split_is_exact(x, wl.out_w());
+  t.y_exact = split_is_exact(y, wl.out_h());
+  t.c_exact = split_is_exact(c, wl.batch * wl.in_channels);
   t.blocks_x = x[0], t.threads_x = x[1], t.regs_x = x[2];
   t.blocks_y = y[0], t.threads_y = y[1], t.regs_y = y[2];
   t.blocks_c = c[0], t.threads_c = c[1];
@@ -781,9 +832,9 @@ const DepthwiseLimit kDepthwiseLimits[] = {
 
 std::shared_ptr<ConfigSpace> depthwise_space(const Workload& wl) {
   auto space = std::make_shared<ConfigSpace>();
-  space->define_split("tile_x", wl.out_w(), 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_y", wl.out_h(), 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_c", wl.batch * wl.in_channels, 2, SplitPolicy::kFactors,
+  space->define_split("tile_x", wl.out_w(), 3, SplitPolicy::kVerbose, kMaxThreadsPerDim);
+  space->define_split("tile_y", wl.out_h(), 3, SplitPolicy::kVerbose, kMaxThreadsPerDim);
+  space->define_split("tile_c", wl.batch * wl.in_channels, 2, SplitPolicy::kVerbose,
                       kMaxThreadsPerDim);
   space->define_knob("use_shared", std::vector<int64_t>{0, 1});
   space->define_knob("unroll", std::vector<int64_t>{0, 1});
@@ -811,7 +862,7 @@ class DepthwiseEmitter {
     write_buffer(w_, 0, "DataBuffer", "readonly", "float", "data");
     write_buffer(w_, 1, "WeightBuffer", "readonly", "float", "weight");
     write_buffer(w_, 2, "OutputBuffer", "writeonly", "float", "result");
-    write_input_at(w_, wl_);
+    write_input_at(w_, wl_, wl_.pad != 0 || !t_.x_exact || !t_.y_exact);
     if (t_.use_shared)
       w_.line("shared float window[" + num(t_.threads_c * shared_h() * shared_w()) + "];");
     w_.open("void main()");
@@ -832,12 +883,19 @@ class DepthwiseEmitter {
   int64_t shared_h() const {
     return DepthwiseTiling::window(t_.block_h(), wl_.stride, wl_.kernel_h);
   }
+  int64_t planes() const { return wl_.batch * wl_.in_channels; }
   int64_t shared_w() const {
     return DepthwiseTiling::window(t_.block_w(), wl_.stride, wl_.kernel_w);
   }
 
   void write_indices() {
-    w_.line("int plane = int(gl_GlobalInvocationID.z);");
+    if (t_.c_exact) {
+      w_.line("int plane = int(gl_GlobalInvocationID.z);");
+    } else {
+      // Past the last plane (a guarded tile_c) the plane is clamped for loads; stores skip it.
+      w_.line("int plane_id = int(gl_GlobalInvocationID.z);");
+      w_.line("int plane = min(plane_id, " + num(planes() - 1) + ");");
+    }
     w_.line("int oh0 = int(gl_GlobalInvocationID.y) * " + num(t_.regs_y) + ";");
     w_.line("int ow0 = int(gl_GlobalInvocationID.x) * " + num(t_.regs_x) + ";");
     w_.line("int w_base = (plane - (plane / " + num(wl_.in_channels) + ") * " +
@@ -868,7 +926,9 @@ class DepthwiseEmitter {
     w_.line("int rest = e - z * " + num(plane_size) + ";");
     w_.line("int row = rest / " + num(shared_w()) + ";");
     w_.line("int col = rest - row * " + num(shared_w()) + ";");
-    w_.line("window[e] = input_at((group_plane + z) * " + num(wl_.height * wl_.width) +
+    const std::string plane =
+        t_.c_exact ? "group_plane + z" : "min(group_plane + z, " + num(planes() - 1) + ")";
+    w_.line("window[e] = input_at((" + plane + ") * " + num(wl_.height * wl_.width) +
             ", group_ih0 + row, group_iw0 + col);");
     w_.close();
     w_.line("memoryBarrierShared();");
@@ -925,12 +985,21 @@ class DepthwiseEmitter {
     }
   }
 
+  /// Stores of the register tile; outputs past a guarded edge (row, column or plane) are
+  /// skipped.
   void write_stores() {
     for (int64_t i = 0; i < t_.regs_y; ++i)
-      for (int64_t j = 0; j < t_.regs_x; ++j)
-        w_.line("result[(plane * " + num(wl_.out_h()) + " + oh0 + " + num(i) + ") * " +
-                num(wl_.out_w()) + " + ow0 + " + num(j) + "] = acc[" + num(i * t_.regs_x + j) +
-                "];");
+      for (int64_t j = 0; j < t_.regs_x; ++j) {
+        std::string ok;
+        if (!t_.y_exact) ok = "oh0 + " + num(i) + " < " + num(wl_.out_h());
+        if (!t_.x_exact)
+          ok += (ok.empty() ? "" : " && ") + ("ow0 + " + num(j) + " < " + num(wl_.out_w()));
+        if (!t_.c_exact) ok += (ok.empty() ? "" : " && ") + ("plane_id < " + num(planes()));
+        const std::string store = "result[(plane * " + num(wl_.out_h()) + " + oh0 + " + num(i) +
+                                  ") * " + num(wl_.out_w()) + " + ow0 + " + num(j) + "] = acc[" +
+                                  num(i * t_.regs_x + j) + "];";
+        w_.line(ok.empty() ? store : "if (" + ok + ") " + store);
+      }
   }
 
   const Workload& wl_;

@@ -63,10 +63,16 @@
 /// workgroup tiles, 4·k_depth·(BR + BC) bytes, ≤ max_shared_memory_bytes
 /// (maxComputeWorkgroupStorageSize: 16384 by default, 32 KiB on SwiftShader).
 ///
-/// Every split multiplies exactly to its extent, so no tile runs past the tensor and no
-/// bounds checks are needed (only conv2d's zero padding is tested, per im2col element); the
-/// emitter refuses (kInstantiation) an entity whose splits do not
-/// match the workload.
+/// ## Edges: guarded, not padded
+/// tile_y, tile_x and tile_k are SplitPolicy::kVerbose (gemm_schedule.hpp): a tile may run past
+/// its axis, and the kernel GUARDS the edge: rows and columns past it whose accumulators are
+/// never stored load from a clamped address, workgroup tiles hold zeros past the edge (rows,
+/// columns or depth; the address is clamped too, since `select` evaluates both operands), and
+/// stores past it are skipped. Guards are branch-free (`&`, `select`) like xload's. Buffers are
+/// not padded: a model's buffers are shared between ops, and padding one would need a copy, or
+/// a layout change in every producer and consumer. Exact splits emit no guard (and records
+/// from before kVerbose build the kernels they measured); the emitter refuses (kInstantiation)
+/// an entity whose splits do not cover the workload.
 ///
 /// Default (wgsl_default): per knob the candidate closest to "8 × 8 invocations, one output per
 /// invocation, no workgroup memory, no vec4, no unroll"; if that entity is invalid, the valid
@@ -112,7 +118,7 @@ constexpr GemmScheduleOptions kGemmOptions{
 /// Writes the dense or conv2d shader for one tiling; see the file comment for the mapping.
 class GemmEmitter {
  public:
-  GemmEmitter(const GemmView& v, const GemmTiling& t) : t_(t), v_(v) {}
+  GemmEmitter(const GemmView& v, const GemmTiling& t) : t_(t), v_(v), edges_(v, t, " & ") {}
 
   std::string emit() {
     const std::string a_type = t_.a_width() == 4 ? "vec4<f32>" : "f32";
@@ -238,14 +244,14 @@ class GemmEmitter {
     const int64_t aw = t_.a_width();
     const int64_t w = t_.width;
     for (int64_t i = 0; i < t_.regs_y; ++i)
-      w_.line("let a_row" + num(i) + " = (row0 + " + num(t_.row_step(i)) + ") * " +
+      w_.line("let a_row" + num(i) + " = (" + edges_.row("row0 + " + num(t_.row_step(i))) + ") * " +
               num(a_row_atoms()) + ";");
     if (v_.conv) {
       // Each owned column's window origin, decoded once.
       for (int64_t j = 0; j < t_.col_atoms(); ++j)
         for (int64_t e = 0; e < w; ++e)
           write_column_decode("c" + num(j) + "_" + num(e) + "_",
-                              "col0 + " + num(t_.col_step(j) + e));
+                              edges_.col("col0 + " + num(t_.col_step(j) + e)));
     } else {
       w_.line("let b_col = col0 / " + num(w) + ";");
     }
@@ -268,8 +274,11 @@ class GemmEmitter {
           }
         } else {
           for (int64_t j = 0; j < t_.col_atoms(); ++j)
-            w_.line("let b" + num(j) + " = B[(" + depth + ") * " + num(b_row_atoms()) +
-                    " + b_col + " + num(t_.col_step(j) / w) + "];");
+            w_.line("let b" + num(j) + " = B[(" + depth + ") * " + num(b_row_atoms()) + " + " +
+                    (t_.cols_exact
+                         ? "b_col + " + num(t_.col_step(j) / w)
+                         : "(" + edges_.col("col0 + " + num(t_.col_step(j)), w) + ") / " + num(w)) +
+                    "];");
         }
         write_products(aw == 4 ? lane(c) : "", "");
         w_.close();
@@ -293,11 +302,17 @@ class GemmEmitter {
     w_.open("for (var e = i32(lidx); e < " + num(br * kd) + "; e = e + " + num(n) + ")");
     w_.line("let r = e / " + num(kd) + ";");
     w_.line("let q = e - r * " + num(kd) + ";");
+    // Past a guarded edge (rows or depth) the tile holds zeros, read from address 0.
+    const std::string a_ok =
+        edges_.all({edges_.row_ok("block_row + r"), edges_.depth_ok("k0 + q")});
+    const std::string a_index = "(block_row + r) * " + num(v_.depth) + " + k0 + q";
     if (aw == 4) {
-      w_.line("let flat = (block_row + r) * " + num(v_.depth) + " + k0 + q;");
-      w_.line("As[q * " + num(br) + " + r] = A[flat / 4][flat % 4];");
+      w_.line("let flat = " +
+              (a_ok.empty() ? a_index : "select(0, " + a_index + ", " + a_ok + ")") + ";");
+      w_.line("As[q * " + num(br) + " + r] = " + zero_unless("A[flat / 4][flat % 4]", a_ok, "0.0") +
+              ";");
     } else {
-      w_.line("As[q * " + num(br) + " + r] = A[(block_row + r) * " + num(v_.depth) + " + k0 + q];");
+      w_.line("As[q * " + num(br) + " + r] = " + guarded("A", a_index, a_ok, "0.0") + ";");
     }
     w_.close();
     // B tile: kd rows × BC/w atoms, stored in the same order.
@@ -305,16 +320,26 @@ class GemmEmitter {
     w_.line("let r = e / " + num(bc_atoms) + ";");
     w_.line("let q = e - r * " + num(bc_atoms) + ";");
     if (v_.conv) {
-      write_depth_decode("d", "k0 + r");
+      // Past a guarded edge the column and depth decode clamped (a valid address) and the
+      // value is 0.
+      write_depth_decode("d", edges_.depth("k0 + r"));
       std::string value;
       for (int64_t c = 0; c < w; ++c) {
         const std::string p = "c" + num(c) + "_";
-        write_column_decode(p, "block_col + q * " + num(w) + " + " + num(c));
-        value += (c ? ", " : "") + im2col("d", p);
+        const std::string col = "block_col + q * " + num(w) + " + " + num(c);
+        write_column_decode(p, edges_.col(col));
+        value += (c ? ", " : "") +
+                 zero_unless(im2col("d", p),
+                             edges_.all({edges_.col_ok(col), edges_.depth_ok("k0 + r")}), "0.0");
       }
       w_.line("Bs[e] = " + (w == 4 ? "vec4<f32>(" + value + ")" : value) + ";");
     } else {
-      w_.line("Bs[e] = B[(k0 + r) * " + num(b_row_atoms()) + " + block_col / " + num(w) + " + q];");
+      const std::string ok =
+          edges_.all({edges_.depth_ok("k0 + r"), edges_.col_ok("block_col + q * " + num(w))});
+      w_.line("Bs[e] = " +
+              guarded("B", "(k0 + r) * " + num(b_row_atoms()) + " + block_col / " + num(w) + " + q",
+                      ok, w == 4 ? "vec4<f32>()" : "0.0") +
+              ";");
     }
     w_.close();
     w_.line("workgroupBarrier();");
@@ -336,16 +361,36 @@ class GemmEmitter {
     w_.close();
   }
 
+  /// `value`, or `zero` where `ok` fails (`select` evaluates both: `value` must read a valid
+  /// address either way).
+  static std::string zero_unless(const std::string& value, const std::string& ok,
+                                 const std::string& zero) {
+    return ok.empty() ? value : "select(" + zero + ", " + value + ", " + ok + ")";
+  }
+  /// `buffer[index]`, or `zero` where `ok` fails, reading address 0 then.
+  static std::string guarded(const std::string& buffer, const std::string& index,
+                             const std::string& ok, const std::string& zero) {
+    if (ok.empty()) return buffer + "[" + index + "]";
+    return zero_unless(buffer + "[select(0, " + index + ", " + ok + ")]", ok, zero);
+  }
+
+  /// Stores of the register tile; those past a guarded edge are skipped.
   void write_stores() {
     const int64_t w = t_.width;
     for (int64_t i = 0; i < t_.regs_y; ++i)
-      for (int64_t j = 0; j < t_.col_atoms(); ++j)
-        w_.line("C[(c_image + (row0 + " + num(t_.row_step(i)) + ") * " + num(v_.cols) +
-                " + col0 + " + num(t_.col_step(j)) + ") / " + num(w) + "] = " + acc(i, j) + ";");
+      for (int64_t j = 0; j < t_.col_atoms(); ++j) {
+        const std::string row = "row0 + " + num(t_.row_step(i));
+        const std::string col = "col0 + " + num(t_.col_step(j));
+        const std::string store = "C[(c_image + (" + row + ") * " + num(v_.cols) + " + " + col +
+                                  ") / " + num(w) + "] = " + acc(i, j) + ";";
+        const std::string ok = edges_.all({edges_.row_ok(row), edges_.col_ok(col)});
+        w_.line(ok.empty() ? store : "if (" + ok + ") { " + store + " }");
+      }
   }
 
   GemmTiling t_;
   GemmView v_;
+  GemmEdges edges_;  // guards are branch-free (`&`), as xload's test is
   ShaderWriter w_;
 };
 

@@ -52,6 +52,16 @@
 /// else 1, and g = 4 when shared A rows are read as vec4 (vec4_a_rows, vec4, use_shared and
 /// regs_y % 4 == 0), else 1: neighbouring invocations touch neighbouring addresses.
 ///
+/// ## Edges
+/// Tile splits are SplitPolicy::kVerbose: a tile may run past the end of its axis (an axis of
+/// 1000 gets inner tiles 8, 16, 32 beside its divisors). The kernels then GUARD the edge: loads
+/// of rows or columns past it, whose accumulators are never stored, read a clamped address;
+/// shared-memory tiles are filled with zeros past the edge (rows, columns or depth), so they
+/// add nothing; stores past it are skipped (GemmEdges writes the conditions). Padded buffers
+/// were the other way; they are not used because a model's buffers are shared between ops: a
+/// padded one would need a copy, or a layout change in every producer and consumer. Exact
+/// splits emit no guard, so the kernels of existing records are unchanged.
+///
 /// ## Default
 /// untuned_default(): per knob the candidate closest to "8 threads along x and y, one output
 /// per invocation, the smallest of every other knob"; if the device limits exclude that entity,
@@ -93,7 +103,7 @@ struct GemmScheduleOptions {
   bool vec4_a_rows = false;         ///< shared A read as vec4s of four rows (regs_y % 4 == 0)
   bool shared_step_scalar = false;  ///< with shared memory an unrolled step is one depth value
   bool i32_indices = false;         ///< rule: every tensor < 2^31 elements
-  SplitPolicy split_policy = SplitPolicy::kFactors;  ///< of tile_y, tile_x and tile_k
+  SplitPolicy split_policy = SplitPolicy::kVerbose;  ///< of tile_y, tile_x and tile_k
 };
 
 /// A dense or conv2d workload seen as a GEMM; see the file comment.
@@ -188,6 +198,31 @@ class GemmSchedule {
   GemmView view_;
   GemmScheduleOptions options_;
   std::string template_name_;
+};
+
+/// Edge guards of one tiling as shader text that GLSL and WGSL read alike (`min(a, b)`,
+/// `(a) < b`, the conjunction `and_op` between conditions: " && " or the branch-free " & "). An
+/// exact axis gives an unchanged index and an empty condition, so exact tilings emit no guard.
+class GemmEdges {
+ public:
+  GemmEdges(const GemmView& view, const GemmTiling& t, std::string and_op)
+      : view_(view), t_(t), and_op_(std::move(and_op)) {}
+  /// `index` (a row, column or depth expression) clamped to the last row, to the last column
+  /// atom of `width` columns, or to the last depth value, where that axis is guarded.
+  std::string row(const std::string& index) const;
+  std::string col(const std::string& index, int64_t width = 1) const;
+  std::string depth(const std::string& index) const;
+  /// "((index) < rows)" (cols, depth) where that axis is guarded, else "".
+  std::string row_ok(const std::string& index) const;
+  std::string col_ok(const std::string& index) const;
+  std::string depth_ok(const std::string& index) const;
+  /// The non-empty `conditions` joined by and_op ("" when all are empty).
+  std::string all(const std::vector<std::string>& conditions) const;
+
+ private:
+  GemmView view_;
+  GemmTiling t_;
+  std::string and_op_;
 };
 
 /// The untuned default of any compute-shader space (GEMM or direct): per knob the candidate

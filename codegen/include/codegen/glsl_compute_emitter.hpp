@@ -8,6 +8,12 @@
 /// double-buffered shared tiles, and k_split (invocations per output splitting the reduction
 /// inside a workgroup, up to 1024 invocations in all). Knobs, constraints and device limits are
 /// documented in the .cpp.
+///
+/// Tiles need not divide their axis (kVerbose splits): edges are GUARDED in the kernel (loads
+/// past an axis read 0 or a clamped address whose result is never stored, shared tiles are
+/// zero-filled past the edge, stores past it are skipped), not padded, because buffers in a
+/// model are shared between ops: padding them would need a copy or a layout change in every
+/// producer.
 #pragma once
 
 #include <memory>

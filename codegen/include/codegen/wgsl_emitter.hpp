@@ -13,6 +13,12 @@
 /// register tile (regs ≤ 8 per dimension), vec4 loads and stores, `var<workgroup>` tiling on/off
 /// with its reduction depth (tile_k), unroll. Knobs, constraints, device limits and the thread →
 /// element mapping are documented in the .cpp.
+///
+/// Tiles need not divide their axis (kVerbose splits): edges are GUARDED in the kernel (loads
+/// past an axis read 0 or a clamped address whose result is never stored, workgroup tiles are
+/// zero-filled past the edge, stores past it are skipped), not padded, because buffers in a
+/// model are shared between ops: padding them would need a copy or a layout change in every
+/// producer.
 #pragma once
 
 #include <array>
