@@ -5,6 +5,12 @@
 ///
 /// ## GEMM family: dense and conv2d
 ///
+/// The view, knobs, rules, device limits, default and thread → output mapping below are those
+/// of the GEMM schedule that gles-compute shares with webgpu (gemm_schedule.hpp, which checks
+/// them); gles-compute turns on its options double_buffer, k_split and vec4 reads of four
+/// shared A rows, and this file only writes GLSL ES 3.10. Knobs are read by name through
+/// KnobReader (knob_reader.hpp).
+///
 /// Both are written as C[rows, cols] = A[rows, depth] · B[depth, cols]:
 ///  - dense:  rows = M, cols = N, depth = K; A = data[M,K], B = weight[K,N], C = output.
 ///  - conv2d: implicit GEMM. rows = K (output channels), cols = N·OH·OW (output pixels of all
@@ -91,6 +97,7 @@
 /// input pixels, which the unrolled variant loads once.
 ///  - tile_x = [blocks_x, threads_x, regs_x], split of OW; tile_y likewise of OH. Inner ≤ 32.
 ///  - tile_c = [blocks_c, threads_c], split of N·C (planes per workgroup). Inner ≤ 32.
+///    All three are kVerbose splits with guarded edges (see Edges below).
 ///  - use_shared {0, 1}: 1 stages the workgroup's input window (threads_c planes of
 ///    ((BH − 1)·stride + R) × ((BW − 1)·stride + S) pixels, zero padding included) in shared
 ///    memory; 0 reads inputs from the buffer with border conditions.
@@ -102,12 +109,21 @@
 /// shared window's bytes. No vec4 knob: with stride and padding, input windows are not
 /// 16-byte aligned, and R·S weights per channel are rarely a multiple of four.
 ///
-/// ## Edges
-/// Every split multiplies exactly to its extent, so no tile ever runs past the tensor and
-/// shapes such as ResNet-18's C1 (112×112 output, C·R·S = 147) or dense 1×1000×512 need no
-/// row/column guards; the emitter refuses (kInstantiation) an entity whose splits do not match
-/// the workload. Image borders are the only edges: reads there are conditional, with the
-/// address clamped to 0 so that no invocation ever reads outside a buffer.
+/// ## Edges: guarded, not padded
+/// Every split (tile_y, tile_x, tile_k of the GEMM; tile_x, tile_y, tile_c of depthwise) is
+/// SplitPolicy::kVerbose: besides the divisors of its axis it takes powers of two that do not
+/// divide it, the outermost factor rounded up, so an axis of 1000, 7×7 = 49 output pixels, 3
+/// input channels or 24 / 144 / 960 channels get the tile menu of a power of two. A tile that
+/// runs past its axis is GUARDED in the kernel: loads past the edge read 0 (GEMM rows and
+/// columns whose accumulators are never stored read a clamped address instead; shared-memory
+/// tiles are filled with zeros past the edge, rows, columns or depth; depthwise planes past
+/// the last are clamped and their windows read through the bounds-checked input_at), and
+/// stores past it are skipped. Buffers are not padded: in a model they are shared between ops,
+/// and padding one would need a copy, or a layout change in every producer and consumer. A
+/// split that divides its axis emits no guard, so records from before kVerbose still build the
+/// kernels they measured; the emitter refuses (kInstantiation) an entity whose splits do not
+/// cover the workload. Image borders are the other edges: reads there are conditional, with
+/// the address clamped to 0 so that no invocation ever reads outside a buffer.
 ///
 /// Space sizes (raw / valid under the ES 3.1 minimum limits): see `webtune space`; the
 /// double_buffer and k_split knobs multiply the raw space by 6 (dense 512³ 588,000 raw).
@@ -130,6 +146,8 @@
 #include <vector>
 
 #include "codegen/error_no.hpp"
+#include "codegen/gemm_schedule.hpp"
+#include "codegen/knob_reader.hpp"
 #include "shader_text.hpp"
 
 namespace webtune {
@@ -139,16 +157,11 @@ namespace {
 // ---- Space-shaping constants (see the file comment for why each exists) ---------------------
 
 constexpr int64_t kMaxThreadsPerDim = 32;
-constexpr int64_t kMaxRegsPerDim = 8;
-constexpr int64_t kMaxTileDepth = 16;
-constexpr int64_t kMaxUnrolledMultiplyAdds = 1024;
-constexpr int64_t kMaxGroupCount = 65535;
-constexpr int64_t kDefaultThreadsPerDim = 8;
-constexpr int64_t kMaxPrefetchLoads = 16;
 
 // ---- Small helpers ---------------------------------------------------------------------------
 
 constexpr std::string_view kTarget = "gles-compute";
+constexpr std::string_view kDepthwiseTemplate = "gles-compute depthwise_conv2d";
 
 [[noreturn]] void refuse(const std::string& why) {
   shader_text::refuse(kTarget, why);
@@ -159,15 +172,6 @@ std::string num(int64_t value) {
 }
 
 using shader_text::ShaderWriter;
-
-std::vector<int64_t> read_split(const ConfigEntity& entity, const std::string& name, size_t parts,
-                                int64_t extent) {
-  return shader_text::read_split(entity, name, parts, extent, kTarget);
-}
-
-int64_t read_int(const ConfigEntity& entity, const std::string& name) {
-  return shader_text::read_int(entity, name, kTarget);
-}
 
 /// Preamble shared by every kernel: version, precisions and the local size.
 void write_preamble(ShaderWriter& w, int64_t x, int64_t y, int64_t z) {
@@ -188,9 +192,11 @@ void write_buffer(ShaderWriter& w, int binding, const std::string& block, const 
 /// GLSL function `input_at(plane_base, ih, iw)`: the data element at row ih, column iw of the
 /// image plane that starts at `plane_base`, zero outside the image (zero padding). The address
 /// is clamped so that a border invocation never reads outside the buffer.
-void write_input_at(ShaderWriter& w, const Workload& wl) {
+/// `checked` = false writes the unchecked read, for kernels whose windows all lie inside the
+/// image: no padding and no guarded tile past the output's edge.
+void write_input_at(ShaderWriter& w, const Workload& wl, bool checked) {
   w.open("float input_at(int plane_base, int ih, int iw)");
-  if (wl.pad == 0) {
+  if (!checked) {
     // Without padding every window lies inside the image: (OH−1)·stride + R ≤ H.
     w.line("return data[plane_base + ih * " + num(wl.width) + " + iw];");
   } else {
@@ -233,199 +239,26 @@ OutputLayout plain_output(const Workload& wl) {
 // GEMM family (dense, conv2d)
 // =============================================================================================
 
-/// A dense or conv2d workload seen as C[rows, cols] = A[rows, depth] · B[depth, cols].
-struct GemmView {
-  bool is_conv = false;
-  int64_t rows = 0, cols = 0, depth = 0;
-};
-
-GemmView gemm_view(const Workload& wl) {
-  if (wl.op == OpKind::kDense) return {false, wl.m, wl.n, wl.k};
-  return {true, wl.out_channels, wl.batch * wl.out_h() * wl.out_w(),
-          wl.in_channels * wl.kernel_h * wl.kernel_w};
-}
-
-/// One entity of the GEMM space, decoded.
-struct GemmTiling {
-  int64_t blocks_y = 1, threads_y = 1, regs_y = 1;
-  int64_t blocks_x = 1, threads_x = 1, regs_x = 1;
-  int64_t k_outer = 1, k_depth = 1;
-  bool use_shared = false;
-  bool vec4 = false;
-  int64_t unroll = 1;
-  bool double_buffer = false;
-  int64_t k_split = 1;
-
-  int64_t block_rows() const { return threads_y * regs_y; }
-  int64_t block_cols() const { return threads_x * regs_x; }
-  /// Invocations of one k-slice (the output tile's owners).
-  int64_t slice_invocations() const { return threads_x * threads_y; }
-  int64_t invocations() const { return threads_x * threads_y * k_split; }
-  /// Depth values per A load (vec4 along the depth, or scalar).
-  int64_t a_width() const { return vec4 ? 4 : 1; }
-  /// Depth values one unrolled loop body covers.
-  int64_t body_depth() const { return unroll * a_width(); }
-  /// The reduction loop one slice runs: a shared tile's depth (or the whole depth) / k_split.
-  int64_t slice_depth(int64_t depth) const { return (use_shared ? k_depth : depth) / k_split; }
-  /// Shared A rows are read four at a time (vec4) when each invocation's rows come in
-  /// groups of four: vec4 with shared memory and regs_y % 4 == 0.
-  bool a_rows_vec4() const { return vec4 && use_shared && regs_y % 4 == 0; }
-  /// Floats of one A (or B) shared tile.
-  int64_t a_tile_floats() const { return k_depth * block_rows(); }
-  int64_t b_tile_floats() const { return k_depth * block_cols(); }
-  /// Floats of the k-split reduction area: slices 1.. hand their register tiles to slice 0.
-  int64_t reduction_floats() const { return (k_split - 1) * block_rows() * block_cols(); }
-  int64_t shared_bytes() const {
-    const int64_t tiles =
-        use_shared ? (double_buffer ? 2 : 1) * (a_tile_floats() + b_tile_floats()) : 0;
-    return 4 * (tiles + reduction_floats());
-  }
-};
-
-/// Columns per B load / accumulator / store: 4 for dense with vec4 (B rows are contiguous
-/// along N), 1 otherwise (im2col columns are not contiguous in memory).
-int64_t col_width(const GemmView& view, const GemmTiling& t) {
-  return (!view.is_conv && t.vec4) ? 4 : 1;
-}
-
-GemmTiling read_gemm_tiling(const GemmView& view, const ConfigEntity& entity) {
-  GemmTiling t;
-  const auto y = read_split(entity, "tile_y", 3, view.rows);
-  const auto x = read_split(entity, "tile_x", 3, view.cols);
-  const auto k = read_split(entity, "tile_k", 2, view.depth);
-  t.blocks_y = y[0], t.threads_y = y[1], t.regs_y = y[2];
-  t.blocks_x = x[0], t.threads_x = x[1], t.regs_x = x[2];
-  t.k_outer = k[0], t.k_depth = k[1];
-  t.use_shared = read_int(entity, "use_shared") != 0;
-  t.vec4 = read_int(entity, "vec4") != 0;
-  t.unroll = read_int(entity, "unroll");
-  if (t.unroll < 1) refuse("unroll must be at least 1");
-  t.double_buffer = read_int(entity, "double_buffer") != 0;
-  t.k_split = read_int(entity, "k_split");
-  if (t.k_split < 1) refuse("k_split must be at least 1");
-  return t;
-}
-
-/// Global loads one invocation makes per shared tile (A then B), ceil(items / invocations).
-int64_t loads_per_invocation(const GemmView& v, const GemmTiling& t) {
-  const int64_t cw = (!v.is_conv && t.vec4) ? 4 : 1;
-  const int64_t n = t.invocations();
-  const int64_t b_items = t.b_tile_floats() / cw;
-  const int64_t b_loads = (b_items + n - 1) / n;
-  if (t.a_rows_vec4()) {
-    // Items of 4 rows × 4 depth values, 4 vec4 loads each.
-    const int64_t a_items = t.a_tile_floats() / 16;
-    return 4 * ((a_items + n - 1) / n) + b_loads;
-  }
-  const int64_t a_items = t.a_tile_floats() / t.a_width();
-  return (a_items + n - 1) / n + b_loads;
-}
-
-struct GemmRule {
-  const char* description;
-  bool (*holds)(const GemmView&, const GemmTiling&);
-};
-
-const GemmRule kGemmRules[] = {
-    {"register tile at most 8x8 (regs_y, regs_x <= 8)",
-     [](const GemmView&, const GemmTiling& t) {
-       return t.regs_y <= kMaxRegsPerDim && t.regs_x <= kMaxRegsPerDim;
-     }},
-    {"vec4 needs the reduction length to be a multiple of 4",
-     [](const GemmView& v, const GemmTiling& t) { return !t.vec4 || v.depth % 4 == 0; }},
-    {"vec4 on dense needs N and regs_x to be multiples of 4",
-     [](const GemmView& v, const GemmTiling& t) {
-       return !t.vec4 || v.is_conv || (v.cols % 4 == 0 && t.regs_x % 4 == 0);
-     }},
-    {"tile_k is only used with shared memory (k_depth must be 1 without it)",
-     [](const GemmView&, const GemmTiling& t) { return t.use_shared || t.k_depth == 1; }},
-    {"the unrolled step (unroll, times 4 with vec4) times k_split divides the reduction loop",
-     [](const GemmView& v, const GemmTiling& t) {
-       const int64_t loop = t.use_shared ? t.k_depth : v.depth;
-       return loop % (t.k_split * t.body_depth()) == 0;
-     }},
-    {"double_buffer needs shared memory",
-     [](const GemmView&, const GemmTiling& t) { return t.use_shared || !t.double_buffer; }},
-    {"double_buffer: at most 16 prefetched global loads per invocation and tile",
-     [](const GemmView& v, const GemmTiling& t) {
-       return !t.double_buffer || loads_per_invocation(v, t) <= kMaxPrefetchLoads;
-     }},
-    {"at most 1024 unrolled multiply-adds per loop body",
-     [](const GemmView&, const GemmTiling& t) {
-       return t.body_depth() * t.regs_y * t.regs_x <= kMaxUnrolledMultiplyAdds;
-     }},
-    {"at most 65535 workgroups per dispatch dimension",
-     [](const GemmView&, const GemmTiling& t) {
-       return t.blocks_x <= kMaxGroupCount && t.blocks_y <= kMaxGroupCount;
-     }},
-};
-
-struct GemmLimit {
-  const char* description;
-  bool (*holds)(const GemmTiling&, const DeviceLimits&);
-};
-
-const GemmLimit kGemmLimits[] = {
-    {"workgroup invocations (threads_x * threads_y * k_split) <= max_workgroup_invocations",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.invocations() <= d.max_workgroup_invocations;
-     }},
-    {"threads_x <= max_workgroup_size_x",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.threads_x <= d.max_workgroup_size_x;
-     }},
-    {"threads_y <= max_workgroup_size_y",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.threads_y <= d.max_workgroup_size_y;
-     }},
-    {"k_split <= max_workgroup_size_z",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.k_split <= d.max_workgroup_size_z;
-     }},
-    {"shared tiles (4 * k_depth * (block_rows + block_cols) bytes, twice with double_buffer) "
-     "and the k_split reduction area (4 * (k_split - 1) * block_rows * block_cols bytes) <= "
-     "max_shared_memory_bytes",
-     [](const GemmTiling& t, const DeviceLimits& d) {
-       return t.shared_bytes() <= d.max_shared_memory_bytes;
-     }},
-};
-
-std::shared_ptr<ConfigSpace> gemm_space(const Workload& wl) {
-  const GemmView view = gemm_view(wl);
-  auto space = std::make_shared<ConfigSpace>();
-  space->define_split("tile_y", view.rows, 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_x", view.cols, 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_k", view.depth, 2, SplitPolicy::kFactors, kMaxTileDepth);
-  space->define_knob("use_shared", std::vector<int64_t>{0, 1});
-  space->define_knob("vec4", std::vector<int64_t>{0, 1});
-  space->define_knob("unroll", std::vector<int64_t>{1, 2, 4, 8});
-  space->define_knob("double_buffer", std::vector<int64_t>{0, 1});
-  space->define_knob("k_split", std::vector<int64_t>{1, 2, 4});
-  for (const GemmRule& rule : kGemmRules) {
-    space->add_constraint(rule.description, [view, holds = rule.holds](const ConfigEntity& e) {
-      return holds(view, read_gemm_tiling(view, e));
-    });
-  }
-  for (const GemmLimit& limit : kGemmLimits) {
-    space->add_device_limit(limit.description, [view, holds = limit.holds](const ConfigEntity& e,
-                                                                           const DeviceLimits& d) {
-      return holds(read_gemm_tiling(view, e), d);
-    });
-  }
-  return space;
-}
+/// The shared GEMM schedule (gemm_schedule.hpp) with what gles-compute turns on: columns over
+/// all images, double_buffer, k_split and vec4 reads of four shared A rows.
+constexpr GemmScheduleOptions kGemmOptions{.target = kTarget,
+                                           .max_threads_per_dim = kMaxThreadsPerDim,
+                                           .columns = GemmColumns::kAllImages,
+                                           .double_buffer_knob = true,
+                                           .k_split_knob = true,
+                                           .vec4_a_rows = true};
 
 /// Writes the GEMM-family shader for one tiling. Each member writes one part of the kernel;
 /// see the file comment for the thread → element mapping.
 class GemmEmitter {
  public:
   GemmEmitter(const Workload& wl, const GemmView& view, const GemmTiling& t)
-      : wl_(wl), view_(view), t_(t), cw_(col_width(view, t)) {}
+      : wl_(wl), view_(view), t_(t), cw_(t.width), edges_(view, t, " && ") {}
 
   std::string emit() {
     write_preamble(w_, t_.threads_x, t_.threads_y, t_.k_split);
     write_buffers();
-    if (view_.is_conv) write_input_at(w_, wl_);
+    if (view_.conv) write_input_at(w_, wl_, wl_.pad != 0);
     if (t_.use_shared) write_shared_arrays();
     if (t_.k_split > 1)
       w_.line("shared " + col_type() + " Red[" + num(t_.reduction_floats() / cw_) + "];");
@@ -446,19 +279,16 @@ class GemmEmitter {
 
  private:
   // ---- names and small expressions ----
-  std::string a_buffer() const { return view_.is_conv ? "weight" : "data"; }
-  std::string b_buffer() const { return view_.is_conv ? "data" : "weight"; }
+  std::string a_buffer() const { return view_.conv ? "weight" : "data"; }
+  std::string b_buffer() const { return view_.conv ? "data" : "weight"; }
   std::string col_type() const { return cw_ == 4 ? "vec4" : "float"; }
-  int64_t col_atoms() const { return t_.regs_x / cw_; }
+  int64_t col_atoms() const { return t_.col_atoms(); }
   std::string acc(int64_t i, int64_t j) const { return "acc[" + num(i * col_atoms() + j) + "]"; }
   /// Offset of invocation-local row i within the workgroup's block (relative to ty).
   /// With a_rows_vec4 the rows come in groups of four consecutive ones (one vec4 of As).
-  int64_t row_step(int64_t i) const {
-    if (t_.a_rows_vec4()) return (i / 4) * t_.threads_y * 4 + i % 4;
-    return i * t_.threads_y;
-  }
+  int64_t row_step(int64_t i) const { return t_.row_step(i); }
   /// Rows per invocation step in As: 4 with a_rows_vec4, else 1.
-  int64_t row_group() const { return t_.a_rows_vec4() ? 4 : 1; }
+  int64_t row_group() const { return t_.row_group(); }
   /// The reduction range of this invocation's k-slice inside a loop of `loop` depth values.
   std::string slice_begin(int64_t loop) const {
     return t_.k_split > 1 ? "kz * " + num(loop / t_.k_split) : "0";
@@ -468,13 +298,22 @@ class GemmEmitter {
                           : num(loop);
   }
   /// Offset, in columns, of atom j within the block (relative to tx·cw).
-  int64_t col_step(int64_t j) const { return j * t_.threads_x * cw_; }
+  int64_t col_step(int64_t j) const { return t_.col_step(j); }
+
+  /// `buffer[index]`, or `zero` where `ok` fails (a guarded edge, GemmEdges): the address is
+  /// then 0, so no invocation ever reads outside the buffer (GLSL's ?: evaluates one operand,
+  /// but a driver may flatten it into a select).
+  static std::string guarded_load(const std::string& buffer, const std::string& index,
+                                  const std::string& ok, const std::string& zero) {
+    if (ok.empty()) return buffer + "[" + index + "]";
+    return "((" + ok + ") ? " + buffer + "[(" + ok + ") ? " + index + " : 0] : " + zero + ")";
+  }
 
   void write_buffers() {
     const bool a_vec = t_.vec4;
     const bool b_vec = cw_ == 4;
-    const bool data_vec = view_.is_conv ? false : a_vec;
-    const bool weight_vec = view_.is_conv ? a_vec : b_vec;
+    const bool data_vec = view_.conv ? false : a_vec;
+    const bool weight_vec = view_.conv ? a_vec : b_vec;
     write_buffer(w_, 0, "DataBuffer", "readonly", data_vec ? "vec4" : "float", "data");
     write_buffer(w_, 1, "WeightBuffer", "readonly", weight_vec ? "vec4" : "float", "weight");
     write_buffer(w_, 2, "OutputBuffer", "writeonly", col_type(), "result");
@@ -485,7 +324,7 @@ class GemmEmitter {
     // threads_y apart (or, as vec4, threads_y groups of four apart): neighbouring invocations
     // read neighbouring words. Double buffering keeps two copies of each tile back to back.
     const int64_t copies = t_.double_buffer ? 2 : 1;
-    w_.line("shared " + std::string(t_.a_rows_vec4() ? "vec4" : "float") + " As[" +
+    w_.line("shared " + std::string(t_.a_rows_vec4 ? "vec4" : "float") + " As[" +
             num(copies * t_.a_tile_floats() / row_group()) + "];");
     w_.line("shared " + col_type() + " Bs[" + num(copies * t_.b_tile_floats() / cw_) + "];");
   }
@@ -502,10 +341,10 @@ class GemmEmitter {
       // Start of each owned row of A, in A's element units (vec4 or float).
       const int64_t a_row_len = view_.depth / t_.a_width();
       for (int64_t i = 0; i < t_.regs_y; ++i)
-        w_.line("int a_row" + num(i) + " = (row0 + " + num(row_step(i)) + ") * " + num(a_row_len) +
-                ";");
+        w_.line("int a_row" + num(i) + " = (" + edges_.row("row0 + " + num(row_step(i))) + ") * " +
+                num(a_row_len) + ";");
     }
-    if (view_.is_conv) write_conv_column_indices();
+    if (view_.conv) write_conv_column_indices();
   }
 
   /// For conv2d: each owned column's image base, window origin and output base, decoded once.
@@ -513,7 +352,7 @@ class GemmEmitter {
     const int64_t ohw = wl_.out_h() * wl_.out_w();
     for (int64_t j = 0; j < col_atoms(); ++j) {
       const std::string s = num(j);
-      w_.line("int column" + s + " = col0 + " + num(col_step(j)) + ";");
+      w_.line("int column" + s + " = " + edges_.col("col0 + " + num(col_step(j))) + ";");
       w_.line("int image" + s + " = column" + s + " / " + num(ohw) + ";");
       w_.line("int pixel" + s + " = column" + s + " - image" + s + " * " + num(ohw) + ";");
       w_.line("int out_base" + s + " = image" + s + " * " + num(view_.rows * ohw) + " + pixel" + s +
@@ -549,7 +388,7 @@ class GemmEmitter {
 
   void write_global_loop() {
     w_.open("for (int k = " + slice_begin(view_.depth) + "; k < " + slice_end(view_.depth) +
-            "; k += " + num(t_.body_depth()) + ")");
+            "; k += " + num(t_.body_depth) + ")");
     for (int64_t u = 0; u < t_.unroll; ++u) write_global_step(u * t_.a_width());
     w_.close();
   }
@@ -575,7 +414,7 @@ class GemmEmitter {
           w_.line("float " + a[i] + " = " + a_buffer() + "[a_row" + num(i) + " + " + k + "];");
         }
       }
-      if (view_.is_conv) write_depth_decode("d" + num(v) + "_", k);
+      if (view_.conv) write_depth_decode("d" + num(v) + "_", k);
       for (int64_t j = 0; j < col_atoms(); ++j)
         w_.line(col_type() + " b" + num(j) + sv + " = " + global_b(j, k, "d" + num(v) + "_") + ";");
       write_multiply_adds(a, sv);
@@ -586,14 +425,14 @@ class GemmEmitter {
   /// B at depth `k`, column atom j, read from the buffer (dense) or decoded im2col (conv2d,
   /// using the depth decode variables with prefix `d`).
   std::string global_b(int64_t j, const std::string& k, const std::string& d) const {
-    if (view_.is_conv) {
+    if (view_.conv) {
       const std::string s = num(j);
       return "input_at(x_base" + s + " + " + d + "c * " + num(wl_.height * wl_.width) + ", ih0_" +
              s + " + " + d + "r, iw0_" + s + " + " + d + "s)";
     }
     const int64_t b_row_len = view_.cols / cw_;
-    return "weight[(" + k + ") * " + num(b_row_len) + " + (col0 + " + num(col_step(j)) + ") / " +
-           num(cw_) + "]";
+    return "weight[(" + k + ") * " + num(b_row_len) + " + " + "(" +
+           edges_.col("col0 + " + num(col_step(j)), cw_) + ") / " + num(cw_) + "]";
   }
 
   /// acc[i][j] += a_i · b_j for the whole register tile; b names end in `suffix`.
@@ -630,7 +469,7 @@ class GemmEmitter {
   /// its latency hides behind it) and then into the other copy. One barrier per tile suffices:
   /// the copy written during tile t was last read during tile t − 1, before the previous barrier.
   void write_double_buffered_loop() {
-    const int64_t tiles = view_.depth / t_.k_depth;
+    const int64_t tiles = t_.k_outer;  // ceil(depth / k_depth): the last tile may be guarded
     const int64_t a_loads = ceil_div(a_items(), t_.invocations());
     const int64_t b_loads = ceil_div(b_items(), t_.invocations());
     w_.line("int tid = int(gl_LocalInvocationIndex);");
@@ -663,13 +502,13 @@ class GemmEmitter {
   /// A load items per tile: groups of 4 rows × 4 depth values (a_rows_vec4), else single
   /// rows × a_width depth values.
   int64_t a_items() const {
-    return t_.a_rows_vec4() ? (t_.block_rows() / 4) * (t_.k_depth / 4)
-                            : t_.block_rows() * (t_.k_depth / t_.a_width());
+    return t_.a_rows_vec4 ? (t_.block_rows() / 4) * (t_.k_depth / 4)
+                          : t_.block_rows() * (t_.k_depth / t_.a_width());
   }
   int64_t b_items() const { return t_.b_tile_floats() / cw_; }
 
   void declare_a_registers(const std::string& name) {
-    if (t_.a_rows_vec4()) {
+    if (t_.a_rows_vec4) {
       for (int64_t r = 0; r < 4; ++r) w_.line("vec4 " + name + "_" + num(r) + ";");
     } else {
       w_.line((t_.vec4 ? "vec4 " : "float ") + name + ";");
@@ -719,7 +558,7 @@ class GemmEmitter {
 
   /// `int m, kq` of A item `e`: its row (group) in the block and its depth quad / value.
   void write_a_indices(const std::string& e) {
-    const int64_t per_row = t_.a_rows_vec4() ? t_.k_depth / 4 : t_.k_depth / t_.a_width();
+    const int64_t per_row = t_.a_rows_vec4 ? t_.k_depth / 4 : t_.k_depth / t_.a_width();
     w_.line("int m = " + e + " / " + num(per_row) + ";");
     w_.line("int kq = " + e + " - m * " + num(per_row) + ";");
   }
@@ -728,21 +567,31 @@ class GemmEmitter {
   void write_a_load(const std::string& reg, const std::string& k0, bool declare) {
     const int64_t aw = t_.a_width();
     const std::string row_len = num(view_.depth / aw);
-    if (t_.a_rows_vec4()) {
-      for (int64_t r = 0; r < 4; ++r)
-        w_.line((declare ? "vec4 " : "") + reg + "_" + num(r) + " = " + a_buffer() +
-                "[(block_row + m * 4 + " + num(r) + ") * " + row_len + " + (" + k0 +
-                ") / 4 + kq];");
+    if (t_.a_rows_vec4) {
+      for (int64_t r = 0; r < 4; ++r) {
+        const std::string row = "block_row + m * 4 + " + num(r);
+        const std::string ok =
+            edges_.all({edges_.row_ok(row), edges_.depth_ok("(" + k0 + ") + kq * 4")});
+        w_.line((declare ? "vec4 " : "") + reg + "_" + num(r) + " = " +
+                guarded_load(a_buffer(), "(" + row + ") * " + row_len + " + (" + k0 + ") / 4 + kq",
+                             ok, "vec4(0.0)") +
+                ";");
+      }
       return;
     }
-    w_.line((declare ? (aw == 4 ? "vec4 " : "float ") : "") + reg + " = " + a_buffer() +
-            "[(block_row + m) * " + row_len + " + (" + k0 + ") / " + num(aw) + " + kq];");
+    const std::string ok = edges_.all(
+        {edges_.row_ok("block_row + m"), edges_.depth_ok("(" + k0 + ") + kq * " + num(aw))});
+    w_.line((declare ? (aw == 4 ? "vec4 " : "float ") : "") + reg + " = " +
+            guarded_load(a_buffer(),
+                         "(block_row + m) * " + row_len + " + (" + k0 + ") / " + num(aw) + " + kq",
+                         ok, aw == 4 ? "vec4(0.0)" : "0.0") +
+            ";");
   }
 
   /// Stores A item (m, kq) from `reg` into As (transposed, [k][row]) at offset `off`.
   void write_a_store(const std::string& reg, const std::string& off) {
     const int64_t br = t_.block_rows();
-    if (t_.a_rows_vec4()) {
+    if (t_.a_rows_vec4) {
       // Four rows × four depths in registers, transposed into four vec4s of four rows each.
       for (int64_t c = 0; c < 4; ++c)
         w_.line("As[" + off + "(kq * 4 + " + num(c) + ") * " + num(br / 4) + " + m] = vec4(" + reg +
@@ -768,20 +617,31 @@ class GemmEmitter {
     w_.open("");
     w_.line("int kk = " + e + " / " + num(per_row) + ";");
     w_.line("int n = " + e + " - kk * " + num(per_row) + ";");
-    if (view_.is_conv) {
+    if (view_.conv) {
       const int64_t ohw = wl_.out_h() * wl_.out_w();
-      w_.line("int col = block_col + n;");
+      // Past the edge the column and depth are clamped (a valid address) and the value is 0.
+      const std::string ok =
+          edges_.all({edges_.col_ok("block_col + n"), edges_.depth_ok("(" + k0 + ") + kk")});
+      w_.line("int col = " + edges_.col("block_col + n") + ";");
       w_.line("int img = col / " + num(ohw) + ";");
       w_.line("int pix = col - img * " + num(ohw) + ";");
       w_.line("int oh = pix / " + num(wl_.out_w()) + ";");
       w_.line("int ow = pix - oh * " + num(wl_.out_w()) + ";");
-      write_depth_decode("", "(" + k0 + ") + kk");
-      w_.line(reg + " = input_at((img * " + num(wl_.in_channels) + " + c) * " +
-              num(wl_.height * wl_.width) + ", oh * " + num(wl_.stride) + " - " + num(wl_.pad) +
-              " + r, ow * " + num(wl_.stride) + " - " + num(wl_.pad) + " + s);");
+      write_depth_decode("", edges_.depth("(" + k0 + ") + kk"));
+      const std::string value = "input_at((img * " + num(wl_.in_channels) + " + c) * " +
+                                num(wl_.height * wl_.width) + ", oh * " + num(wl_.stride) + " - " +
+                                num(wl_.pad) + " + r, ow * " + num(wl_.stride) + " - " +
+                                num(wl_.pad) + " + s)";
+      w_.line(reg + " = " + (ok.empty() ? value : "(" + ok + ") ? " + value + " : 0.0") + ";");
     } else {
-      w_.line(reg + " = weight[((" + k0 + ") + kk) * " + num(view_.cols / cw_) + " + block_col / " +
-              num(cw_) + " + n];");
+      const std::string ok = edges_.all(
+          {edges_.depth_ok("(" + k0 + ") + kk"), edges_.col_ok("block_col + n * " + num(cw_))});
+      w_.line(reg + " = " +
+              guarded_load("weight",
+                           "((" + k0 + ") + kk) * " + num(view_.cols / cw_) + " + block_col / " +
+                               num(cw_) + " + n",
+                           ok, cw_ == 4 ? "vec4(0.0)" : "0.0") +
+              ";");
     }
     w_.close();
   }
@@ -789,8 +649,8 @@ class GemmEmitter {
   /// This k-slice's share of the product of the current tiles (at offsets a_off, b_off).
   void write_tile_product(const std::string& a_off, const std::string& b_off) {
     w_.open("for (int k = " + slice_begin(t_.k_depth) + "; k < " + slice_end(t_.k_depth) +
-            "; k += " + num(t_.body_depth()) + ")");
-    for (int64_t step = 0; step < t_.body_depth(); ++step) write_shared_step(step, a_off, b_off);
+            "; k += " + num(t_.body_depth) + ")");
+    for (int64_t step = 0; step < t_.body_depth; ++step) write_shared_step(step, a_off, b_off);
     w_.close();
   }
 
@@ -799,7 +659,7 @@ class GemmEmitter {
     w_.open("");
     const std::string k = "k + " + num(step);
     std::vector<std::string> a(static_cast<size_t>(t_.regs_y));
-    if (t_.a_rows_vec4()) {
+    if (t_.a_rows_vec4) {
       for (int64_t q = 0; q < t_.regs_y / 4; ++q)
         w_.line("vec4 a" + num(q) + " = As[" + a_off + "(" + k + ") * " + num(t_.block_rows() / 4) +
                 " + ty + " + num(q * t_.threads_y) + "];");
@@ -846,12 +706,15 @@ class GemmEmitter {
       const std::string row = "(row0 + " + num(row_step(i)) + ")";
       for (int64_t j = 0; j < col_atoms(); ++j) {
         std::string index;
-        if (view_.is_conv)
+        if (view_.conv)
           index = "out_base" + num(j) + " + " + row + " * " + num(ohw);
         else
           index = row + " * " + num(view_.cols / cw_) + " + (col0 + " + num(col_step(j)) + ") / " +
                   num(cw_);
-        w_.line("result[" + index + "] = " + acc(i, j) + ";");
+        const std::string ok =
+            edges_.all({edges_.row_ok(row), edges_.col_ok("col0 + " + num(col_step(j)))});
+        const std::string store = "result[" + index + "] = " + acc(i, j) + ";";
+        w_.line(ok.empty() ? store : "if (" + ok + ") " + store);
       }
     }
   }
@@ -860,14 +723,14 @@ class GemmEmitter {
   GemmView view_;
   GemmTiling t_;
   int64_t cw_;  // columns per B load, accumulator and store
+  GemmEdges edges_;
   ShaderWriter w_;
 };
 
 KernelArtifact emit_gemm(const Workload& wl, const ConfigEntity& entity) {
-  const GemmView view = gemm_view(wl);
-  const GemmTiling t = read_gemm_tiling(view, entity);
-  for (const GemmRule& rule : kGemmRules)
-    if (!rule.holds(view, t)) refuse(std::string("config breaks: ") + rule.description);
+  const GemmSchedule schedule = glsl_compute_gemm_schedule(wl);
+  const GemmView& view = schedule.view();
+  const GemmTiling t = schedule.read_checked(entity);
   KernelArtifact artifact;
   artifact.target = Target::kGlesCompute;
   artifact.source = GemmEmitter(wl, view, t).emit();
@@ -889,6 +752,8 @@ struct DepthwiseTiling {
   int64_t blocks_c = 1, threads_c = 1;              // along N·C planes
   bool use_shared = false;
   bool unroll = false;
+  /// Whether each split multiplies to its extent (else its last tile is guarded).
+  bool x_exact = true, y_exact = true, c_exact = true;
 
   int64_t block_h() const { return threads_y * regs_y; }
   int64_t block_w() const { return threads_x * regs_x; }
@@ -901,14 +766,18 @@ struct DepthwiseTiling {
 
 DepthwiseTiling read_depthwise_tiling(const Workload& wl, const ConfigEntity& entity) {
   DepthwiseTiling t;
-  const auto x = read_split(entity, "tile_x", 3, wl.out_w());
-  const auto y = read_split(entity, "tile_y", 3, wl.out_h());
-  const auto c = read_split(entity, "tile_c", 2, wl.batch * wl.in_channels);
+  const KnobReader knobs(entity, kDepthwiseTemplate);
+  const auto x = knobs.split("tile_x", 3, wl.out_w(), SplitCover::kCeil);
+  const auto y = knobs.split("tile_y", 3, wl.out_h(), SplitCover::kCeil);
+  const auto c = knobs.split("tile_c", 2, wl.batch * wl.in_channels, SplitCover::kCeil);
+  t.x_exact = split_is_exact(x, wl.out_w());
+  t.y_exact = split_is_exact(y, wl.out_h());
+  t.c_exact = split_is_exact(c, wl.batch * wl.in_channels);
   t.blocks_x = x[0], t.threads_x = x[1], t.regs_x = x[2];
   t.blocks_y = y[0], t.threads_y = y[1], t.regs_y = y[2];
   t.blocks_c = c[0], t.threads_c = c[1];
-  t.use_shared = read_int(entity, "use_shared") != 0;
-  t.unroll = read_int(entity, "unroll") != 0;
+  t.use_shared = knobs.get_int("use_shared") != 0;
+  t.unroll = knobs.get_int("unroll") != 0;
   return t;
 }
 
@@ -926,17 +795,17 @@ struct DepthwiseRule {
 const DepthwiseRule kDepthwiseRules[] = {
     {"register tile at most 8x8 (regs_y, regs_x <= 8)",
      [](const Workload&, const DepthwiseTiling& t) {
-       return t.regs_y <= kMaxRegsPerDim && t.regs_x <= kMaxRegsPerDim;
+       return t.regs_y <= kComputeMaxRegsPerDim && t.regs_x <= kComputeMaxRegsPerDim;
      }},
     {"unrolled window at most 1024 multiply-adds (regs_y * regs_x * R * S)",
      [](const Workload& wl, const DepthwiseTiling& t) {
        return !t.unroll ||
-              t.regs_y * t.regs_x * wl.kernel_h * wl.kernel_w <= kMaxUnrolledMultiplyAdds;
+              t.regs_y * t.regs_x * wl.kernel_h * wl.kernel_w <= kComputeMaxUnrolledMultiplyAdds;
      }},
     {"at most 65535 workgroups per dispatch dimension",
      [](const Workload&, const DepthwiseTiling& t) {
-       return t.blocks_x <= kMaxGroupCount && t.blocks_y <= kMaxGroupCount &&
-              t.blocks_c <= kMaxGroupCount;
+       return t.blocks_x <= kComputeMaxGroupCount && t.blocks_y <= kComputeMaxGroupCount &&
+              t.blocks_c <= kComputeMaxGroupCount;
      }},
 };
 
@@ -963,9 +832,9 @@ const DepthwiseLimit kDepthwiseLimits[] = {
 
 std::shared_ptr<ConfigSpace> depthwise_space(const Workload& wl) {
   auto space = std::make_shared<ConfigSpace>();
-  space->define_split("tile_x", wl.out_w(), 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_y", wl.out_h(), 3, SplitPolicy::kFactors, kMaxThreadsPerDim);
-  space->define_split("tile_c", wl.batch * wl.in_channels, 2, SplitPolicy::kFactors,
+  space->define_split("tile_x", wl.out_w(), 3, SplitPolicy::kVerbose, kMaxThreadsPerDim);
+  space->define_split("tile_y", wl.out_h(), 3, SplitPolicy::kVerbose, kMaxThreadsPerDim);
+  space->define_split("tile_c", wl.batch * wl.in_channels, 2, SplitPolicy::kVerbose,
                       kMaxThreadsPerDim);
   space->define_knob("use_shared", std::vector<int64_t>{0, 1});
   space->define_knob("unroll", std::vector<int64_t>{0, 1});
@@ -993,7 +862,7 @@ class DepthwiseEmitter {
     write_buffer(w_, 0, "DataBuffer", "readonly", "float", "data");
     write_buffer(w_, 1, "WeightBuffer", "readonly", "float", "weight");
     write_buffer(w_, 2, "OutputBuffer", "writeonly", "float", "result");
-    write_input_at(w_, wl_);
+    write_input_at(w_, wl_, wl_.pad != 0 || !t_.x_exact || !t_.y_exact);
     if (t_.use_shared)
       w_.line("shared float window[" + num(t_.threads_c * shared_h() * shared_w()) + "];");
     w_.open("void main()");
@@ -1014,12 +883,19 @@ class DepthwiseEmitter {
   int64_t shared_h() const {
     return DepthwiseTiling::window(t_.block_h(), wl_.stride, wl_.kernel_h);
   }
+  int64_t planes() const { return wl_.batch * wl_.in_channels; }
   int64_t shared_w() const {
     return DepthwiseTiling::window(t_.block_w(), wl_.stride, wl_.kernel_w);
   }
 
   void write_indices() {
-    w_.line("int plane = int(gl_GlobalInvocationID.z);");
+    if (t_.c_exact) {
+      w_.line("int plane = int(gl_GlobalInvocationID.z);");
+    } else {
+      // Past the last plane (a guarded tile_c) the plane is clamped for loads; stores skip it.
+      w_.line("int plane_id = int(gl_GlobalInvocationID.z);");
+      w_.line("int plane = min(plane_id, " + num(planes() - 1) + ");");
+    }
     w_.line("int oh0 = int(gl_GlobalInvocationID.y) * " + num(t_.regs_y) + ";");
     w_.line("int ow0 = int(gl_GlobalInvocationID.x) * " + num(t_.regs_x) + ";");
     w_.line("int w_base = (plane - (plane / " + num(wl_.in_channels) + ") * " +
@@ -1050,7 +926,9 @@ class DepthwiseEmitter {
     w_.line("int rest = e - z * " + num(plane_size) + ";");
     w_.line("int row = rest / " + num(shared_w()) + ";");
     w_.line("int col = rest - row * " + num(shared_w()) + ";");
-    w_.line("window[e] = input_at((group_plane + z) * " + num(wl_.height * wl_.width) +
+    const std::string plane =
+        t_.c_exact ? "group_plane + z" : "min(group_plane + z, " + num(planes() - 1) + ")";
+    w_.line("window[e] = input_at((" + plane + ") * " + num(wl_.height * wl_.width) +
             ", group_ih0 + row, group_iw0 + col);");
     w_.close();
     w_.line("memoryBarrierShared();");
@@ -1107,12 +985,21 @@ class DepthwiseEmitter {
     }
   }
 
+  /// Stores of the register tile; outputs past a guarded edge (row, column or plane) are
+  /// skipped.
   void write_stores() {
     for (int64_t i = 0; i < t_.regs_y; ++i)
-      for (int64_t j = 0; j < t_.regs_x; ++j)
-        w_.line("result[(plane * " + num(wl_.out_h()) + " + oh0 + " + num(i) + ") * " +
-                num(wl_.out_w()) + " + ow0 + " + num(j) + "] = acc[" + num(i * t_.regs_x + j) +
-                "];");
+      for (int64_t j = 0; j < t_.regs_x; ++j) {
+        std::string ok;
+        if (!t_.y_exact) ok = "oh0 + " + num(i) + " < " + num(wl_.out_h());
+        if (!t_.x_exact)
+          ok += (ok.empty() ? "" : " && ") + ("ow0 + " + num(j) + " < " + num(wl_.out_w()));
+        if (!t_.c_exact) ok += (ok.empty() ? "" : " && ") + ("plane_id < " + num(planes()));
+        const std::string store = "result[(plane * " + num(wl_.out_h()) + " + oh0 + " + num(i) +
+                                  ") * " + num(wl_.out_w()) + " + ow0 + " + num(j) + "] = acc[" +
+                                  num(i * t_.regs_x + j) + "];";
+        w_.line(ok.empty() ? store : "if (" + ok + ") " + store);
+      }
   }
 
   const Workload& wl_;
@@ -1123,7 +1010,9 @@ class DepthwiseEmitter {
 KernelArtifact emit_depthwise(const Workload& wl, const ConfigEntity& entity) {
   const DepthwiseTiling t = read_depthwise_tiling(wl, entity);
   for (const DepthwiseRule& rule : kDepthwiseRules)
-    if (!rule.holds(wl, t)) refuse(std::string("config breaks: ") + rule.description);
+    if (!rule.holds(wl, t))
+      KnobReader(entity, kDepthwiseTemplate)
+          .refuse(std::string("config breaks: ") + rule.description);
   KernelArtifact artifact;
   artifact.target = Target::kGlesCompute;
   artifact.source = DepthwiseEmitter(wl, t).emit();
@@ -1135,37 +1024,18 @@ KernelArtifact emit_depthwise(const Workload& wl, const ConfigEntity& entity) {
   return artifact;
 }
 
-// =============================================================================================
-// Default config
-// =============================================================================================
-
-/// How far a candidate is from the untuned default (smaller is closer): one output per
-/// invocation, 8 threads along x and y, one plane per workgroup, every other knob at its
-/// smallest value (no shared memory, no vec4, no unroll).
-double default_distance(const Knob& knob, const KnobValue& value) {
-  if (const auto* factors = std::get_if<std::vector<int64_t>>(&value)) {
-    const bool is_xy = knob.name == "tile_x" || knob.name == "tile_y";
-    if (is_xy && factors->size() == 3) {
-      // Register tile first (must be 1), then the log-distance of the threads from 8, with a
-      // small tie-break towards fewer threads.
-      const double threads = static_cast<double>((*factors)[1]);
-      return 1000.0 * static_cast<double>((*factors)[2] - 1) +
-             std::abs(std::log2(threads / kDefaultThreadsPerDim)) + 1e-3 * threads;
-    }
-    return static_cast<double>(factors->back());  // tile_k depth, planes per workgroup
-  }
-  if (const auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
-  return 0.0;
-}
-
 }  // namespace
+
+GemmSchedule glsl_compute_gemm_schedule(const Workload& workload) {
+  return GemmSchedule(workload, kGemmOptions);
+}
 
 std::shared_ptr<ConfigSpace> glsl_compute_space(const Workload& workload) {
   workload.validate();
   switch (workload.op) {
     case OpKind::kDense:
     case OpKind::kConv2d:
-      return gemm_space(workload);
+      return glsl_compute_gemm_schedule(workload).space();
     case OpKind::kDepthwiseConv2d:
       return depthwise_space(workload);
   }
@@ -1185,31 +1055,7 @@ KernelArtifact emit_glsl_compute(const Workload& workload, const ConfigEntity& e
 }
 
 ConfigEntity glsl_compute_default(const ConfigSpace& space) {
-  // Each knob's closest candidate; knobs are independent, so this is the closest entity.
-  const KnobList& knobs = space.knobs();
-  std::vector<int> choices(knobs.size(), 0);
-  for (size_t k = 0; k < knobs.size(); ++k) {
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t c = 0; c < knobs[k].candidates.size(); ++c) {
-      const double d = default_distance(knobs[k], knobs[k].candidates[c]);
-      if (d < best) best = d, choices[k] = static_cast<int>(c);
-    }
-  }
-  ConfigEntity entity = space.from_choices(choices);
-  if (space.is_valid(entity)) return entity;
-  // Device limits below 8×8 (or another rule) exclude it: the closest valid entity instead.
-  double best = std::numeric_limits<double>::infinity();
-  int64_t best_index = -1;
-  for (int64_t index : space.valid_indices()) {
-    const ConfigEntity candidate = space.get(index);
-    double d = 0;
-    for (size_t k = 0; k < knobs.size(); ++k)
-      d += default_distance(knobs[k], knobs[k].candidates[candidate.choices()[k]]);
-    if (d < best) best = d, best_index = index;
-  }
-  if (best_index < 0)
-    throw std::runtime_error("gles-compute: the config space has no valid config");
-  return space.get(best_index);
+  return untuned_default(space, kTarget);
 }
 
 }  // namespace webtune

@@ -19,6 +19,7 @@
 
 #include "codegen/measure.hpp"
 #include "codegen/task.hpp"
+#include "support/odd_shapes.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
 
@@ -458,6 +459,34 @@ TEST_F(BrowserFarmTest, RandomStride2Conv2dWebgpuConfigsMatchTheReference) {
 TEST_F(BrowserFarmTest, RandomBatched1x1Conv2dWebgpuConfigsMatchTheReference) {
   start(1, {}, "webgpu");
   run_random_configs(Workload::conv2d(2, 8, 8, 8, 16, 1, 2, 0), 8, Target::kWebgpu);
+}
+
+// Non-divisible tiling on webgpu (issue 14): for every odd GEMM shape (prime axes, 7x7 outputs,
+// 3 input channels; tests/support/odd_shapes.hpp), 20 random valid configs whose tiles run past
+// an axis, all in one browser session, every output element checked: none WRONG_ANSWER.
+TEST_F(BrowserFarmTest, OddShapesGuardedWebgpuConfigsMatchTheReferenceEverywhere) {
+  start(1, {}, "webgpu");
+  std::vector<MeasureInput> inputs;
+  std::vector<std::string> names;
+  for (const Workload& w : test::odd_gemm_workloads()) {
+    Task task = Task::create(w, Target::kWebgpu, limits());
+    const std::vector<ConfigEntity> configs = test::inexact_configs(task, 20, 20261124);
+    ASSERT_EQ(configs.size(), 20u) << w.name;
+    for (const ConfigEntity& config : configs) {
+      MeasureInput input = input_for(task, config, 4242);
+      input.samples = test::every_output(w, 4242);
+      input.options.number = 1;
+      input.options.repeat = 1;
+      inputs.push_back(std::move(input));
+      names.push_back(w.name + " " + config.to_string());
+    }
+  }
+  submit(inputs, 1);
+  auto results = collect(inputs.size(), 900s);
+  ASSERT_EQ(results.size(), inputs.size());
+  for (const auto& [tag, r] : results)
+    EXPECT_EQ(r.result.at("error_no").to_number<int>(), 0)
+        << names[tag - 1] << ": " << boost::json::serialize(r.result);
 }
 
 // A tab whose WebGPU adapter is gone after a device loss (the test hook makes requestAdapter()

@@ -11,6 +11,7 @@
 
 #include "codegen/task.hpp"
 #include "native_agent/isolated_runtime.hpp"
+#include "support/odd_shapes.hpp"
 
 namespace webtune {
 namespace {
@@ -283,6 +284,48 @@ std::vector<EmitterCase> emitter_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Emitters, EmitterOnLlvmpipe, ::testing::ValuesIn(emitter_cases()),
                          [](const auto& info) { return case_name(info.param); });
+
+/// Non-divisible tiling on gles-compute (issue 14): 20 random valid configs whose tiles run past
+/// an axis (guarded edges), per odd shape, run on llvmpipe with every output element checked
+/// against the reference: none may be WRONG_ANSWER (or any other error).
+struct OddShape {
+  Workload workload;
+};
+/// What gtest prints for GetParam(): the workload's name, not its bytes.
+void PrintTo(const OddShape& c, std::ostream* os) {
+  *os << c.workload.name;
+}
+
+class ComputeOddShapes : public ::testing::TestWithParam<OddShape> {};
+
+constexpr int kOddConfigs = 20;
+
+TEST_P(ComputeOddShapes, GuardedConfigsMatchTheReferenceEverywhere) {
+  const Workload& w = GetParam().workload;
+  Task task = Task::create(w, Target::kGlesCompute, runtime().info().limits);
+  const std::vector<ConfigEntity> configs = test::inexact_configs(task, kOddConfigs, 20261124);
+  ASSERT_EQ(static_cast<int>(configs.size()), kOddConfigs) << "too few guarded configs";
+  MeasureInput input = checked_input(w, 4242, 0);
+  input.samples = test::every_output(w, 4242);
+  ASSERT_EQ(static_cast<int64_t>(input.samples.size()), w.output_size());
+  for (const ConfigEntity& entity : configs) {
+    ASSERT_TRUE(test::has_inexact_split(entity));
+    input.artifact = task.build(entity);
+    const MeasureResult r = runtime().measure(input);
+    EXPECT_EQ(r.error, MeasureErrorNo::kNoError)
+        << "config " << entity.index() << " (" << entity.to_string() << "): " << r.message;
+  }
+}
+
+std::vector<OddShape> odd_shapes() {
+  std::vector<OddShape> out;
+  for (const Workload& w : test::odd_gemm_workloads()) out.push_back({w});
+  for (const Workload& w : test::odd_depthwise_workloads()) out.push_back({w});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Compute, ComputeOddShapes, ::testing::ValuesIn(odd_shapes()),
+                         [](const auto& info) { return info.param.workload.name; });
 
 }  // namespace
 }  // namespace webtune

@@ -166,12 +166,14 @@ TEST(WgslEmitter, Conv2dSpaceDefaultAndSource) {
   const Workload wl = Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1);
   const Task task = Task::create(wl, Target::kWebgpu, webgpu_default_limits());
   const ConfigSpace& space = *task.space;
-  // Ordered factorisations with inner factors <= 64: 16 = 2^4 into 3 gives 15; 100 = 2^2 5^2
-  // gives 36 minus [1,100,1] and [1,1,100]; 72 into 2 with the depth <= 16 gives 8.
+  // kVerbose splits (issue 14: non-divisible tiles, guarded edges), inner factors <= 64:
+  // 16 = 2^4 into 3 gives 15 (every power of two divides it); 100 gives 66 (its 34 exact
+  // factorisations, and tiles of 8, 16, 32, 64 whose outer factor is rounded up); 72 into 2
+  // with the depth <= 16 gives its 8 divisors and 16. (Before kVerbose: 15, 34 and 8.)
   EXPECT_EQ(space.knobs()[space.knob_index("tile_y")].candidates.size(), 15u);
-  EXPECT_EQ(space.knobs()[space.knob_index("tile_x")].candidates.size(), 34u);
-  EXPECT_EQ(space.knobs()[space.knob_index("tile_k")].candidates.size(), 8u);
-  EXPECT_EQ(space.raw_size(), 15 * 34 * 8 * 2 * 2 * 4);
+  EXPECT_EQ(space.knobs()[space.knob_index("tile_x")].candidates.size(), 66u);
+  EXPECT_EQ(space.knobs()[space.knob_index("tile_k")].candidates.size(), 9u);
+  EXPECT_EQ(space.raw_size(), 15 * 66 * 9 * 2 * 2 * 4);
   EXPECT_FALSE(space.valid_indices().empty());
 
   // Default: one output per invocation, 8x8 workgroups, plain floats.
@@ -184,9 +186,10 @@ TEST(WgslEmitter, Conv2dSpaceDefaultAndSource) {
   EXPECT_EQ(d.get_int("vec4"), 0);
   EXPECT_EQ(d.get_int("unroll"), 1);
   const KernelArtifact a = task.build(d);
-  // 100 columns have no factor 8: the nearest thread count is 10.
-  EXPECT_EQ(a.workgroup, (std::array<int64_t, 3>{10, 8, 1}));
-  EXPECT_EQ(a.dispatch, (std::array<int64_t, 3>{10, 2, 1}));
+  // 100 columns have no factor 8, but a guarded tile of 8 columns covers them: 13 workgroups,
+  // the last one half past the edge (before kVerbose the nearest divisor, 10, was taken).
+  EXPECT_EQ(a.workgroup, (std::array<int64_t, 3>{8, 8, 1}));
+  EXPECT_EQ(a.dispatch, (std::array<int64_t, 3>{13, 2, 1}));
   EXPECT_EQ(a.output.elements(), wl.output_size());
   ASSERT_EQ(a.inputs.size(), 2u);
   EXPECT_EQ(a.inputs[0].shape, (std::vector<int64_t>{1, 8, 10, 10}));
@@ -201,7 +204,13 @@ TEST(WgslEmitter, Conv2dSpaceDefaultAndSource) {
   // The padding test is branch-free: `&&` made SwiftShader's pipeline builds take minutes.
   EXPECT_NE(s.find("let inside = (u32(ih) < 10u) & (u32(iw) < 10u);"), std::string::npos) << s;
   EXPECT_EQ(s.find("&&"), std::string::npos);
-  EXPECT_EQ(s.find("if ("), std::string::npos);
+  // The only branch is the store's guard at the column edge; loads of columns past it decode
+  // a clamped column.
+  const std::string guard = "if (((col0 + 0) < 100)) { C[";
+  EXPECT_NE(s.find(guard), std::string::npos) << s;
+  EXPECT_EQ(s.find("if ("), s.find(guard));
+  EXPECT_EQ(s.find("if (", s.find(guard) + 1), std::string::npos);
+  EXPECT_NE(s.find("let c0_0_oh = (min(col0 + 0, 99)) / 10;"), std::string::npos) << s;
   EXPECT_EQ(s.find("workgroupBarrier"), std::string::npos);
 
   // vec4 (72 and 100 are multiples of 4) with 4 columns per invocation: W and Y as vec4s, X

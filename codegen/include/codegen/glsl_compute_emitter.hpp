@@ -8,11 +8,18 @@
 /// double-buffered shared tiles, and k_split (invocations per output splitting the reduction
 /// inside a workgroup, up to 1024 invocations in all). Knobs, constraints and device limits are
 /// documented in the .cpp.
+///
+/// Tiles need not divide their axis (kVerbose splits): edges are GUARDED in the kernel (loads
+/// past an axis read 0 or a clamped address whose result is never stored, shared tiles are
+/// zero-filled past the edge, stores past it are skipped), not padded, because buffers in a
+/// model are shared between ops: padding them would need a copy or a layout change in every
+/// producer.
 #pragma once
 
 #include <memory>
 
 #include "codegen/config_space.hpp"
+#include "codegen/gemm_schedule.hpp"
 #include "codegen/kernel_artifact.hpp"
 #include "codegen/workload.hpp"
 
@@ -29,5 +36,10 @@ KernelArtifact emit_glsl_compute(const Workload& workload, const ConfigEntity& e
 /// The untuned default: 8×8 workgroup (or the nearest the shapes and device limits allow),
 /// one output per invocation, no shared memory, no vec4, no unroll.
 ConfigEntity glsl_compute_default(const ConfigSpace& space);
+
+/// The shared GEMM schedule (gemm_schedule.hpp) of dense or conv2d `workload` with the options
+/// gles-compute turns on: the view, knobs, rules and thread → output mapping its kernels use.
+/// Throws std::invalid_argument for another op.
+GemmSchedule glsl_compute_gemm_schedule(const Workload& workload);
 
 }  // namespace webtune

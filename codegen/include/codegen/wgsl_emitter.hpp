@@ -13,6 +13,12 @@
 /// register tile (regs ≤ 8 per dimension), vec4 loads and stores, `var<workgroup>` tiling on/off
 /// with its reduction depth (tile_k), unroll. Knobs, constraints, device limits and the thread →
 /// element mapping are documented in the .cpp.
+///
+/// Tiles need not divide their axis (kVerbose splits): edges are GUARDED in the kernel (loads
+/// past an axis read 0 or a clamped address whose result is never stored, workgroup tiles are
+/// zero-filled past the edge, stores past it are skipped), not padded, because buffers in a
+/// model are shared between ops: padding them would need a copy or a layout change in every
+/// producer.
 #pragma once
 
 #include <array>
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "codegen/config_space.hpp"
+#include "codegen/gemm_schedule.hpp"
 #include "codegen/kernel_artifact.hpp"
 #include "codegen/workload.hpp"
 
@@ -61,5 +68,10 @@ std::vector<std::pair<int64_t, int64_t>> wgsl_owned_outputs(const Workload& work
 std::vector<int64_t> wgsl_owned_output_indices(const Workload& workload, const ConfigEntity& entity,
                                                const std::array<int64_t, 3>& group,
                                                const std::array<int64_t, 3>& invocation);
+
+/// The shared GEMM schedule (gemm_schedule.hpp) of dense or conv2d `workload` with the options
+/// webgpu turns on: the view, knobs, rules and thread → output mapping its kernels use. Throws
+/// std::invalid_argument for another op.
+GemmSchedule wgsl_gemm_schedule(const Workload& workload);
 
 }  // namespace webtune
