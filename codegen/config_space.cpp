@@ -354,7 +354,7 @@ std::vector<ConfigEntity> ConfigSpace::neighbours(const ConfigEntity& entity) co
   return out;
 }
 
-ConfigEntity ConfigSpace::from_json(const bj::value& value) const {
+ConfigEntity ConfigSpace::from_json(const bj::value& value, StaleIndex stale) const {
   auto refuse = [](const std::string& message) {
     throw MeasureError(MeasureErrorNo::kInstantiation, "config outside the space: " + message);
   };
@@ -396,7 +396,7 @@ ConfigEntity ConfigSpace::from_json(const bj::value& value) const {
     } catch (const std::invalid_argument&) {
       refuse("\"index\" must be an integer");
     }
-    if (index != entity.index())
+    if (index != entity.index() && stale == StaleIndex::kRefuse)
       refuse("\"index\" " + std::to_string(index) + " does not match its entity (index " +
              std::to_string(entity.index()) + ")");
   }

@@ -820,9 +820,20 @@ TEST_F(RecordsTest, ImportRefusesForeignTargetsKnobsAndValues) {
   }
   expect_refused(store, bad_value,
                  {"line 1:", "gles-frag dense template", "knob 'unroll' has no candidate 3000"});
-  const std::string bad_index =
-      replaced(good, R"("config": {"index": )", R"("config": {"index": 1)");
-  expect_refused(store, bad_index, {"line 1:", "does not match its entity"});
+  // An index that disagrees with its entity is what a log from before the space grew holds
+  // (kVerbose splits renumber configs): the entity names the kernel, so the line imports under
+  // the entity's current index instead of being refused.
+  {
+    RecordStore renumbered(":memory:");
+    const std::string stale_index =
+        replaced(good, R"("config": {"index": )", R"("config": {"index": 1)");
+    EXPECT_EQ(renumbered.import_autotvm(*std::make_unique<std::istringstream>(stale_index)), 1);
+    const std::vector<TrialRecord> trials = renumbered.trials(renumbered.jobs().at(0).id);
+    ASSERT_EQ(trials.size(), 1u);
+    const TrialRecord expected = in_space(ok_trial(0, {1e-3}), dense_m(), Target::kGlesFrag, 2);
+    EXPECT_EQ(trials[0].config_index, expected.config_index);
+    EXPECT_EQ(trials[0].config_json, expected.config_json);
+  }
   // A good line before a bad one: nothing of the log is imported.
   expect_refused(store, good + cuda_as_frag + "\n", {"line 2:", "unknown knob 'tile_f'"});
   EXPECT_TRUE(store.jobs().empty());
@@ -1157,6 +1168,48 @@ TEST_F(RecordsTest, AFusedJobKeepsItsEpilogueThroughTheStoreAndAutoTvm) {
     EXPECT_EQ(copy.jobs()[0].workload.epilogue, fused.epilogue);
   }
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(other_path + suffix);
+}
+
+// A template's space that grows (SplitPolicy::kVerbose) renumbers its configs; records made
+// before keep their old indices and their knob values. renumber_trials moves each to its
+// entity's current index, through a chain where one trial's new index is another's old one,
+// keeps a second copy of an entity where it is, and frees the old indices for new trials.
+TEST_F(RecordsTest, TrialsFromBeforeTheSpaceGrewAreRenumberedAndNewTrialsAreNotLost) {
+  const Workload w = dense_m();
+  const Task task = Task::create(w, Target::kGlesCompute);
+  const std::vector<int64_t>& valid = task.space->valid_indices();
+  ASSERT_GE(valid.size(), 8u);
+  const ConfigEntity a = task.space->get(valid[1]), b = task.space->get(valid[3]);
+  const int64_t free_index = valid[5], other = valid[7];
+  // A stale trial: entity `e`, stored under `index` (as the grown space numbers it, wrongly).
+  auto stale = [](const ConfigEntity& e, int64_t index, double cost) {
+    TrialRecord t = ok_trial(index, {cost});
+    bj::object config = e.to_json().as_object();
+    config["index"] = index;
+    t.config_json = bj::serialize(config);
+    return t;
+  };
+  RecordStore store(":memory:");
+  const int64_t job = store.open_job(w, Target::kGlesCompute, kDevice, "M1");
+  // a sits on b's index, b on free_index; a second copy of a sits on `other`.
+  ASSERT_EQ(store.add_trials(job, {stale(a, b.index(), 1e-3), stale(b, free_index, 2e-3),
+                                   stale(a, other, 3e-3)}),
+            3);
+  EXPECT_EQ(store.renumber_trials(job, *task.space), 2);
+  std::map<int64_t, double> cost_at;
+  for (const TrialRecord& t : store.trials(job)) {
+    cost_at[t.config_index] = t.result.costs.at(0);
+    EXPECT_EQ(bj::parse(t.config_json).at("index").as_int64(), t.config_index);
+    EXPECT_EQ(task.space->from_json(bj::parse(t.config_json)).index() == t.config_index,
+              t.config_index != other)
+        << "only the second copy of a keeps its stale index";
+  }
+  EXPECT_EQ(cost_at, (std::map<int64_t, double>{{a.index(), 1e-3}, {b.index(), 2e-3},
+                                                {other, 3e-3}}));
+  EXPECT_EQ(store.renumber_trials(job, *task.space), 0) << "a second pass moves nothing";
+  // The index b held before is free again: a new trial of that config is stored, not skipped.
+  EXPECT_EQ(store.add_trials(job, {in_space(ok_trial(0, {4e-3}), w, Target::kGlesCompute, 5)}), 1);
+  EXPECT_THROW(store.renumber_trials(job + 99, *task.space), std::runtime_error);
 }
 
 TEST_F(RecordsTest, SuspectTrialsAreExportedAsFailures) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 #include <tuple>
@@ -922,7 +923,8 @@ ConfigEntity check_config(const ConfigSpace& space, const Workload& workload, Ta
   if (ec) throw std::invalid_argument(where + "its JSON does not parse: " + ec.message());
   ConfigEntity entity;
   try {
-    entity = space.from_json(config);
+    // An old log's index may predate the space's growth: the entity names the kernel.
+    entity = space.from_json(config, ConfigSpace::StaleIndex::kRenumber);
   } catch (const std::exception& e) {  // MeasureError(kInstantiation) naming the knob
     throw std::invalid_argument(where + e.what());
   }
@@ -1025,6 +1027,75 @@ int RecordStore::add_trials(int64_t job_id, const std::vector<TrialRecord>& tria
   const int inserted = insert_trials(db_, job_id, trials);
   tx.commit();
   return inserted;
+}
+
+int RecordStore::renumber_trials(int64_t job_id, const ConfigSpace& space) {
+  const std::string what = "renumbering the trials of job " + std::to_string(job_id);
+  Transaction tx(db_, what);
+  Statement job(db_, "SELECT 1 FROM tuning_jobs WHERE id = ?1", what);
+  job.bind(1, job_id);
+  if (!job.step()) throw std::runtime_error("records: renumber_trials: no job " + std::to_string(job_id));
+
+  struct Move {
+    int64_t id, index;
+    std::string config_json;
+  };
+  std::vector<Move> moves;
+  std::set<int64_t> held;  // indices that stay taken: unmoved trials and the moves' targets
+  Statement read(db_, "SELECT id, config_index, entity_json FROM trials WHERE job_id = ?1 ORDER BY id",
+                 what);
+  read.bind(1, job_id);
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> decoded;  // id, stored, current index
+  std::vector<std::string> configs;
+  while (read.step()) {
+    const int64_t id = read.get_int(0), stored = read.get_int(1);
+    held.insert(stored);
+    boost::system::error_code ec;
+    const bj::value config = bj::parse(read.get_text(2), ec);
+    if (ec) continue;
+    try {
+      const ConfigEntity entity = space.from_json(config, ConfigSpace::StaleIndex::kRenumber);
+      if (entity.index() == stored) continue;
+      decoded.emplace_back(id, stored, entity.index());
+      configs.push_back(bj::serialize(entity.to_json()));
+    } catch (const std::exception&) {
+      // No longer in the space: left where it is (the tuner's resume skips it with a warning).
+    }
+  }
+  // A trial moves away from its stale index unless its new index is held by a trial that stays
+  // (the same entity measured twice keeps both rows) or wanted by an earlier mover; a trial that
+  // stays holds its stale index, which may stop another mover: repeat until nothing changes.
+  std::vector<bool> stays(decoded.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<int64_t> taken = held;
+    for (size_t i = 0; i < decoded.size(); ++i)
+      if (!stays[i]) taken.erase(std::get<1>(decoded[i]));
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      if (stays[i]) continue;
+      if (!taken.insert(std::get<2>(decoded[i])).second) {
+        stays[i] = changed = true;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < decoded.size(); ++i)
+    if (!stays[i]) moves.push_back({std::get<0>(decoded[i]), std::get<2>(decoded[i]), configs[i]});
+  // Two steps through negative indices, so that no UPDATE meets the UNIQUE(job, index) of a row
+  // that has not moved yet.
+  Statement park(db_, "UPDATE trials SET config_index = -1 - ?2 WHERE id = ?1", what);
+  for (const Move& m : moves) {
+    park.reset();
+    park.bind(1, m.id).bind(2, m.index).run();
+  }
+  Statement place(db_, "UPDATE trials SET config_index = ?2, entity_json = ?3 WHERE id = ?1",
+                  what);
+  for (const Move& m : moves) {
+    place.reset();
+    place.bind(1, m.id).bind(2, m.index).bind(3, m.config_json).run();
+  }
+  tx.commit();
+  return static_cast<int>(moves.size());
 }
 
 void RecordStore::set_status(int64_t job_id, const std::string& status) {
@@ -1309,6 +1380,7 @@ int64_t RecordStore::import_autotvm(std::istream& in, const std::string& device_
       const ConfigEntity entity =
           check_config(*space, t.workload, t.target, t.trial.config_json, t.trial.result.ok());
       t.trial.config_json = bj::serialize(entity.to_json());
+      t.trial.config_index = entity.index();
       parsed.push_back(std::move(t));
     } catch (const std::exception& e) {
       throw std::runtime_error("records: AutoTVM log line " + std::to_string(number) + ": " +

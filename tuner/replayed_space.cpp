@@ -50,12 +50,10 @@ ReplayedSpace ReplayedSpace::load(const RecordStore& store, int64_t job_id) {
   const std::vector<TrialRecord> trials = store.trials(job_id);
   pin_knobs_added_after(cs, trials);
   for (const TrialRecord& trial : trials) {
-    const ConfigEntity stored = cs.from_json(boost::json::parse(trial.config_json));
-    if (stored.index() != trial.config_index)
-      throw std::runtime_error(what + ": stored config " + std::to_string(trial.config_index) +
-                               " is entity " + std::to_string(stored.index()) +
-                               " of the rebuilt space; were the device limits different?");
-    space.results_.emplace(trial.config_index, trial.result);
+    // By entity, not by the stored index: a space that grew since renumbers its configs.
+    const ConfigEntity stored =
+        cs.from_json(boost::json::parse(trial.config_json), ConfigSpace::StaleIndex::kRenumber);
+    space.results_.emplace(stored.index(), trial.result);
     space.best_gflops_ = std::max(space.best_gflops_, trial.result.gflops(job->workload.flops()));
   }
   for (int64_t index : cs.valid_indices())

@@ -83,7 +83,7 @@ void verify_best(RecordStore& store, TrackerRunner& runner, TaskState& s,
     MeasureInput input;
     MeasureResult error;
     try {
-      entity = s.task.space->from_json(bj::parse(best->config_json));
+      entity = s.task.space->from_json(bj::parse(best->config_json), ConfigSpace::StaleIndex::kRenumber);
     } catch (const std::exception& e) {
       spdlog::warn("{}: cannot re-measure the best: {}", p.name, e.what());
       break;
@@ -211,9 +211,14 @@ std::vector<TaskProgress> TuneSession::run(
     std::vector<ConfigEntity> configs;
     std::vector<MeasureResult> results;
     const ConfigEntity default_config = s->task.default_config();
+    // Records made before the template's space grew hold old indices: renumbered first, so
+    // that a new config never lands on an index an old trial still holds.
+    if (const int moved = store_.renumber_trials(p.job_id, *s->task.space); moved > 0)
+      spdlog::info("{}: renumbered {} earlier trials into the template's current space", p.name,
+                   moved);
     for (const TrialRecord& r : store_.trials(p.job_id)) {
       try {
-        ConfigEntity e = s->task.space->from_json(bj::parse(r.config_json));
+        ConfigEntity e = s->task.space->from_json(bj::parse(r.config_json), ConfigSpace::StaleIndex::kRenumber);
         configs.push_back(e);
         // A suspect trial teaches the tuner nothing good: it counts as a failure.
         const bool suspect = r.verdict == kSuspect;
@@ -245,7 +250,7 @@ std::vector<TaskProgress> TuneSession::run(
         for (const TrialRecord& r : trials) {
           try {
             data.features.push_back(
-                config_features(other, other.space->from_json(bj::parse(r.config_json))));
+                config_features(other, other.space->from_json(bj::parse(r.config_json), ConfigSpace::StaleIndex::kRenumber)));
             data.gflops.push_back(r.gflops);
           } catch (const std::exception&) {
             // A record from an older space version: not usable for this model.

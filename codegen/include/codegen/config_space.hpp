@@ -169,12 +169,24 @@ class ConfigSpace {
   /// The valid entities that differ from `entity` in exactly one knob.
   std::vector<ConfigEntity> neighbours(const ConfigEntity& entity) const;
 
+  /// What from_json does with an "index" that disagrees with the entity's knob values.
+  enum class StaleIndex {
+    /// Refuse it: a config typed by a user or sent by a peer must say one thing.
+    kRefuse,
+    /// The entity wins and the index is recomputed. For stored records: a space that grew
+    /// (e.g. kFactors → kVerbose splits, a knob with more candidates) renumbers its configs,
+    /// while the knob values of an old record still name the same kernel. TVM's
+    /// ConfigEntity.from_json_dict likewise instantiates from the entity map.
+    kRenumber,
+  };
+
   /// Parses AutoTVM-style entity JSON (see ConfigEntity::to_json), with or without "index".
-  /// Throws MeasureError(kInstantiation) when a knob is missing (unless allow_absent), unknown,
-  /// or names a value
-  /// outside its candidates, or when "index" disagrees with the entity: a config outside the
-  /// space is refused with a message that says which knob.
-  ConfigEntity from_json(const boost::json::value& value) const;
+  /// Knobs are matched by name and values by value, never by position. Throws
+  /// MeasureError(kInstantiation) when a knob is missing (unless allow_absent), unknown, or names
+  /// a value outside its candidates, or (with StaleIndex::kRefuse) when "index" disagrees with
+  /// the entity: a config outside the space is refused with a message that says which knob.
+  ConfigEntity from_json(const boost::json::value& value,
+                         StaleIndex stale = StaleIndex::kRefuse) const;
   /// An index ("123") or entity JSON ("{...}"), as a CLI takes a config. Errors as from_json;
   /// an index out of range is kInstantiation too.
   ConfigEntity parse(const std::string& text) const;

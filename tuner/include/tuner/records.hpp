@@ -31,7 +31,8 @@
 ///    webtune target in -keys= (else the task name's suffix; both, when given, must agree), and
 ///    every config must be an entity of that template's config space (config_in_space), so a
 ///    foreign line (CUDA's tile_f, Mali's ann_spatial) is refused, not stored under a webtune
-///    job. The entity stored is the space's own (a −1 factor resolved). Lines starting with '#'
+///    job. The entity stored is the space's own (a −1 factor resolved), under the space's current
+///    index (an old log's index is renumbered when the space has grown since). Lines starting with '#'
 ///    are comments, as in TVM's load_from_file.
 ///  - AutoTVM writes −1 for the outermost factor of a split; so does the export. The exact
 ///    entity, the task name, the agent and the error message, which AutoTVM has no place for,
@@ -146,10 +147,11 @@ struct BestRecord {
 };
 
 /// Checks a trial's config JSON against the config space of its template, `workload` on
-/// `target` (device limits are not applied: the device may differ): the knob names, values and
-/// index as ConfigSpace::from_json checks them, and, when `succeeded`, the template's structural
+/// `target` (device limits are not applied: the device may differ): the knob names and values as
+/// ConfigSpace::from_json checks them, and, when `succeeded`, the template's structural
 /// constraints (a config that breaks one cannot have been built, let alone measured). Returns
-/// the entity. Throws std::invalid_argument naming the template and what does not fit, e.g.
+/// the entity, with the space's current index: an "index" from before the space grew is
+/// renumbered (StaleIndex::kRenumber), since the knob values name the kernel. Throws std::invalid_argument naming the template and what does not fit, e.g.
 /// "config does not fit the gles-frag conv2d template (conv2d_1_2048_8_8_192_1x1_s1_p0): config
 /// outside the space: unknown knob 'tile_f'", or when the workload has no template on `target`.
 ConfigEntity config_in_space(const Workload& workload, Target target,
@@ -184,6 +186,15 @@ class RecordStore {
   /// is not an entity of its index or whose costs are not finite; nothing of the batch is stored
   /// then.
   int add_trials(int64_t job_id, const std::vector<TrialRecord>& trials);
+  /// Renumbers job `job_id`'s trials into `space`'s indices, in one transaction, and returns how
+  /// many moved. A template's space may grow (a split with more candidates, see
+  /// SplitPolicy::kVerbose), which renumbers its configs while an old record's knob values still
+  /// name the same kernel (ConfigSpace::from_json with StaleIndex::kRenumber). Without this a
+  /// resumed tuning would store a new config under an index an old trial still holds, and
+  /// add_trials would skip it as already measured. A trial whose entity no longer decodes, or
+  /// whose entity another trial of the job already holds, keeps its index. Throws
+  /// std::runtime_error for an unknown job.
+  int renumber_trials(int64_t job_id, const ConfigSpace& space);
   /// Sets a job's status (one of those in the file comment). Throws std::invalid_argument for
   /// another status, std::runtime_error for an unknown job.
   void set_status(int64_t job_id, const std::string& status);
