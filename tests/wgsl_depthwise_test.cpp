@@ -327,6 +327,30 @@ TEST(WgslDepthwise, FeaturesAreNineAndFollowTheTraffic) {
   EXPECT_DOUBLE_EQ(bytes(0, "[7,1,2]"), 4.0 * (9 + 9.0 / 4));
 }
 
+// MobileNet-v2's first, a stride-2 and its last depthwise layer (224x224 input) get tuned with
+// hundreds of trials: many valid configs under SwiftShader's limits, a valid one-output
+// default, and kernels within the limits.
+TEST(WgslDepthwise, MobileNetV2LayersHaveLargeValidSpaces) {
+  const Workload layers[] = {Workload::depthwise_conv2d(1, 32, 112, 112, 3, 1, 1),
+                             Workload::depthwise_conv2d(1, 192, 28, 28, 3, 2, 1),
+                             Workload::depthwise_conv2d(1, 960, 7, 7, 3, 1, 1)};
+  const DeviceLimits limits = swiftshader_limits();
+  for (const Workload& wl : layers) {
+    const Task task = Task::create(wl, Target::kWebgpu, limits);
+    EXPECT_GT(task.space->valid_indices().size(), 10000u) << wl.key();
+    const ConfigEntity d = task.default_config();
+    ASSERT_TRUE(task.space->is_valid(d)) << wl.key();
+    EXPECT_EQ(d.split("tile_x")[2] * d.split("tile_y")[2] * d.split("tile_c")[2], 1);
+    std::mt19937_64 rng(12);
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, 20)) {
+      const KernelArtifact a = task.build(e);
+      EXPECT_LE(a.workgroup[0] * a.workgroup[1] * a.workgroup[2], limits.max_workgroup_invocations);
+      EXPECT_LE(a.shared_memory_bytes, limits.max_shared_memory_bytes);
+      for (int64_t g : a.dispatch) EXPECT_TRUE(g >= 1 && g <= 65535) << e.to_string();
+    }
+  }
+}
+
 TEST(WgslDepthwise, EveryOutputIsStoredExactlyOnce) {
   const Workload workloads[] = {
       Workload::depthwise_conv2d(1, 8, 10, 10, 3, 1, 1),
