@@ -67,9 +67,10 @@
 /// scratch slice (so the R·S loop has no bounds checks and the padding costs one pass over the
 /// input), then sweeps micro-tiles of tile_h rows × tile_w columns of Y_p. A tile keeps
 /// tile_h·tile_w sums in locals; with simd these are tile_w/4 f32x4 per row over 4 adjacent
-/// ow. Stride 1 loads the 4 inputs as one unaligned v128; stride 2 inserts 4 scalar loads into
-/// a vector (wasm SIMD128 has no strided load or gather; XNNPACK's stride-2 wasmsimd dwconv
-/// kernels deinterleave with shuffles instead, which needs the loads anyway). Knobs:
+/// ow. Stride 1 loads the 4 inputs as one unaligned v128; stride 2 loads two v128 (8
+/// consecutive floats) and keeps the even lanes with one shuffle, as XNNPACK's stride-2
+/// wasmsimd depthwise kernels deinterleave (wasm SIMD128 has no strided load or gather);
+/// a larger stride inserts 4 scalar loads into a vector. Knobs:
 ///  - tile_c {1, 2, 4, 8}: planes per task (the thread split's unit; <= N·C).
 ///  - tile_h {1, 2, 4}, tile_w {1, 2, 4, 8, 16}: the micro-tile; simd needs tile_w % 4 == 0,
 ///    scalar tile_w <= 8; accumulators as for the GEMM; tile_h <= OH, tile_w <= OW rounded up
@@ -157,7 +158,8 @@ WasmPlan decode_depthwise(const Workload& wl, const ConfigEntity& e) {
   const int64_t oh = wl.out_h(), ow = wl.out_w();
   p.padded_h = ((oh + p.tile_h - 1) / p.tile_h * p.tile_h - 1) * wl.stride + wl.kernel_h;
   p.padded_w = ((ow + p.tile_w - 1) / p.tile_w * p.tile_w - 1) * wl.stride + wl.kernel_w;
-  lay_out(wl, p.padded_h * p.padded_w * 4, p);
+  // 4 floats of slack: stride 2's pair of v128 loads reads one float past the last needed.
+  lay_out(wl, (p.padded_h * p.padded_w + 4) * 4, p);
   return p;
 }
 

@@ -27,6 +27,7 @@
 /// ABI forbids). Edge tiles: rows past M read row M−1 (clamped) and are not stored; columns past
 /// N are zero in a panel, or read the neighbouring memory without packing (lanes are
 /// independent, the memory layout leaves slack past every tensor) and are not stored.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -108,10 +109,12 @@ class KernelWriter {
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
-    if (s_.kind == WasmKernelSpec::kDepthwise)
+    if (s_.kind == WasmKernelSpec::kDepthwise) {
+      fn_->addFnAttr("no-builtins");  // the padded copy's loops must not become memcpy calls
       write_depthwise(fn_->getArg(0));
-    else
+    } else {
       write_gemm(fn_->getArg(0));
+    }
     b_.CreateRetVoid();
   }
 
@@ -247,20 +250,7 @@ class KernelWriter {
       loop(p_begin, p_end, 1, [&](Value* p) {
         Value* ch = b_.CreateURem(p, c(s_.channels));
         Value* xplane = b_.CreateMul(p, c(s_.height * s_.width));
-        // The padded copy: padded[y][x] = X_p[y − pad][x − pad], 0 outside X_p.
-        loop(c(0), c(s_.padded_h), 1, [&](Value* y) {
-          Value* iy = b_.CreateSub(y, c(s_.pad));
-          Value* row_ok = b_.CreateICmpULT(iy, c(s_.height));
-          Value* src_row = b_.CreateAdd(xplane, b_.CreateMul(iy, c(s_.width)));
-          Value* dst_row = b_.CreateMul(y, c(s_.padded_w));
-          loop(c(0), c(s_.padded_w), 1, [&](Value* xx) {
-            Value* ix = b_.CreateSub(xx, c(s_.pad));
-            Value* ok = b_.CreateAnd(row_ok, b_.CreateICmpULT(ix, c(s_.width)));
-            Value* v = load_f32(x, b_.CreateSelect(ok, b_.CreateAdd(src_row, ix), c(0)));
-            v = b_.CreateSelect(ok, v, llvm::ConstantFP::get(f32_, 0.0));
-            store_f32(v, padded, b_.CreateAdd(dst_row, xx));
-          });
-        });
+        write_padded_plane(x, xplane, padded);
         Value* wbase = b_.CreateMul(ch, c(rs));
         auto weight = [&](Value* r, Value* q) {
           Value* index = b_.CreateAdd(wbase, b_.CreateAdd(b_.CreateMul(r, c(s_.kernel_w)), q));
@@ -287,10 +277,63 @@ class KernelWriter {
     });
   }
 
+  /// The padded copy: padded[y][x] = X_p[y − pad][x − pad], 0 outside X_p. Row by row without
+  /// per-element selects: an input row is zeros (left halo), the row copied (v128 loads and
+  /// stores with simd, a scalar tail), zeros (right halo and past the last whole tile); other
+  /// rows are zeros. The kernel carries "no-builtins", so these loops stay loops and never
+  /// become calls to memcpy/memset, which a module without libc cannot link.
+  void write_padded_plane(Value* x, Value* xplane, Value* padded) {
+    // A row copies at most the columns the tiles read: with stride > 1 the padded width can
+    // end before the input row does.
+    const int64_t pw = s_.padded_w, pad = std::min(s_.pad, pw);
+    const int64_t w = std::min(s_.width, pw - pad);
+    Value* zero4 = llvm::Constant::getNullValue(v4_);
+    Value* zero = llvm::ConstantFP::get(f32_, 0.0);
+    // dst[from .. to) = 0 (with simd: v128 stores, then a scalar tail).
+    auto zeros = [&](Value* dst, int64_t from, int64_t to) {
+      int64_t v_end = from;
+      if (s_.simd && to - from >= 4) {
+        v_end = from + (to - from) / 4 * 4;
+        loop(c(from), c(v_end), 4,
+             [&](Value* i) { b_.CreateAlignedStore(zero4, at(dst, i), llvm::Align(4)); });
+      }
+      if (v_end < to) loop(c(v_end), c(to), 1, [&](Value* i) { store_f32(zero, dst, i); });
+    };
+    loop(c(0), c(s_.padded_h), 1, [&](Value* y) {
+      Value* iy = b_.CreateSub(y, c(pad));
+      Value* dst = at(padded, b_.CreateMul(y, c(pw)));
+      BasicBlock* copy = BasicBlock::Create(ctx_, "copy_row", fn_);
+      BasicBlock* blank = BasicBlock::Create(ctx_, "zero_row", fn_);
+      BasicBlock* done = BasicBlock::Create(ctx_, "row_done", fn_);
+      b_.CreateCondBr(b_.CreateICmpULT(iy, c(s_.height)), copy, blank);
+      b_.SetInsertPoint(copy);
+      Value* src = at(x, b_.CreateAdd(xplane, b_.CreateMul(iy, c(s_.width))));
+      Value* inner = at(dst, c(pad));
+      zeros(dst, 0, pad);
+      int64_t v_end = 0;
+      if (s_.simd && w >= 4) {
+        v_end = w / 4 * 4;
+        loop(c(0), c(v_end), 4, [&](Value* i) {
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(v4_, at(src, i), llvm::Align(4)), at(inner, i),
+                                llvm::Align(4));
+        });
+      }
+      if (v_end < w)
+        loop(c(v_end), c(w), 1, [&](Value* i) { store_f32(load_f32(src, i), inner, i); });
+      zeros(dst, pad + w, pw);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(blank);
+      zeros(dst, 0, pw);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    });
+  }
+
   /// One tile_h × tile_w micro-tile of Y_p at (oh0, ow0). With simd each row holds tile_w/4
   /// f32x4 accumulators over 4 adjacent ow: stride 1 loads them as one v128 (unaligned) from
-  /// the padded plane; stride 2 builds the vector from 4 scalar loads (wasm SIMD128 has no
-  /// strided load or gather), and the weight is splat.
+  /// the padded plane; stride 2 loads two v128 and keeps the even lanes (one shuffle); larger
+  /// strides build the vector from 4 scalar loads (wasm SIMD128 has no strided load or
+  /// gather). The weight is splat.
   void write_depthwise_tile(Value* padded, Value* yplane, Value* oh0, Value* ow0,
                             const std::vector<Value*>& weights,
                             const std::function<Value*(Value*, Value*)>& weight, Value* bias,
@@ -306,6 +349,14 @@ class KernelWriter {
           Value* in;
           if (!s_.simd || s_.stride == 1) {
             in = b_.CreateAlignedLoad(acc_type, at(padded, index), llvm::Align(4));
+          } else if (s_.stride == 2) {
+            // Two v128 loads of 8 consecutive floats, the even lanes kept (i8x16.shuffle): the
+            // deinterleave of XNNPACK's stride-2 wasmsimd kernels. The 8th float may lie one
+            // past the plane: the scratch slice has 4 floats of slack for it.
+            Value* lo = b_.CreateAlignedLoad(v4_, at(padded, index), llvm::Align(4));
+            Value* hi =
+                b_.CreateAlignedLoad(v4_, at(padded, b_.CreateAdd(index, c(4))), llvm::Align(4));
+            in = b_.CreateShuffleVector(lo, hi, llvm::ArrayRef<int>{0, 2, 4, 6});
           } else {
             in = llvm::UndefValue::get(acc_type);
             for (int l = 0; l < 4; ++l)

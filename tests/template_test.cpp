@@ -245,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Issue 14: wasm's depthwise template (new; pinned from its first version).
         Pin{"Wasm_dw", Target::kWasm, kDepthwise, 960, 144,
             R"({"index":0,"entity":[["tile_c","ot",1],["tile_h","ot",1],["tile_w","ot",1],["simd","ot",0],["unroll_rs","ot",0],["threads","ot",1]]})",
-            "dfda27d2f843f365", "65a5db20c0314220"}),
+            "38209f230e7bb383", "65a5db20c0314220"}),
     [](const testing::TestParamInfo<Pin>& info) { return std::string(info.param.label); });
 
 }  // namespace

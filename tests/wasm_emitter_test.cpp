@@ -468,7 +468,11 @@ INSTANTIATE_TEST_SUITE_P(
                   with(Workload::depthwise_conv2d(1, 24, 13, 13, 3, 1, 1), kBiasClip)},
         FusedCase{"OddDepthwise_36ch_s2",
                   with(Workload::depthwise_conv2d(1, 36, 13, 13, 3, 2, 1), kBiasRelu)},
-        FusedCase{"OddDepthwise_24ch_5x5_Plain", Workload::depthwise_conv2d(1, 24, 9, 9, 5, 2, 2)}),
+        FusedCase{"OddDepthwise_24ch_5x5_Plain", Workload::depthwise_conv2d(1, 24, 9, 9, 5, 2, 2)},
+        // Stride 2 without padding over an even width: the last input column is never read,
+        // the padded plane is narrower than the input row.
+        FusedCase{"OddDepthwise_12ch_s2_p0",
+                  with(Workload::depthwise_conv2d(1, 12, 12, 12, 3, 2, 0), kBiasResidualRelu)}),
     [](const testing::TestParamInfo<FusedCase>& info) { return std::string(info.param.label); });
 
 TEST_F(WasmModules, RelinksManyTimesInOneProcess) {
@@ -527,6 +531,29 @@ TEST_F(WasmModules, Dense512AndResnetSpeedUnderNode) {
   print_speeds(*this, Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2"), tiles);
   print_speeds(*this, Workload::conv2d(1, 128, 28, 28, 128, 3, 1, 1, "C5"), tiles);
   print_speeds(*this, Workload::conv2d(1, 256, 14, 14, 256, 3, 1, 1, "C8"), tiles);
+}
+
+std::string dw_knobs(int tile_c, int tile_h, int tile_w, int simd, int unroll_rs) {
+  return "[\"tile_c\",\"ot\"," + std::to_string(tile_c) + "],[\"tile_h\",\"ot\"," +
+         std::to_string(tile_h) + "],[\"tile_w\",\"ot\"," + std::to_string(tile_w) +
+         "],[\"simd\",\"ot\"," + std::to_string(simd) + "],[\"unroll_rs\",\"ot\"," +
+         std::to_string(unroll_rs) + "]";
+}
+
+// Issue 14: MobileNet-v2's depthwise layers (144 channels at 56×56 stride 1, at 56×56 stride 2
+// into 28×28; fused with bias + clip(0, 6) as the model has them), the scalar default against
+// SIMD tiles; and what an epilogue costs on ResNet-18's C2 (plain against +bias+residual+relu).
+TEST_F(WasmModules, DepthwiseAndEpilogueSpeedUnderNode) {
+  const std::vector<std::string> dw = {dw_knobs(1, 1, 1, 0, 0), dw_knobs(1, 2, 8, 1, 1),
+                                       dw_knobs(1, 4, 8, 1, 1), dw_knobs(1, 2, 16, 1, 1),
+                                       dw_knobs(1, 4, 4, 0, 1)};
+  const std::vector<std::string> relu6 = {"bias", "clip(0,6)"};
+  print_speeds(*this, with(Workload::depthwise_conv2d(1, 144, 56, 56, 3, 1, 1), relu6), dw);
+  print_speeds(*this, with(Workload::depthwise_conv2d(1, 144, 56, 56, 3, 2, 1), relu6), dw);
+  const std::vector<std::string> tile = {knobs(4, 16, 4, 1, "cols_outer", 1)};
+  const Workload c2 = Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2");
+  print_speeds(*this, c2, tile);
+  print_speeds(*this, with(c2, {"bias", "residual", "relu"}), tile);
 }
 
 }  // namespace
