@@ -75,8 +75,9 @@
 ///  - tile_h {1, 2, 4}, tile_w {1, 2, 4, 8, 16}: the micro-tile; simd needs tile_w % 4 == 0,
 ///    scalar tile_w <= 8; accumulators as for the GEMM; tile_h <= OH, tile_w <= OW rounded up
 ///    to 4.
-///  - simd {0, 1}; unroll_rs {0, 1}: R·S fully unrolled with the plane's weights in locals, or
-///    two loops loading each weight per tile; threads {1, 2, 4, 8} <= tasks.
+///  - simd {0, 1}; unroll_rs {0, 1}: R·S fully unrolled with the plane's weights in locals
+///    (R·S <= 49: larger kernels would unroll into huge modules), or two loops loading each
+///    weight per tile; threads {1, 2, 4, 8} <= tasks.
 ///
 /// ## Memory layout (docs/wasm_abi.md)
 /// Every input in input order (data, weight, bias, residual) and then the output, the first at
@@ -105,6 +106,7 @@ constexpr int64_t kSlack = 256;
 constexpr int64_t kMaxMemory = int64_t{1} << 30;
 constexpr int kMaxSimdAccumulators = 24;
 constexpr int kMaxScalarAccumulators = 32;
+constexpr int64_t kMaxUnrolledRS = 49;
 
 const std::vector<std::string> kOrders = {"rows_outer", "cols_outer"};
 
@@ -146,6 +148,7 @@ WasmPlan decode_depthwise(const Workload& wl, const ConfigEntity& e) {
   p.op = wl.op;
   p.batch = wl.batch;
   p.planes = wl.batch * wl.in_channels;
+  p.k = wl.kernel_h * wl.kernel_w;  // the reduction per output, R·S
   p.tile_c = static_cast<int>(knob_int(e, "tile_c"));
   p.tile_h = static_cast<int>(knob_int(e, "tile_h"));
   p.tile_w = static_cast<int>(knob_int(e, "tile_w"));
@@ -236,6 +239,8 @@ const Rule kDepthwiseRules[] = {
                      : p.tile_h * p.tile_w <= kMaxScalarAccumulators;
      }},
     {"tile_c <= N*C", [](const WasmPlan& p) { return p.tile_c <= p.planes; }},
+    {"unroll_rs needs R*S <= 49 (7x7): the unrolled body holds R*S steps of the whole tile",
+     [](const WasmPlan& p) { return !p.unroll_rs || p.k <= kMaxUnrolledRS; }},
     {"threads <= tasks (ceil(N*C/tile_c))",
      [](const WasmPlan& p) { return p.threads <= p.tasks(); }},
     {"linear memory <= 1 GiB",

@@ -125,6 +125,15 @@ TEST(WasmEmitter, DepthwiseSpaceAndPlan) {
   EXPECT_EQ(tile_w, (std::set<int64_t>{1, 2, 4, 8}));  // 16 > 5 rounded up to 8
   EXPECT_EQ(threads, (std::set<int64_t>{1, 2, 4}));    // 8 > 6 planes
   EXPECT_TRUE(has_simd_unrolled);
+  // A 9×9 kernel is not unrolled (81 > 49 steps); 7×7 is.
+  for (int64_t r : {7, 9}) {
+    const Task big =
+        Task::create(Workload::depthwise_conv2d(1, 4, 12, 12, r, 1, r / 2), Target::kWasm);
+    std::set<int64_t> unrolls;
+    for (int64_t index : big.space->valid_indices())
+      unrolls.insert(big.space->get(index).get_int("unroll_rs"));
+    EXPECT_EQ(unrolls, (r == 7 ? std::set<int64_t>{0, 1} : std::set<int64_t>{0})) << r;
+  }
   const ConfigEntity def = task.default_config();
   EXPECT_EQ(def.get_int("tile_c"), 1);
   EXPECT_EQ(def.get_int("tile_w"), 1);

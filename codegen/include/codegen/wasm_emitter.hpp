@@ -50,7 +50,7 @@ namespace webtune {
 /// which divided, decode and build the same modules.
 struct WasmPlan {
   OpKind op = OpKind::kDense;
-  // GEMM shape per batch image.
+  // GEMM shape per batch image (depthwise: k = R·S, the reduction per output; batch = N).
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool im2col = false;  ///< conv2d whose B panel is gathered from X (not 1×1 stride 1 pad 0)
   // GEMM knobs.
