@@ -1,6 +1,7 @@
 /// \file wasm_emitter.cpp
 /// WebAssembly template (target wasm): config space, memory layout, default, and the artifact
-/// around the module that wasm_module_builder.cpp builds with LLVM and lld.
+/// around the module that wasm_module_builder.cpp builds with LLVM and lld. dense and conv2d
+/// share a GEMM micro-kernel; depthwise_conv2d has its own direct kernel (below).
 ///
 /// ## The kernel: a register-blocked GEMM (BLIS-style micro-kernel)
 ///
@@ -22,7 +23,8 @@
 ///  - mr {1, 2, 4, 6, 8}: rows of C per micro-tile (A values splat per K step).
 ///  - nr {1, 2, 4, 8, 16, 24, 32}: columns of C per micro-tile; with simd a multiple of 4
 ///    (NR/4 vector accumulators per row), scalar at most 8.
-///  - unroll_k {1, 2, 4, 8}: copies of the K step in the loop body (must divide K).
+///  - unroll_k {1, 2, 4, 8}: copies of the K step in the loop body; when it does not divide K a
+///    one-step tail loop does the K mod unroll_k last steps.
 ///  - simd {0, 1}: SIMD128 (f32x4) accumulators and loads.
 ///  - order {rows_outer, cols_outer}: loop order of the micro-tiles. rows_outer sweeps all the
 ///    thread's column blocks for one MR-row strip of A (A strip hot in L1, B streamed; with
@@ -41,7 +43,7 @@
 ///  - simd needs nr % 4 == 0; scalar needs nr ≤ 8.
 ///  - accumulators: mr·nr/4 ≤ 24 vectors with simd, mr·nr ≤ 32 scalars without (x86-64 has 16
 ///    XMM registers; beyond that V8's register allocator spills and the tile stops paying).
-///  - unroll_k divides K (no remainder loop).
+///  - unroll_k <= K (it need not divide K since issue 14: tail loop).
 ///  - mr ≤ M and nr ≤ N rounded up to 4 (larger tiles only repeat the edge work).
 ///  - im2col needs pack_b = 1.
 ///  - threads ≤ column blocks (every thread gets work).
@@ -49,13 +51,44 @@
 /// Device limit: threads ≤ DeviceLimits::max_threads (1 in a tab without cross-origin
 /// isolation).
 ///
+/// ## Epilogue (codegen/epilogue.hpp)
+/// Applied in the micro-kernel's store, to the accumulators still in locals, before the
+/// (guarded) store: f32x4 where the tile is vectorised, f32 otherwise. Bias: dense's bias[n] is
+/// loaded like the row of C it goes with (v128 over 4 columns); conv2d's bias[k] is one value
+/// per row of C_b, loaded once per tile row and splat. Residual: loaded at the output's index
+/// (v128 with simd). relu = f32x4.max(v, 0), clip = f32x4.min(f32x4.max(v, lo), hi),
+/// hard-swish = v · min(max(v + 3, 0), 6) · (1/6) (llvm.maximum/minimum, which the backend
+/// lowers to wasm's f32(x4).max/min). An empty epilogue emits no IR: plain modules are
+/// byte-for-byte those from before epilogues.
+///
+/// ## depthwise_conv2d: a direct micro-tiled convolution
+/// Planes p = n·C + c are split in tasks of tile_c planes, thread tid owning tasks
+/// [tid·nt/T, (tid+1)·nt/T). Per plane the thread copies X_p into a zero-padded plane in its
+/// scratch slice (so the R·S loop has no bounds checks and the padding costs one pass over the
+/// input), then sweeps micro-tiles of tile_h rows × tile_w columns of Y_p. A tile keeps
+/// tile_h·tile_w sums in locals; with simd these are tile_w/4 f32x4 per row over 4 adjacent
+/// ow. Stride 1 loads the 4 inputs as one unaligned v128; stride 2 loads two v128 (8
+/// consecutive floats) and keeps the even lanes with one shuffle, as XNNPACK's stride-2
+/// wasmsimd depthwise kernels deinterleave (wasm SIMD128 has no strided load or gather);
+/// a larger stride inserts 4 scalar loads into a vector. Knobs:
+///  - tile_c {1, 2, 4, 8}: planes per task (the thread split's unit; <= N·C).
+///  - tile_h {1, 2, 4}, tile_w {1, 2, 4, 8, 16}: the micro-tile; simd needs tile_w % 4 == 0,
+///    scalar tile_w <= 8; accumulators as for the GEMM; tile_h <= OH, tile_w <= OW rounded up
+///    to 4.
+///  - simd {0, 1}; unroll_rs {0, 1}: R·S fully unrolled with the plane's weights in locals
+///    (R·S <= 49: larger kernels would unroll into huge modules), or two loops loading each
+///    weight per tile; threads {1, 2, 4, 8} <= tasks.
+///
 /// ## Memory layout (docs/wasm_abi.md)
-/// data, weight and output at 64 KiB, then each 64-byte aligned with 256 bytes of slack after
-/// it (a micro-tile past column N reads up to NR−1 floats beyond its row without packing), then T
-/// scratch slices when pack_b: K·NR·ceil(nb/T) floats rows_outer, K·NR cols_outer. The module's
-/// stack is 4 KiB below 64 KiB, so every offset is past __heap_base.
+/// Every input in input order (data, weight, bias, residual) and then the output, the first at
+/// 64 KiB, each 64-byte aligned with 256 bytes of slack after it (a micro-tile past column N
+/// reads up to NR−1 floats beyond its row without packing, and so do bias and residual loads),
+/// then T scratch slices: with pack_b K·NR·ceil(nb/T) floats rows_outer, K·NR cols_outer;
+/// depthwise one padded plane. The module's stack is 4 KiB below 64 KiB, so every offset is
+/// past __heap_base.
 #include "codegen/wasm_emitter.hpp"
 
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -73,6 +106,7 @@ constexpr int64_t kSlack = 256;
 constexpr int64_t kMaxMemory = int64_t{1} << 30;
 constexpr int kMaxSimdAccumulators = 24;
 constexpr int kMaxScalarAccumulators = 32;
+constexpr int64_t kMaxUnrolledRS = 49;
 
 const std::vector<std::string> kOrders = {"rows_outer", "cols_outer"};
 
@@ -92,9 +126,51 @@ int64_t knob_int(const ConfigEntity& e, const std::string& name) {
   }
 }
 
+/// Lays out memory: every input in input order, then the output, each 64-byte aligned with
+/// kSlack bytes after it, then `threads` scratch slices of `scratch_per_thread` bytes.
+void lay_out(const Workload& wl, int64_t scratch_per_thread, WasmPlan& p) {
+  p.offsets.clear();
+  int64_t next = kFirstTensor;
+  for (int i = 0; i <= wl.input_count(); ++i) {
+    const int64_t bytes = (i < wl.input_count() ? wl.input_size(i) : wl.output_size()) * 4;
+    p.offsets.push_back(next);
+    next = align64(next + bytes + kSlack);
+  }
+  p.scratch_offset = next;
+  p.scratch_bytes_per_thread = align64(scratch_per_thread);
+  const int64_t end = p.scratch_offset + p.threads * p.scratch_bytes_per_thread + kSlack;
+  p.memory_pages = (end + kPage - 1) / kPage;
+}
+
+/// Decodes a depthwise entity and lays out memory; no constraint checked yet.
+WasmPlan decode_depthwise(const Workload& wl, const ConfigEntity& e) {
+  WasmPlan p;
+  p.op = wl.op;
+  p.batch = wl.batch;
+  p.planes = wl.batch * wl.in_channels;
+  p.k = wl.kernel_h * wl.kernel_w;  // the reduction per output, R·S
+  p.tile_c = static_cast<int>(knob_int(e, "tile_c"));
+  p.tile_h = static_cast<int>(knob_int(e, "tile_h"));
+  p.tile_w = static_cast<int>(knob_int(e, "tile_w"));
+  p.simd = knob_int(e, "simd") != 0;
+  p.unroll_rs = knob_int(e, "unroll_rs") != 0;
+  p.threads = static_cast<int>(knob_int(e, "threads"));
+  if (p.tile_c < 1 || p.tile_h < 1 || p.tile_w < 1 || p.threads < 1)
+    refuse("tile_c, tile_h, tile_w and threads must be at least 1");
+  // The padded plane covers every whole micro-tile: (tiles·tile − 1)·stride + R rows.
+  const int64_t oh = wl.out_h(), ow = wl.out_w();
+  p.padded_h = ((oh + p.tile_h - 1) / p.tile_h * p.tile_h - 1) * wl.stride + wl.kernel_h;
+  p.padded_w = ((ow + p.tile_w - 1) / p.tile_w * p.tile_w - 1) * wl.stride + wl.kernel_w;
+  // 4 floats of slack: stride 2's pair of v128 loads reads one float past the last needed.
+  lay_out(wl, (p.padded_h * p.padded_w + 4) * 4, p);
+  return p;
+}
+
 /// Decodes the knobs and shapes; no constraint checked yet.
 WasmPlan decode(const Workload& wl, const ConfigEntity& e) {
+  if (wl.op == OpKind::kDepthwiseConv2d) return decode_depthwise(wl, e);
   WasmPlan p;
+  p.op = wl.op;
   if (wl.op == OpKind::kDense) {
     p.m = wl.m, p.n = wl.n, p.k = wl.k, p.batch = 1;
   } else if (wl.op == OpKind::kConv2d) {
@@ -119,18 +195,9 @@ WasmPlan decode(const Workload& wl, const ConfigEntity& e) {
   p.threads = static_cast<int>(knob_int(e, "threads"));
   if (p.mr < 1 || p.nr < 1 || p.unroll_k < 1 || p.threads < 1)
     refuse("mr, nr, unroll_k and threads must be at least 1");
-  // Memory layout.
-  const int64_t data = wl.data_size() * 4, weight = wl.weight_size() * 4;
-  const int64_t output = wl.output_size() * 4;
-  p.offsets[0] = kFirstTensor;
-  p.offsets[1] = align64(p.offsets[0] + data + kSlack);
-  p.offsets[2] = align64(p.offsets[1] + weight + kSlack);
-  p.scratch_offset = align64(p.offsets[2] + output + kSlack);
   // cols_outer packs one column block at a time, rows_outer all of the thread's blocks first.
   const int64_t blocks_per_thread = p.cols_outer ? 1 : (p.col_blocks() + p.threads - 1) / p.threads;
-  p.scratch_bytes_per_thread = p.pack_b ? align64(p.k * p.nr * blocks_per_thread * 4) : 0;
-  const int64_t end = p.scratch_offset + p.threads * p.scratch_bytes_per_thread + kSlack;
-  p.memory_pages = (end + kPage - 1) / kPage;
+  lay_out(wl, p.pack_b ? p.k * p.nr * blocks_per_thread * 4 : 0, p);
   return p;
 }
 
@@ -139,6 +206,8 @@ struct Rule {
   bool (*holds)(const WasmPlan&);
 };
 
+// The GEMM rules (dense, conv2d). Before issue 14 a further rule asked unroll_k to divide K;
+// the K loop now has a tail instead.
 const Rule kRules[] = {
     {"simd needs nr to be a multiple of 4; scalar needs nr <= 8",
      [](const WasmPlan& p) { return p.simd ? p.nr % 4 == 0 : p.nr <= 8; }},
@@ -147,8 +216,7 @@ const Rule kRules[] = {
        return p.simd ? p.mr * p.nr / 4 <= kMaxSimdAccumulators
                      : p.mr * p.nr <= kMaxScalarAccumulators;
      }},
-    {"unroll_k divides the reduction length K",
-     [](const WasmPlan& p) { return p.k % p.unroll_k == 0; }},
+    {"unroll_k <= K", [](const WasmPlan& p) { return p.unroll_k <= p.k; }},
     {"mr <= M and nr <= N rounded up to 4",
      [](const WasmPlan& p) { return p.mr <= p.m && p.nr <= (p.n + 3) / 4 * 4; }},
     {"im2col writes a packed panel: pack_b must be 1",
@@ -159,8 +227,72 @@ const Rule kRules[] = {
      [](const WasmPlan& p) { return p.memory_pages * kPage <= kMaxMemory; }},
 };
 
+// The depthwise rules on the plan alone; the tile bounds need the workload
+// (depthwise_tile_fits below).
+const Rule kDepthwiseRules[] = {
+    {"simd needs tile_w to be a multiple of 4; scalar needs tile_w <= 8",
+     [](const WasmPlan& p) { return p.simd ? p.tile_w % 4 == 0 : p.tile_w <= 8; }},
+    {"accumulators: tile_h*tile_w/4 <= 24 vectors with simd, tile_h*tile_w <= 32 scalars "
+     "without",
+     [](const WasmPlan& p) {
+       return p.simd ? p.tile_h * p.tile_w / 4 <= kMaxSimdAccumulators
+                     : p.tile_h * p.tile_w <= kMaxScalarAccumulators;
+     }},
+    {"tile_c <= N*C", [](const WasmPlan& p) { return p.tile_c <= p.planes; }},
+    {"unroll_rs needs R*S <= 49 (7x7): the unrolled body holds R*S steps of the whole tile",
+     [](const WasmPlan& p) { return !p.unroll_rs || p.k <= kMaxUnrolledRS; }},
+    {"threads <= tasks (ceil(N*C/tile_c))",
+     [](const WasmPlan& p) { return p.threads <= p.tasks(); }},
+    {"linear memory <= 1 GiB",
+     [](const WasmPlan& p) { return p.memory_pages * kPage <= kMaxMemory; }},
+};
+
+/// tile_h <= OH and tile_w <= OW rounded up to 4 (larger tiles only repeat the edge work).
+bool depthwise_tile_fits(const Workload& wl, const WasmPlan& p) {
+  return p.tile_h <= wl.out_h() && p.tile_w <= (wl.out_w() + 3) / 4 * 4;
+}
+constexpr const char* kDepthwiseTileRule = "tile_h <= OH and tile_w <= OW rounded up to 4";
+
+WasmEpilogueSpec epilogue_spec(const Workload& wl, const WasmPlan& p) {
+  WasmEpilogueSpec s;
+  const Epilogue& e = wl.epilogue;
+  s.bias = e.bias;
+  s.activation = e.activation == Activation::kRelu        ? WasmEpilogueSpec::kRelu
+                 : e.activation == Activation::kClip      ? WasmEpilogueSpec::kClip
+                 : e.activation == Activation::kHardSwish ? WasmEpilogueSpec::kHardSwish
+                                                          : WasmEpilogueSpec::kNone;
+  s.clip_min = e.clip_min, s.clip_max = e.clip_max;
+  s.residual = e.residual == Residual::kBeforeActivation  ? WasmEpilogueSpec::kBeforeActivation
+               : e.residual == Residual::kAfterActivation ? WasmEpilogueSpec::kAfterActivation
+                                                          : WasmEpilogueSpec::kNoResidual;
+  int next = 2;  // bias, then residual, after data and weight
+  if (s.bias) s.bias_offset = p.offsets[static_cast<size_t>(next++)];
+  if (s.residual != WasmEpilogueSpec::kNoResidual)
+    s.residual_offset = p.offsets[static_cast<size_t>(next++)];
+  return s;
+}
+
 WasmKernelSpec to_spec(const Workload& wl, const WasmPlan& p) {
   WasmKernelSpec s;
+  s.epilogue = epilogue_spec(wl, p);
+  s.c_offset = p.output_offset();
+  s.threads = p.threads;
+  s.simd = p.simd;
+  s.scratch_offset = p.scratch_offset;
+  s.scratch_bytes_per_thread = p.scratch_bytes_per_thread;
+  s.memory_pages = p.memory_pages;
+  if (wl.op == OpKind::kDepthwiseConv2d) {
+    s.kind = WasmKernelSpec::kDepthwise;
+    s.batch = wl.batch;
+    s.a_offset = p.offsets[1];
+    s.b_offset = p.offsets[0];
+    s.channels = wl.in_channels, s.height = wl.height, s.width = wl.width;
+    s.kernel_h = wl.kernel_h, s.kernel_w = wl.kernel_w, s.stride = wl.stride, s.pad = wl.pad;
+    s.out_h = wl.out_h(), s.out_w = wl.out_w();
+    s.tile_c = p.tile_c, s.tile_h = p.tile_h, s.tile_w = p.tile_w, s.unroll_rs = p.unroll_rs;
+    s.padded_h = p.padded_h, s.padded_w = p.padded_w;
+    return s;
+  }
   s.m = p.m, s.n = p.n, s.k = p.k, s.batch = p.batch;
   if (wl.op == OpKind::kDense) {
     s.a_offset = p.offsets[0];
@@ -173,14 +305,11 @@ WasmKernelSpec to_spec(const Workload& wl, const WasmPlan& p) {
     s.im2col = p.im2col;
     s.channels = wl.in_channels, s.height = wl.height, s.width = wl.width;
     s.kernel_h = wl.kernel_h, s.kernel_w = wl.kernel_w, s.stride = wl.stride, s.pad = wl.pad;
-    s.out_w = wl.out_w();
+    s.out_h = wl.out_h(), s.out_w = wl.out_w();
+    s.bias_per_row = true;  // bias[k]: one per row of C_b
   }
-  s.c_offset = p.offsets[2];
   s.mr = p.mr, s.nr = p.nr, s.unroll_k = p.unroll_k;
-  s.simd = p.simd, s.cols_outer = p.cols_outer, s.pack_b = p.pack_b, s.threads = p.threads;
-  s.scratch_offset = p.scratch_offset;
-  s.scratch_bytes_per_thread = p.scratch_bytes_per_thread;
-  s.memory_pages = p.memory_pages;
+  s.cols_outer = p.cols_outer, s.pack_b = p.pack_b;
   return s;
 }
 
@@ -188,32 +317,56 @@ WasmKernelSpec to_spec(const Workload& wl, const WasmPlan& p) {
 
 WasmPlan wasm_plan(const Workload& workload, const ConfigEntity& entity) {
   const WasmPlan p = decode(workload, entity);
-  for (const Rule& rule : kRules)
+  const bool depthwise = workload.op == OpKind::kDepthwiseConv2d;
+  for (const Rule& rule :
+       depthwise ? std::span<const Rule>(kDepthwiseRules) : std::span<const Rule>(kRules))
     if (!rule.holds(p)) refuse(std::string("config breaks: ") + rule.description);
+  if (depthwise && !depthwise_tile_fits(workload, p))
+    refuse(std::string("config breaks: ") + kDepthwiseTileRule);
   return p;
 }
 
 std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
   workload.validate();
-  if (workload.op != OpKind::kDense && workload.op != OpKind::kConv2d)
-    throw std::invalid_argument("no wasm template for " + std::string(op_name(workload.op)));
   const Workload wl = workload;
   auto space = std::make_shared<ConfigSpace>();
-  space->define_knob("mr", std::vector<int64_t>{1, 2, 4, 6, 8});
-  space->define_knob("nr", std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32});
-  space->define_knob("unroll_k", std::vector<int64_t>{1, 2, 4, 8});
-  space->define_knob("simd", std::vector<int64_t>{0, 1});
-  space->define_knob("order", kOrders);
-  space->define_knob("pack_b", std::vector<int64_t>{0, 1});
-  space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
-  for (const Rule& rule : kRules) {
-    space->add_constraint(rule.description, [wl, holds = rule.holds](const ConfigEntity& e) {
+  auto add_rules = [&](std::span<const Rule> rules) {
+    for (const Rule& rule : rules) {
+      space->add_constraint(rule.description, [wl, holds = rule.holds](const ConfigEntity& e) {
+        try {
+          return holds(decode(wl, e));
+        } catch (const MeasureError&) {
+          return false;
+        }
+      });
+    }
+  };
+  if (workload.op == OpKind::kDepthwiseConv2d) {
+    space->define_knob("tile_c", std::vector<int64_t>{1, 2, 4, 8});
+    space->define_knob("tile_h", std::vector<int64_t>{1, 2, 4});
+    space->define_knob("tile_w", std::vector<int64_t>{1, 2, 4, 8, 16});
+    space->define_knob("simd", std::vector<int64_t>{0, 1});
+    space->define_knob("unroll_rs", std::vector<int64_t>{0, 1});
+    space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
+    add_rules(kDepthwiseRules);
+    space->add_constraint(kDepthwiseTileRule, [wl](const ConfigEntity& e) {
       try {
-        return holds(decode(wl, e));
+        return depthwise_tile_fits(wl, decode(wl, e));
       } catch (const MeasureError&) {
         return false;
       }
     });
+  } else if (workload.op == OpKind::kDense || workload.op == OpKind::kConv2d) {
+    space->define_knob("mr", std::vector<int64_t>{1, 2, 4, 6, 8});
+    space->define_knob("nr", std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32});
+    space->define_knob("unroll_k", std::vector<int64_t>{1, 2, 4, 8});
+    space->define_knob("simd", std::vector<int64_t>{0, 1});
+    space->define_knob("order", kOrders);
+    space->define_knob("pack_b", std::vector<int64_t>{0, 1});
+    space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
+    add_rules(kRules);
+  } else {
+    throw std::invalid_argument("no wasm template for " + std::string(op_name(workload.op)));
   }
   space->add_device_limit("threads <= max_threads",
                           [](const ConfigEntity& e, const DeviceLimits& d) {
@@ -226,7 +379,7 @@ KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
   const WasmPlan p = wasm_plan(workload, entity);
   KernelArtifact artifact;
   artifact.target = Target::kWasm;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < workload.input_count(); ++i) {
     TensorLayout layout;
     layout.shape = workload.input_shape(i);
     layout.pack_axis = -1;
@@ -234,7 +387,7 @@ KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
     layout.height = 1;
     artifact.inputs.push_back(std::move(layout));
   }
-  // The plain row-major output viewed as [rows, cols]: C[M,N] or Y[N·K, OH·OW].
+  // The plain row-major output viewed as [rows, cols]: C[M,N] or Y[N·K·OH, OW].
   const std::vector<int64_t> out = workload.output_shape();
   artifact.output.cols = out.back();
   artifact.output.rows = workload.output_size() / artifact.output.cols;

@@ -4,7 +4,8 @@
 ///
 /// Private to codegen. Deliberately free of Boost and of LLVM types: the builder's translation
 /// unit is compiled with LLVM's flags and includes, the emitter's with Boost's (see
-/// codegen/CMakeLists.txt and ../shared/platform-notes.md).
+/// codegen/CMakeLists.txt and ../shared/platform-notes.md). The epilogue is therefore restated
+/// here in plain fields (codegen/epilogue.hpp has the semantics).
 #pragma once
 
 #include <cstdint>
@@ -12,25 +13,51 @@
 
 namespace webtune {
 
+/// The epilogue (epilogue.hpp) in plain fields: applied to every output value before its store.
+struct WasmEpilogueSpec {
+  enum Activation { kNone = 0, kRelu = 1, kClip = 2, kHardSwish = 3 };
+  enum Residual { kNoResidual = 0, kBeforeActivation = 1, kAfterActivation = 2 };
+  bool bias = false;
+  int activation = kNone;
+  float clip_min = 0.0f, clip_max = 6.0f;
+  int residual = kNoResidual;
+  int64_t bias_offset = 0;      ///< bias[C_out] (bytes), with bias
+  int64_t residual_offset = 0;  ///< residual, laid out as the output (bytes), with a residual
+
+  bool empty() const { return !bias && activation == kNone && residual == kNoResidual; }
+};
+
 /// What the module computes; wasm_emitter.cpp's file comment is the full statement.
-/// Per batch image b: C_b[M,N] (row stride N) = A[M,K] (row stride K) · B_b[K,N], where B_b is
-/// either a row-major matrix in memory (dense weight, or a 1×1 stride-1 unpadded conv's X_b
-/// viewed as [C, H·W]) or gathered from X_b by im2col. All offsets are bytes in linear memory.
+/// kGemm, per batch image b: C_b[M,N] (row stride N) = A[M,K] (row stride K) · B_b[K,N], where
+/// B_b is either a row-major matrix in memory (dense weight, or a 1×1 stride-1 unpadded conv's
+/// X_b viewed as [C, H·W]) or gathered from X_b by im2col. kDepthwise: Y[p][oh][ow] =
+/// Σ_{r,s} X[p][oh·stride − pad + r][ow·stride − pad + s] · W[p mod C][r][s] for every plane
+/// p = n·C + c. All offsets are bytes in linear memory.
 struct WasmKernelSpec {
+  enum Kind { kGemm, kDepthwise };
+  Kind kind = kGemm;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t a_offset = 0;                     ///< A, shared by all images
   int64_t b_offset = 0, b_batch_bytes = 0;  ///< B_0 (or X_0 with im2col), bytes between images
-  int64_t c_offset = 0, c_batch_bytes = 0;  ///< C_0, bytes between images
+  int64_t c_offset = 0, c_batch_bytes = 0;  ///< C_0, bytes between images (also the residual's)
   // im2col geometry (im2col true): X_b[C,H,W], kernel R×S, output width OW; K = C·R·S,
-  // N = OH·OW.
+  // N = OH·OW. Depthwise uses channels, height, width, kernel_*, stride, pad, out_h, out_w.
   bool im2col = false;
   int64_t channels = 0, height = 0, width = 0, kernel_h = 0, kernel_w = 0, stride = 1, pad = 0;
-  int64_t out_w = 0;
-  // Schedule.
+  int64_t out_h = 0, out_w = 0;
+  // GEMM schedule.
   int mr = 1, nr = 1, unroll_k = 1;
   bool simd = false, cols_outer = false, pack_b = false;
   int threads = 1;
   int64_t scratch_offset = 0, scratch_bytes_per_thread = 0;
+  // Depthwise schedule: planes per task, output micro-tile rows × cols, R·S fully unrolled;
+  // the padded input plane in scratch is padded_h × padded_w floats.
+  int tile_c = 1, tile_h = 1, tile_w = 1;
+  bool unroll_rs = false;
+  int64_t padded_h = 0, padded_w = 0;
+  /// The epilogue; bias per output column (dense) or per row of C_b / per plane (conv).
+  WasmEpilogueSpec epilogue;
+  bool bias_per_row = false;  ///< conv2d: bias[row of C_b] (K_out); dense: bias[column]
   // Module.
   int64_t memory_pages = 1;
 };

@@ -27,6 +27,7 @@
 /// ABI forbids). Edge tiles: rows past M read row M−1 (clamped) and are not stored; columns past
 /// N are zero in a panel, or read the neighbouring memory without packing (lanes are
 /// independent, the memory layout leaves slack past every tensor) and are not stored.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -35,6 +36,7 @@
 #include "lld/Common/Driver.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -107,7 +109,17 @@ class KernelWriter {
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
-    Value* tid = fn_->getArg(0);
+    if (s_.kind == WasmKernelSpec::kDepthwise) {
+      fn_->addFnAttr("no-builtins");  // the padded copy's loops must not become memcpy calls
+      write_depthwise(fn_->getArg(0));
+    } else {
+      write_gemm(fn_->getArg(0));
+    }
+    b_.CreateRetVoid();
+  }
+
+ private:
+  void write_gemm(Value* tid) {
     const int64_t nb = (s_.n + s_.nr - 1) / s_.nr;
     // Static split of the column blocks: thread t owns [t·nb/T, (t+1)·nb/T).
     Value* b0 = b_.CreateUDiv(b_.CreateMul(tid, c(nb)), c(s_.threads));
@@ -117,6 +129,10 @@ class KernelWriter {
     loop(c(0), c(s_.batch), 1, [&](Value* image) {
       Value* bsrc = addr(b_.CreateAdd(c(s_.b_offset), b_.CreateMul(image, c(s_.b_batch_bytes))));
       Value* cdst = addr(b_.CreateAdd(c(s_.c_offset), b_.CreateMul(image, c(s_.c_batch_bytes))));
+      // The residual lies like the output: the same image stride.
+      Value* rdst = has_residual() ? addr(b_.CreateAdd(c(s_.epilogue.residual_offset),
+                                                       b_.CreateMul(image, c(s_.c_batch_bytes))))
+                                   : nullptr;
       const int64_t row_blocks = (s_.m + s_.mr - 1) / s_.mr;
       Value* local_blocks = b_.CreateSub(b1, b0);
       // Packs (or gathers) global column block jb into panel block `slot`.
@@ -128,7 +144,8 @@ class KernelWriter {
           write_pack_block(bsrc, dst, jb);
       };
       auto tile = [&](Value* ib, Value* lb, Value* slot) {
-        write_micro_tile(bsrc, cdst, panel, b_.CreateMul(ib, c(s_.mr)), b_.CreateAdd(b0, lb), slot);
+        write_micro_tile(bsrc, cdst, rdst, panel, b_.CreateMul(ib, c(s_.mr)), b_.CreateAdd(b0, lb),
+                         slot);
       };
       if (s_.cols_outer) {
         // Pack one column block, then use it for every row block while it is hot in L1/L2:
@@ -145,10 +162,8 @@ class KernelWriter {
              [&](Value* ib) { loop(c(0), local_blocks, 1, [&](Value* lb) { tile(ib, lb, lb); }); });
       }
     });
-    b_.CreateRetVoid();
   }
 
- private:
   Value* c(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
   Value* addr(Value* byte_offset) { return b_.CreateIntToPtr(byte_offset, ptr_); }
   Value* at(Value* base, Value* index) { return b_.CreateInBoundsGEP(f32_, base, index); }
@@ -209,6 +224,261 @@ class KernelWriter {
     b_.SetInsertPoint(done);
   }
 
+  /// Depthwise conv2d: thread tid owns tasks [tid·nt/T, (tid+1)·nt/T) of nt = ceil(P/tile_c)
+  /// tasks, task t the planes [t·tile_c, min((t+1)·tile_c, P)) of the P = N·C planes. Per plane:
+  /// copy X_p into the thread's zero-padded scratch plane (padded_h × padded_w, the halo and the
+  /// part past the last whole micro-tile zero, so the tiles read without bounds checks), then
+  /// micro-tiles of tile_h rows × tile_w columns of Y_p, each accumulating over R·S in locals
+  /// and storing with the epilogue (rows past OH and columns past OW skipped).
+  void write_depthwise(Value* tid) {
+    const int64_t planes = s_.batch * s_.channels;
+    const int64_t tasks = (planes + s_.tile_c - 1) / s_.tile_c;
+    const int64_t rs = s_.kernel_h * s_.kernel_w;
+    Value* t0 = b_.CreateUDiv(b_.CreateMul(tid, c(tasks)), c(s_.threads));
+    Value* t1 = b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(tid, c(1)), c(tasks)), c(s_.threads));
+    Value* padded =
+        addr(b_.CreateAdd(c(s_.scratch_offset), b_.CreateMul(tid, c(s_.scratch_bytes_per_thread))));
+    Value* x = addr(c(s_.b_offset));
+    const bool vec = s_.simd;
+    llvm::Type* acc_type = vec ? static_cast<llvm::Type*>(v4_) : f32_;
+    const int nv = s_.tile_w / width();
+    loop(t0, t1, 1, [&](Value* task) {
+      Value* p_begin = b_.CreateMul(task, c(s_.tile_c));
+      Value* p_end = b_.CreateAdd(p_begin, c(s_.tile_c));
+      if (planes % s_.tile_c != 0)  // the last task's tail
+        p_end = b_.CreateSelect(b_.CreateICmpSLT(p_end, c(planes)), p_end, c(planes));
+      loop(p_begin, p_end, 1, [&](Value* p) {
+        Value* ch = b_.CreateURem(p, c(s_.channels));
+        Value* xplane = b_.CreateMul(p, c(s_.height * s_.width));
+        write_padded_plane(x, xplane, padded);
+        Value* wbase = b_.CreateMul(ch, c(rs));
+        auto weight = [&](Value* r, Value* q) {
+          Value* index = b_.CreateAdd(wbase, b_.CreateAdd(b_.CreateMul(r, c(s_.kernel_w)), q));
+          return splat_if(load_f32(addr(c(s_.a_offset)), index), vec);
+        };
+        // Fully unrolled R·S: the plane's R·S weights are loaded once, into locals.
+        std::vector<Value*> weights;
+        if (s_.unroll_rs)
+          for (int64_t r = 0; r < s_.kernel_h; ++r)
+            for (int64_t q = 0; q < s_.kernel_w; ++q) weights.push_back(weight(c(r), c(q)));
+        Value* bias =
+            s_.epilogue.bias ? splat_if(load_at(f32_, s_.epilogue.bias_offset, ch), vec) : nullptr;
+        Value* yplane = b_.CreateMul(p, c(s_.out_h * s_.out_w));
+        const int64_t tiles_h = (s_.out_h + s_.tile_h - 1) / s_.tile_h;
+        const int64_t tiles_w = (s_.out_w + s_.tile_w - 1) / s_.tile_w;
+        loop(c(0), c(tiles_h), 1, [&](Value* th) {
+          loop(c(0), c(tiles_w), 1, [&](Value* tw) {
+            write_depthwise_tile(padded, yplane, b_.CreateMul(th, c(s_.tile_h)),
+                                 b_.CreateMul(tw, c(s_.tile_w)), weights, weight, bias, acc_type,
+                                 nv);
+          });
+        });
+      });
+    });
+  }
+
+  /// The padded copy: padded[y][x] = X_p[y − pad][x − pad], 0 outside X_p. Row by row without
+  /// per-element selects: an input row is zeros (left halo), the row copied (v128 loads and
+  /// stores with simd, a scalar tail), zeros (right halo and past the last whole tile); other
+  /// rows are zeros. The kernel carries "no-builtins", so these loops stay loops and never
+  /// become calls to memcpy/memset, which a module without libc cannot link.
+  void write_padded_plane(Value* x, Value* xplane, Value* padded) {
+    // A row copies at most the columns the tiles read: with stride > 1 the padded width can
+    // end before the input row does.
+    const int64_t pw = s_.padded_w, pad = std::min(s_.pad, pw);
+    const int64_t w = std::min(s_.width, pw - pad);
+    Value* zero4 = llvm::Constant::getNullValue(v4_);
+    Value* zero = llvm::ConstantFP::get(f32_, 0.0);
+    // dst[from .. to) = 0 (with simd: v128 stores, then a scalar tail).
+    auto zeros = [&](Value* dst, int64_t from, int64_t to) {
+      int64_t v_end = from;
+      if (s_.simd && to - from >= 4) {
+        v_end = from + (to - from) / 4 * 4;
+        loop(c(from), c(v_end), 4,
+             [&](Value* i) { b_.CreateAlignedStore(zero4, at(dst, i), llvm::Align(4)); });
+      }
+      if (v_end < to) loop(c(v_end), c(to), 1, [&](Value* i) { store_f32(zero, dst, i); });
+    };
+    loop(c(0), c(s_.padded_h), 1, [&](Value* y) {
+      Value* iy = b_.CreateSub(y, c(pad));
+      Value* dst = at(padded, b_.CreateMul(y, c(pw)));
+      BasicBlock* copy = BasicBlock::Create(ctx_, "copy_row", fn_);
+      BasicBlock* blank = BasicBlock::Create(ctx_, "zero_row", fn_);
+      BasicBlock* done = BasicBlock::Create(ctx_, "row_done", fn_);
+      b_.CreateCondBr(b_.CreateICmpULT(iy, c(s_.height)), copy, blank);
+      b_.SetInsertPoint(copy);
+      Value* src = at(x, b_.CreateAdd(xplane, b_.CreateMul(iy, c(s_.width))));
+      Value* inner = at(dst, c(pad));
+      zeros(dst, 0, pad);
+      int64_t v_end = 0;
+      if (s_.simd && w >= 4) {
+        v_end = w / 4 * 4;
+        loop(c(0), c(v_end), 4, [&](Value* i) {
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(v4_, at(src, i), llvm::Align(4)), at(inner, i),
+                                llvm::Align(4));
+        });
+      }
+      if (v_end < w)
+        loop(c(v_end), c(w), 1, [&](Value* i) { store_f32(load_f32(src, i), inner, i); });
+      zeros(dst, pad + w, pw);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(blank);
+      zeros(dst, 0, pw);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    });
+  }
+
+  /// One tile_h × tile_w micro-tile of Y_p at (oh0, ow0). With simd each row holds tile_w/4
+  /// f32x4 accumulators over 4 adjacent ow: stride 1 loads them as one v128 (unaligned) from
+  /// the padded plane; stride 2 loads two v128 and keeps the even lanes (one shuffle); larger
+  /// strides build the vector from 4 scalar loads (wasm SIMD128 has no strided load or
+  /// gather). The weight is splat.
+  void write_depthwise_tile(Value* padded, Value* yplane, Value* oh0, Value* ow0,
+                            const std::vector<Value*>& weights,
+                            const std::function<Value*(Value*, Value*)>& weight, Value* bias,
+                            llvm::Type* acc_type, int nv) {
+    const int w = width();
+    auto step = [&](Value* r, Value* q, Value* wv, std::vector<Value*>& acc) {
+      for (int i = 0; i < s_.tile_h; ++i) {
+        Value* row = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(oh0, c(i)), c(s_.stride)), r);
+        Value* rowbase = b_.CreateAdd(b_.CreateMul(row, c(s_.padded_w)), q);
+        for (int j = 0; j < nv; ++j) {
+          Value* col = b_.CreateMul(b_.CreateAdd(ow0, c(j * w)), c(s_.stride));
+          Value* index = b_.CreateAdd(rowbase, col);
+          Value* in;
+          if (!s_.simd || s_.stride == 1) {
+            in = b_.CreateAlignedLoad(acc_type, at(padded, index), llvm::Align(4));
+          } else if (s_.stride == 2) {
+            // Two v128 loads of 8 consecutive floats, the even lanes kept (i8x16.shuffle): the
+            // deinterleave of XNNPACK's stride-2 wasmsimd kernels. The 8th float may lie one
+            // past the plane: the scratch slice has 4 floats of slack for it.
+            Value* lo = b_.CreateAlignedLoad(v4_, at(padded, index), llvm::Align(4));
+            Value* hi =
+                b_.CreateAlignedLoad(v4_, at(padded, b_.CreateAdd(index, c(4))), llvm::Align(4));
+            in = b_.CreateShuffleVector(lo, hi, llvm::ArrayRef<int>{0, 2, 4, 6});
+          } else {
+            in = llvm::UndefValue::get(acc_type);
+            for (int l = 0; l < 4; ++l)
+              in = b_.CreateInsertElement(in,
+                                          load_f32(padded, b_.CreateAdd(index, c(l * s_.stride))),
+                                          static_cast<uint64_t>(l));
+          }
+          Value*& slot = acc[static_cast<size_t>(i * nv + j)];
+          slot = b_.CreateFAdd(slot, b_.CreateFMul(in, wv));
+        }
+      }
+    };
+    std::vector<Value*> acc(static_cast<size_t>(s_.tile_h * nv),
+                            llvm::Constant::getNullValue(acc_type));
+    if (s_.unroll_rs) {
+      for (int64_t r = 0; r < s_.kernel_h; ++r)
+        for (int64_t q = 0; q < s_.kernel_w; ++q)
+          step(c(r), c(q), weights[static_cast<size_t>(r * s_.kernel_w + q)], acc);
+    } else {
+      acc = loop_carried(c(0), c(s_.kernel_h), 1, acc, [&](Value* r, std::vector<Value*> acc) {
+        return loop_carried(c(0), c(s_.kernel_w), 1, acc, [&](Value* q, std::vector<Value*> acc) {
+          step(r, q, weight(r, q), acc);
+          return acc;
+        });
+      });
+    }
+    Value* y = addr(c(s_.c_offset));
+    for (int i = 0; i < s_.tile_h; ++i) {
+      Value* oh = b_.CreateAdd(oh0, c(i));
+      auto store_row = [&, i]() {
+        Value* yrow = b_.CreateAdd(yplane, b_.CreateMul(oh, c(s_.out_w)));
+        for (int j = 0; j < nv; ++j) {
+          Value* ow = b_.CreateAdd(ow0, c(j * w));
+          Value* index = b_.CreateAdd(yrow, ow);
+          Value* v = acc[static_cast<size_t>(i * nv + j)];
+          if (!s_.epilogue.empty()) {
+            // Lanes past OW read at most tile_w − 1 floats past a residual row (slack).
+            Value* res =
+                has_residual() ? load_at(acc_type, s_.epilogue.residual_offset, index) : nullptr;
+            v = epilogue(v, bias, res);
+          }
+          store_guarded(v, y, index, ow, s_.out_w, s_.out_w % s_.tile_w != 0);
+        }
+      };
+      if (s_.out_h % s_.tile_h != 0)
+        when(b_.CreateICmpSLT(oh, c(s_.out_h)), store_row);
+      else
+        store_row();
+    }
+  }
+
+  /// Stores `v` (f32 or f32x4) at float `index` of `base`, where `col` is the column of its
+  /// first lane and `limit` the row length: with `guard`, a scalar past the row is skipped and
+  /// a vector straddling it is stored lane by lane (the scalar tail).
+  void store_guarded(Value* v, Value* base, Value* index, Value* col, int64_t limit, bool guard) {
+    auto full = [&]() { b_.CreateAlignedStore(v, at(base, index), llvm::Align(4)); };
+    if (!guard) {
+      full();
+      return;
+    }
+    if (!v->getType()->isVectorTy()) {
+      when(b_.CreateICmpSLT(col, c(limit)), full);
+      return;
+    }
+    BasicBlock* whole = BasicBlock::Create(ctx_, "whole", fn_);
+    BasicBlock* part = BasicBlock::Create(ctx_, "part", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, "stored", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLE(b_.CreateAdd(col, c(4)), c(limit)), whole, part);
+    b_.SetInsertPoint(whole);
+    full();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(part);
+    for (int l = 0; l < 4; ++l) {
+      when(b_.CreateICmpSLT(b_.CreateAdd(col, c(l)), c(limit)), [&]() {
+        store_f32(b_.CreateExtractElement(v, static_cast<uint64_t>(l)), base,
+                  b_.CreateAdd(index, c(l)));
+      });
+    }
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  /// The epilogue (epilogue.hpp) on `v` (f32 or f32x4), with bias `bias` and residual `res` of
+  /// the same type (null where the epilogue has none). relu and clip use llvm.maximum /
+  /// llvm.minimum, which the wasm backend lowers to f32.max / f32x4.max (and min) directly;
+  /// hard-swish is v · min(max(v + 3, 0), 6) · (1/6).
+  Value* epilogue(Value* v, Value* bias, Value* res) {
+    const WasmEpilogueSpec& e = s_.epilogue;
+    llvm::Type* t = v->getType();
+    auto k = [&](float x) { return llvm::ConstantFP::get(t, static_cast<double>(x)); };
+    auto max = [&](Value* a, Value* b) {
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
+    };
+    auto min = [&](Value* a, Value* b) {
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
+    };
+    if (e.bias) v = b_.CreateFAdd(v, bias);
+    if (e.residual == WasmEpilogueSpec::kBeforeActivation) v = b_.CreateFAdd(v, res);
+    switch (e.activation) {
+      case WasmEpilogueSpec::kRelu:
+        v = max(v, k(0.0f));
+        break;
+      case WasmEpilogueSpec::kClip:
+        v = min(max(v, k(e.clip_min)), k(e.clip_max));
+        break;
+      case WasmEpilogueSpec::kHardSwish:
+        v = b_.CreateFMul(b_.CreateFMul(v, min(max(b_.CreateFAdd(v, k(3.0f)), k(0.0f)), k(6.0f))),
+                          k(1.0f / 6.0f));
+        break;
+      default:
+        break;
+    }
+    if (e.residual == WasmEpilogueSpec::kAfterActivation) v = b_.CreateFAdd(v, res);
+    return v;
+  }
+  bool has_residual() const { return s_.epilogue.residual != WasmEpilogueSpec::kNoResidual; }
+  /// Loads `type` (f32 or f32x4) at float `index` of the tensor at byte `offset`.
+  Value* load_at(llvm::Type* type, int64_t offset, Value* index) {
+    return b_.CreateAlignedLoad(type, at(addr(c(offset)), index), llvm::Align(4));
+  }
+  Value* splat_if(Value* v, bool vector) { return vector ? b_.CreateVectorSplat(4, v) : v; }
+
   /// dst[kk·NR + j] = B[kk·N + jb·NR + j], 0 past column N.
   void write_pack_block(Value* bsrc, Value* dst, Value* jb) {
     Value* col0 = b_.CreateMul(jb, c(s_.nr));
@@ -263,7 +533,8 @@ class KernelWriter {
 
   /// One MR × NR tile of C_b at rows i0.., global column block jb, read from panel block
   /// `slot` (with pack_b) or from B_b itself.
-  void write_micro_tile(Value* bsrc, Value* cdst, Value* panel, Value* i0, Value* jb, Value* slot) {
+  void write_micro_tile(Value* bsrc, Value* cdst, Value* rdst, Value* panel, Value* i0, Value* jb,
+                        Value* slot) {
     const int w = width();
     const int nv = s_.nr / w;
     Value* a = addr(c(s_.a_offset));
@@ -287,35 +558,60 @@ class KernelWriter {
     llvm::Type* acc_type = s_.simd ? static_cast<llvm::Type*>(v4_) : f32_;
     Value* zero = llvm::Constant::getNullValue(acc_type);
     std::vector<Value*> init(static_cast<size_t>(s_.mr * nv), zero);
+    // One reduction step kk: acc[i][j] += A[i][kk] · B[kk][j].
+    auto step = [&](Value* kk, std::vector<Value*>& acc) {
+      std::vector<Value*> bv;
+      Value* brow = b_.CreateMul(kk, c(ldb));
+      for (int j = 0; j < nv; ++j) {
+        Value* p = at(bbase, b_.CreateAdd(brow, c(j * w)));
+        bv.push_back(b_.CreateAlignedLoad(acc_type, p, llvm::Align(4)));
+      }
+      for (int i = 0; i < s_.mr; ++i) {
+        Value* av = load_f32(a, b_.CreateAdd(a_row[i], kk));
+        if (s_.simd) av = b_.CreateVectorSplat(4, av);
+        for (int j = 0; j < nv; ++j) {
+          Value*& slot = acc[static_cast<size_t>(i * nv + j)];
+          slot = b_.CreateFAdd(slot, b_.CreateFMul(av, bv[j]));
+        }
+      }
+    };
+    // The unrolled body over the largest multiple of unroll_k, then (only when unroll_k does
+    // not divide K) a one-step tail loop over the K mod unroll_k remaining steps.
+    const int64_t k_main = s_.k / s_.unroll_k * s_.unroll_k;
     std::vector<Value*> acc =
-        loop_carried(c(0), c(s_.k), s_.unroll_k, init, [&](Value* k0, std::vector<Value*> acc) {
-          for (int u = 0; u < s_.unroll_k; ++u) {
-            Value* kk = b_.CreateAdd(k0, c(u));
-            std::vector<Value*> bv;
-            Value* brow = b_.CreateMul(kk, c(ldb));
-            for (int j = 0; j < nv; ++j) {
-              Value* p = at(bbase, b_.CreateAdd(brow, c(j * w)));
-              bv.push_back(b_.CreateAlignedLoad(acc_type, p, llvm::Align(4)));
-            }
-            for (int i = 0; i < s_.mr; ++i) {
-              Value* av = load_f32(a, b_.CreateAdd(a_row[i], kk));
-              if (s_.simd) av = b_.CreateVectorSplat(4, av);
-              for (int j = 0; j < nv; ++j) {
-                Value*& slot = acc[static_cast<size_t>(i * nv + j)];
-                slot = b_.CreateFAdd(slot, b_.CreateFMul(av, bv[j]));
-              }
-            }
-          }
+        loop_carried(c(0), c(k_main), s_.unroll_k, init, [&](Value* k0, std::vector<Value*> acc) {
+          for (int u = 0; u < s_.unroll_k; ++u) step(b_.CreateAdd(k0, c(u)), acc);
           return acc;
         });
+    if (k_main != s_.k) {
+      acc = loop_carried(c(k_main), c(s_.k), 1, acc, [&](Value* kk, std::vector<Value*> acc) {
+        step(kk, acc);
+        return acc;
+      });
+    }
     // Stores: guards only where the shapes need them.
     for (int i = 0; i < s_.mr; ++i) {
       auto store_row = [&, i]() {
         Value* crow = b_.CreateMul(b_.CreateAdd(i0, c(i)), c(s_.n));
+        Value* row_bias = nullptr;  // conv2d: one bias per row of C_b (output channel)
+        if (s_.epilogue.bias && s_.bias_per_row)
+          row_bias =
+              splat_if(load_at(f32_, s_.epilogue.bias_offset, b_.CreateAdd(i0, c(i))), s_.simd);
         for (int j = 0; j < nv; ++j) {
           Value* v = acc[static_cast<size_t>(i * nv + j)];
           Value* col = b_.CreateAdd(col0, c(j * w));
           Value* index = b_.CreateAdd(crow, col);
+          if (!s_.epilogue.empty()) {
+            // Lanes past column N read up to NR − 1 floats past a row of bias or residual
+            // (inside the slack after each tensor) and are never stored.
+            Value* bias = row_bias;
+            if (s_.epilogue.bias && !s_.bias_per_row)
+              bias = load_at(acc_type, s_.epilogue.bias_offset, col);
+            Value* res = nullptr;
+            if (has_residual())
+              res = b_.CreateAlignedLoad(acc_type, at(rdst, index), llvm::Align(4));
+            v = epilogue(v, bias, res);
+          }
           auto full = [&]() { b_.CreateAlignedStore(v, at(cdst, index), llvm::Align(4)); };
           if (s_.n % s_.nr == 0) {
             full();

@@ -1,5 +1,6 @@
 /// \file wasm_template.cpp
-/// The wasm templates (wasm32 modules built with LLVM, wasm_emitter.hpp) for dense and conv2d.
+/// The wasm templates (wasm32 modules built with LLVM, wasm_emitter.hpp) for dense, conv2d and
+/// depthwise_conv2d.
 #include "codegen/wasm_emitter.hpp"
 #include "template_impl.hpp"
 
@@ -28,6 +29,25 @@ class WasmTemplate final : public Template {
                               const KernelArtifact* /*artifact*/) const override {
     const WasmPlan p = wasm_plan(workload, entity);  // MeasureError for a broken rule
     std::vector<float> f(kAnalyticFeatureCount, 0.0f);
+    if (p.op == OpKind::kDepthwiseConv2d) {
+      // The same meanings for the direct kernel: tile_h × tile_w outputs per tile, each R·S
+      // step loads tile_h·tile_w/w inputs (w = 4 with simd) and one weight.
+      const double tile = static_cast<double>(p.tile_h) * static_cast<double>(p.tile_w);
+      const double vectors = tile / (p.simd ? 4.0 : 1.0);
+      const double rs = static_cast<double>(workload.kernel_h * workload.kernel_w);
+      f[0] = log2f_of(tile);
+      f[1] = log2f_of(static_cast<double>(p.threads));
+      f[2] = log2f_of(static_cast<double>(workload.output_size()) / tile);
+      f[3] = log2p1(static_cast<double>(p.scratch_bytes_per_thread));
+      // Bytes loaded per output: inputs (a vector load per lane group; stride 2 gathers lanes
+      // one by one) and the weight, per R·S step.
+      const double lanes = p.simd && workload.stride == 1 ? 4.0 : 1.0;
+      f[4] = log2p1(4.0 * rs * (1.0 / lanes + 1.0 / tile));
+      // Instructions of one R·S step (loads, mul + add per accumulator), times R·S if unrolled.
+      f[5] = log2f_of((3.0 * vectors + 1.0) * (p.unroll_rs ? rs : 1.0));
+      f[6] = f[7] = f[8] = 1.0f;
+      return f;
+    }
     const double tile = static_cast<double>(p.mr) * static_cast<double>(p.nr);
     const double vectors = tile / (p.simd ? 4.0 : 1.0);
     f[0] = log2f_of(tile);                                                // outputs per tile
@@ -47,7 +67,7 @@ class WasmTemplate final : public Template {
 
 std::vector<std::unique_ptr<Template>> make_wasm_templates() {
   std::vector<std::unique_ptr<Template>> out;
-  for (OpKind op : {OpKind::kDense, OpKind::kConv2d})
+  for (OpKind op : {OpKind::kDense, OpKind::kConv2d, OpKind::kDepthwiseConv2d})
     out.push_back(std::make_unique<WasmTemplate>(op));
   return out;
 }

@@ -770,6 +770,18 @@ TEST_F(WasmFarmTest, TwentyRandomSmallConv2dConfigsMatchTheReference) {
   run_random_wasm_configs(Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1), 20);
 }
 
+// Issue 14: the epilogue's inputs (bias, residual) at their offsets in a real tab, and the
+// depthwise kernel (stride 2, SIMD gathers), all sampled against the reference.
+TEST_F(WasmFarmTest, FusedConv2dAndDepthwiseConfigsMatchTheReference) {
+  start(1, {}, "wasm");
+  Workload conv = Workload::conv2d(1, 4, 9, 9, 8, 3, 1, 1);
+  conv.epilogue = Epilogue::parse({"bias", "residual", "relu"});
+  run_random_wasm_configs(conv, 8);
+  Workload dw = Workload::depthwise_conv2d(1, 8, 11, 11, 3, 2, 1);
+  dw.epilogue = Epilogue::parse({"bias", "hard_swish", "residual"});
+  run_random_wasm_configs(dw, 8);
+}
+
 TEST_F(WasmFarmTest, HandMadeDenseKernelMatchesTheReferenceOnOneToFourThreads) {
   start(1, {}, "wasm");
   std::vector<boost::json::object> inputs;

@@ -1,21 +1,25 @@
 // Runs one wasm KernelArtifact (docs/wasm_abi.md) under Node, for tests/wasm_emitter_test.cpp.
 //
-// usage: node run_wasm_artifact.mjs ARTIFACT.json DATA.bin WEIGHT.bin OUT.bin [--repeat R]
-// DATA/WEIGHT hold the row-major fp32 inputs (little endian). The runner creates the memory the
-// artifact asks for (shared when threads > 1), writes the inputs at their offsets, instantiates
-// the module once and calls run(0) … run(T−1) one after the other on this thread: that proves
-// the static split covers the output exactly once (real threads are the browser executor's
-// job). It poisons the output with NaN first, so an element no call writes shows up. With
-// --repeat R it then times R more executions one by one and prints {"seconds": mean,
-// "best": fastest} (seconds per execution; on a shared machine the fastest is the steadier).
+// usage: node run_wasm_artifact.mjs ARTIFACT.json OUT.bin INPUT.bin... [--repeat R]
+// The INPUT files hold the row-major fp32 inputs (little endian) in the workload's input order
+// (data, weight, then bias and residual where the epilogue has them): one per input, as many as
+// the artifact has offsets before the output's. The runner creates the memory the artifact asks
+// for (shared when threads > 1), writes input i at offsets[i], instantiates the module once and
+// calls run(0) … run(T−1) one after the other on this thread: that proves the static split
+// covers the output exactly once (real threads are the browser executor's job). It poisons the
+// output (at the last offset) with NaN first, so an element no call writes shows up. With
+// --repeat R it then times R more executions one by one and prints {"seconds": mean, "best":
+// fastest} (seconds per execution; on a shared machine the fastest is the steadier).
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const [artifactPath, dataPath, weightPath, outPath, ...rest] = process.argv.slice(2);
-if (!outPath) {
-  console.error('usage: run_wasm_artifact.mjs ARTIFACT.json DATA.bin WEIGHT.bin OUT.bin [--repeat R]');
+const args = process.argv.slice(2);
+const at = args.indexOf('--repeat');
+const repeat = at >= 0 ? Number(args[at + 1]) : 0;
+const [artifactPath, outPath, ...inputPaths] = at >= 0 ? args.slice(0, at) : args;
+if (!outPath || inputPaths.length < 2) {
+  console.error('usage: run_wasm_artifact.mjs ARTIFACT.json OUT.bin INPUT.bin... [--repeat R]');
   process.exit(2);
 }
-const repeat = rest[0] === '--repeat' ? Number(rest[1]) : 0;
 const artifact = JSON.parse(readFileSync(artifactPath, 'utf8'));
 if (artifact.target !== 'wasm') throw new Error(`not a wasm artifact: ${artifact.target}`);
 const { threads, memory_pages: pages, offsets } = artifact.wasm;
@@ -27,17 +31,20 @@ const put = (path, offset) => {
   const b = readFileSync(path);
   new Uint8Array(memory.buffer, offset, b.length).set(b);
 };
-put(dataPath, offsets[0]);
-put(weightPath, offsets[1]);
+if (offsets.length !== inputPaths.length + 1) {
+  throw new Error(`the artifact has ${offsets.length} offsets for ${inputPaths.length} inputs + output`);
+}
+inputPaths.forEach((path, i) => put(path, offsets[i]));
+const outOffset = offsets[offsets.length - 1];
 const outCount = artifact.output.rows * artifact.output.cols;
-new Float32Array(memory.buffer, offsets[2], outCount).fill(NaN);
+new Float32Array(memory.buffer, outOffset, outCount).fill(NaN);
 const instance = new WebAssembly.Instance(module, { env: { memory } });
 const run = instance.exports.run;
 const execute = () => {
   for (let tid = 0; tid < threads; ++tid) run(tid);
 };
 execute();
-const out = new Uint8Array(memory.buffer, offsets[2], outCount * 4);
+const out = new Uint8Array(memory.buffer, outOffset, outCount * 4);
 writeFileSync(outPath, Buffer.from(out));
 if (repeat > 0) {
   execute();  // warm-up

@@ -92,7 +92,8 @@ TEST(TemplateRegistry, ListsEveryTemplateOnceByTargetThenOp) {
                 "dense.gles-frag", "conv2d_nchw.gles-frag", "depthwise_conv2d_nchw.gles-frag",
                 "dense.gles-compute", "conv2d_nchw.gles-compute",
                 "depthwise_conv2d_nchw.gles-compute", "dense.webgpu", "conv2d_nchw.webgpu",
-                "depthwise_conv2d_nchw.webgpu", "dense.wasm", "conv2d_nchw.wasm"}));
+                "depthwise_conv2d_nchw.webgpu", "dense.wasm", "conv2d_nchw.wasm",
+                "depthwise_conv2d_nchw.wasm"}));
   EXPECT_EQ(targets(), (std::vector<Target>{Target::kGlesFrag, Target::kGlesCompute,
                                             Target::kWebgpu, Target::kWasm}));
   EXPECT_EQ(target_names(), "gles-frag, gles-compute, webgpu, wasm");
@@ -109,19 +110,24 @@ TEST(TemplateRegistry, FindsTheTemplateOfAWorkloadAndTaskUsesIt) {
   EXPECT_EQ(Task::create(conv, Target::kWebgpu).kernel_template, &t);
 }
 
-TEST(TemplateRegistry, AMissingTemplateIsRefusedNamingTheOnesThatExist) {
+TEST(TemplateRegistry, EveryTargetHasEveryOpAndAMissingOneIsRefusedByName) {
+  // Since issue 14 (depthwise conv2d on webgpu and wasm) every target has every op.
   const Workload dw = Workload::depthwise_conv2d(1, 8, 12, 12, 3, 1, 1);
-  try {
-    template_for(Target::kWasm, dw);
-    FAIL() << "found a wasm template for depthwise_conv2d";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(),
-                 "wasm has no template for depthwise_conv2d (templates: dense.wasm, "
-                 "conv2d_nchw.wasm)");
-  }
-  // webgpu has one since wgsl_depthwise_emitter.cpp.
+  for (Target t : targets())
+    for (const Workload& w : {Workload::dense(8, 8, 8), Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1), dw})
+      EXPECT_EQ(template_for(t, w).op(), w.op) << target_name(t) << " " << op_name(w.op);
   EXPECT_EQ(Task::create(dw, Target::kWebgpu).kernel_template->name(),
             "depthwise_conv2d_nchw.webgpu");
+  EXPECT_EQ(Task::create(dw, Target::kWasm).kernel_template->name(), "depthwise_conv2d_nchw.wasm");
+  // A target value outside the registry (a newer record's) is refused with what exists.
+  try {
+    template_for(static_cast<Target>(99), dw);
+    FAIL() << "found a template for target 99";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("has no template for depthwise_conv2d (templates: none)"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(Task().get_template(), std::logic_error);
 }
 
@@ -172,7 +178,7 @@ TEST(TuneTargets, HelpTextListsEachTargetWithItsTemplatesOps) {
             "gles-compute (GLSL ES 3.10 compute shaders; dense, conv2d, depthwise_conv2d), "
             "webgl2 (gles-frag kernels in browser tabs; dense, conv2d, depthwise_conv2d), "
             "webgpu (WGSL, browser tabs; dense, conv2d, depthwise_conv2d), "
-            "wasm (LLVM-built WebAssembly, browser tabs; dense, conv2d)");
+            "wasm (LLVM-built WebAssembly, browser tabs; dense, conv2d, depthwise_conv2d)");
 }
 
 TEST(TemplateFeatures, TheCostModelsAnalyticFeaturesAreTheTemplates) {
@@ -253,7 +259,11 @@ INSTANTIATE_TEST_SUITE_P(
             "e2954631323f6295", "c86bdd484901afe0"},
         Pin{"Wasm_conv", Target::kWasm, kConv, 4480, 296,
             R"({"index":560,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",1],["threads","ot",1]]})",
-            "01f7fd7472b033b9", "d062971f9f097529"}),
+            "01f7fd7472b033b9", "d062971f9f097529"},
+        // Issue 14: wasm's depthwise template (new; pinned from its first version).
+        Pin{"Wasm_dw", Target::kWasm, kDepthwise, 960, 144,
+            R"({"index":0,"entity":[["tile_c","ot",1],["tile_h","ot",1],["tile_w","ot",1],["simd","ot",0],["unroll_rs","ot",0],["threads","ot",1]]})",
+            "38209f230e7bb383", "65a5db20c0314220"}),
     [](const testing::TestParamInfo<Pin>& info) { return std::string(info.param.label); });
 
 }  // namespace

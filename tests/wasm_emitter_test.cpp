@@ -2,8 +2,9 @@
 /// The wasm target without a browser: config space sizes and constraints, the device-limit
 /// filter on threads, the artifact's JSON round trip, and correctness of built modules run under
 /// Node 20 (tests/run_wasm_artifact.mjs) against the C++ reference at its full tolerance, for the
-/// default and random configs of dense and conv2d (edge tiles, stride 2, 1×1, batch 2), plus
-/// build times and repeated in-process links. Module tests skip when webtune was built without
+/// default and random configs of dense, conv2d and depthwise_conv2d (edge tiles, stride 2, 1×1,
+/// batch 2; issue 14: the four epilogues and odd shapes no tile divides), plus build times and
+/// repeated in-process links. Module tests skip when webtune was built without
 /// LLVM (WEBTUNE_WITH_LLVM=OFF).
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -81,8 +83,87 @@ TEST(WasmEmitter, SpaceSizesAndConstraints) {
   for (int64_t index : pointwise.space->valid_indices())
     packs.insert(pointwise.space->get(index).get_int("pack_b"));
   EXPECT_EQ(packs, (std::set<int64_t>{0, 1}));
-  EXPECT_THROW(Task::create(Workload::depthwise_conv2d(1, 8, 10, 10, 3, 1, 1), Target::kWasm),
-               std::invalid_argument);
+}
+
+// Issue 14: unroll_k need not divide K (a tail loop finishes it): K = 53 keeps every unroll.
+TEST(WasmEmitter, UnrollNeedNotDivideK) {
+  const Task task = Task::create(Workload::dense(97, 61, 53), Target::kWasm, threads_limit(8));
+  std::set<int64_t> unrolls;
+  for (int64_t index : task.space->valid_indices())
+    unrolls.insert(task.space->get(index).get_int("unroll_k"));
+  EXPECT_EQ(unrolls, (std::set<int64_t>{1, 2, 4, 8}));
+  // unroll_k above K is still refused: dense K = 3 keeps 1 and 2.
+  const Task small = Task::create(Workload::dense(8, 8, 3), Target::kWasm);
+  unrolls.clear();
+  for (int64_t index : small.space->valid_indices())
+    unrolls.insert(small.space->get(index).get_int("unroll_k"));
+  EXPECT_EQ(unrolls, (std::set<int64_t>{1, 2}));
+}
+
+TEST(WasmEmitter, DepthwiseSpaceAndPlan) {
+  const Workload wl = Workload::depthwise_conv2d(1, 6, 9, 9, 3, 2, 1);  // 5×5 outputs, 6 planes
+  const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
+  EXPECT_EQ(task.space->raw_size(), 4 * 3 * 5 * 2 * 2 * 4);
+  std::set<int64_t> tile_w, threads;
+  bool has_simd_unrolled = false;
+  for (int64_t index : task.space->valid_indices()) {
+    const ConfigEntity e = task.space->get(index);
+    const WasmPlan p = wasm_plan(wl, e);
+    tile_w.insert(p.tile_w);
+    threads.insert(p.threads);
+    EXPECT_LE(p.threads, p.tasks()) << e.to_string();
+    EXPECT_LE(p.tile_c, 6) << e.to_string();
+    if (p.simd) {
+      EXPECT_EQ(p.tile_w % 4, 0) << e.to_string();
+    }
+    has_simd_unrolled |= p.simd && p.unroll_rs && p.tile_w == 8;
+    // The padded plane covers the whole tiles: (ceil(5/t)·t − 1)·2 + 3.
+    EXPECT_EQ(p.padded_w, ((5 + p.tile_w - 1) / p.tile_w * p.tile_w - 1) * 2 + 3);
+    EXPECT_EQ(p.scratch_bytes_per_thread % 64, 0);
+    EXPECT_GE(p.scratch_bytes_per_thread, p.padded_h * p.padded_w * 4);
+  }
+  EXPECT_EQ(tile_w, (std::set<int64_t>{1, 2, 4, 8}));  // 16 > 5 rounded up to 8
+  EXPECT_EQ(threads, (std::set<int64_t>{1, 2, 4}));    // 8 > 6 planes
+  EXPECT_TRUE(has_simd_unrolled);
+  // A 9×9 kernel is not unrolled (81 > 49 steps); 7×7 is.
+  for (int64_t r : {7, 9}) {
+    const Task big =
+        Task::create(Workload::depthwise_conv2d(1, 4, 12, 12, r, 1, r / 2), Target::kWasm);
+    std::set<int64_t> unrolls;
+    for (int64_t index : big.space->valid_indices())
+      unrolls.insert(big.space->get(index).get_int("unroll_rs"));
+    EXPECT_EQ(unrolls, (r == 7 ? std::set<int64_t>{0, 1} : std::set<int64_t>{0})) << r;
+  }
+  const ConfigEntity def = task.default_config();
+  EXPECT_EQ(def.get_int("tile_c"), 1);
+  EXPECT_EQ(def.get_int("tile_w"), 1);
+  EXPECT_EQ(def.get_int("simd"), 0);
+  EXPECT_EQ(def.get_int("threads"), 1);
+}
+
+TEST(WasmEmitter, EpilogueInputsGetOffsetsInInputOrderAndTheOutputStaysLast) {
+  Workload wl = Workload::conv2d(1, 4, 8, 8, 8, 3, 1, 1);
+  const Task plain = Task::create(wl, Target::kWasm);
+  const WasmPlan p0 = wasm_plan(wl, plain.default_config());
+  ASSERT_EQ(p0.offsets.size(), 3u);
+  wl.epilogue = Epilogue::parse({"bias", "residual", "relu"});
+  const Task fused = Task::create(wl, Target::kWasm);
+  const WasmPlan p = wasm_plan(wl, fused.default_config());
+  ASSERT_EQ(p.offsets.size(), 5u);
+  // data and weight where they were; bias [8] and residual [1,8,8,8] after them; output last.
+  EXPECT_EQ(p.offsets[0], p0.offsets[0]);
+  EXPECT_EQ(p.offsets[1], p0.offsets[1]);
+  EXPECT_EQ(p.offsets[2], p0.offsets[2]);  // bias takes the place the output had
+  EXPECT_GE(p.offsets[3], p.offsets[2] + 8 * 4);
+  EXPECT_GE(p.offsets[4], p.offsets[3] + 512 * 4);
+  EXPECT_GT(p.scratch_offset, p.offsets[4]);
+  for (int64_t o : p.offsets) EXPECT_EQ(o % 64, 0);
+  if (!wasm_emitter_available()) return;
+  const KernelArtifact a = fused.build(fused.default_config());
+  EXPECT_EQ(a.inputs.size(), 4u);
+  EXPECT_EQ(a.inputs[2].shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(a.inputs[3].shape, wl.output_shape());
+  EXPECT_EQ(a.wasm.offsets, p.offsets);
 }
 
 TEST(WasmEmitter, DeviceLimitDropsThreads) {
@@ -239,16 +320,19 @@ class WasmModules : public ::testing::Test {
 
   /// Runs `artifact` under node; returns the output, or empty with a failure recorded. With
   /// `repeat` > 0, `seconds` gets the fastest of that many timed executions.
+  /// Every input of seeded_inputs(wl, seed) goes to the runner, in input order.
   std::vector<float> run(const Workload& wl, const KernelArtifact& artifact, uint64_t seed,
                          int repeat = 0, double* seconds = nullptr) {
-    write_floats(dir_ / "data.bin", seeded_tensor(seed, 0, wl.data_size()));
-    write_floats(dir_ / "weight.bin", seeded_tensor(seed, 1, wl.weight_size()));
     std::ofstream(dir_ / "artifact.json") << boost::json::serialize(artifact.to_json());
     fs::remove(dir_ / "out.bin");
     std::string cmd = "node '" WEBTUNE_SOURCE_DIR "/tests/run_wasm_artifact.mjs' '" +
-                      (dir_ / "artifact.json").string() + "' '" + (dir_ / "data.bin").string() +
-                      "' '" + (dir_ / "weight.bin").string() + "' '" + (dir_ / "out.bin").string() +
-                      "'";
+                      (dir_ / "artifact.json").string() + "' '" + (dir_ / "out.bin").string() + "'";
+    const std::vector<std::vector<float>> inputs = seeded_inputs(wl, seed);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const fs::path path = dir_ / ("input" + std::to_string(i) + ".bin");
+      write_floats(path, inputs[i]);
+      cmd += " '" + path.string() + "'";
+    }
     if (repeat > 0)
       cmd += " --repeat " + std::to_string(repeat) + " > '" + (dir_ / "time.json").string() + "'";
     if (std::system(cmd.c_str()) != 0) {
@@ -275,11 +359,12 @@ class WasmModules : public ::testing::Test {
     const Workload& wl = task.workload;
     const std::vector<float> out = run(wl, artifact, seed);
     ASSERT_EQ(static_cast<int64_t>(out.size()), wl.output_size()) << e.to_string();
-    const std::vector<float> data = seeded_tensor(seed, 0, wl.data_size());
-    const std::vector<float> weight = seeded_tensor(seed, 1, wl.weight_size());
+    const std::vector<std::vector<float>> inputs = seeded_inputs(wl, seed);
+    ASSERT_EQ(artifact.inputs.size(), inputs.size());
+    ASSERT_EQ(artifact.wasm.offsets.size(), inputs.size() + 1);
     int64_t wrong = 0;
     for (int64_t i = 0; i < wl.output_size(); ++i) {
-      const ReferenceSample r = reference_at(wl, data, weight, i);
+      const ReferenceSample r = reference_at(wl, inputs, i);
       if (!(std::abs(out[i] - r.value) <= r.tolerance)) {
         if (++wrong <= 3)
           ADD_FAILURE() << e.to_string() << ": output " << i << " = " << out[i] << ", expected "
@@ -294,7 +379,9 @@ class WasmModules : public ::testing::Test {
     const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
     check(task, task.default_config());
     std::mt19937_64 rng(rng_seed);
-    for (const ConfigEntity& e : task.space->sample_distinct(rng, count)) check(task, e);
+    const std::vector<ConfigEntity> configs = task.space->sample_distinct(rng, count);
+    EXPECT_EQ(static_cast<int>(configs.size()), count) << "the space is too small";
+    for (const ConfigEntity& e : configs) check(task, e);
   }
 
   fs::path dir_;
@@ -326,6 +413,76 @@ TEST_F(WasmModules, Conv2dStride2BatchAndPointwiseMatchTheReference) {
   check_random(Workload::conv2d(2, 8, 11, 11, 16, 3, 2, 1), 8, 4);
   check_random(Workload::conv2d(1, 16, 7, 7, 8, 1, 1, 0), 8, 5);
 }
+
+Workload with(Workload wl, const std::vector<std::string>& tokens) {
+  wl.epilogue = Epilogue::parse(tokens);
+  return wl;
+}
+
+/// One fused case: a workload with its epilogue and the random configs it gets.
+struct FusedCase {
+  const char* label;
+  Workload workload;
+};
+
+void PrintTo(const FusedCase& c, std::ostream* os) {
+  *os << c.label;
+}
+
+class WasmFused : public WasmModules, public ::testing::WithParamInterface<FusedCase> {};
+
+// The default plus 20 random valid configs of every case: all match the reference (the whole
+// output, at the reference's tolerance).
+TEST_P(WasmFused, RandomConfigsMatchTheReference) {
+  check_random(GetParam().workload, 20, 100 + std::hash<std::string>{}(GetParam().label) % 1000);
+}
+
+const std::vector<std::string> kBiasRelu = {"bias", "relu"};
+const std::vector<std::string> kBiasClip = {"bias", "clip(0,6)"};
+const std::vector<std::string> kBiasResidualRelu = {"bias", "residual", "relu"};
+const std::vector<std::string> kBiasHardSwishResidual = {"bias", "hard_swish", "residual"};
+
+INSTANTIATE_TEST_SUITE_P(
+    Epilogues, WasmFused,
+    testing::Values(
+        // Small shapes × the four epilogues of issue 14.
+        FusedCase{"Dense_BiasRelu", with(Workload::dense(24, 36, 20), kBiasRelu)},
+        FusedCase{"Dense_BiasClip", with(Workload::dense(24, 36, 20), kBiasClip)},
+        FusedCase{"Dense_BiasResidualRelu", with(Workload::dense(24, 36, 20), kBiasResidualRelu)},
+        FusedCase{"Dense_BiasHardSwishResidual",
+                  with(Workload::dense(24, 36, 20), kBiasHardSwishResidual)},
+        FusedCase{"Conv_BiasRelu", with(Workload::conv2d(1, 4, 9, 9, 8, 3, 1, 1), kBiasRelu)},
+        FusedCase{"Conv_BiasClip", with(Workload::conv2d(2, 4, 9, 9, 8, 3, 2, 1), kBiasClip)},
+        FusedCase{"Conv_BiasResidualRelu",
+                  with(Workload::conv2d(1, 4, 9, 9, 8, 3, 1, 1), kBiasResidualRelu)},
+        FusedCase{"Conv_BiasHardSwishResidual",
+                  with(Workload::conv2d(2, 8, 6, 6, 8, 1, 1, 0), kBiasHardSwishResidual)},
+        FusedCase{"Depthwise_BiasRelu",
+                  with(Workload::depthwise_conv2d(1, 8, 10, 10, 3, 1, 1), kBiasRelu)},
+        FusedCase{"Depthwise_BiasClip",
+                  with(Workload::depthwise_conv2d(1, 8, 11, 11, 3, 2, 1), kBiasClip)},
+        FusedCase{"Depthwise_BiasResidualRelu",
+                  with(Workload::depthwise_conv2d(2, 4, 10, 10, 3, 1, 1), kBiasResidualRelu)},
+        FusedCase{"Depthwise_BiasHardSwishResidual",
+                  with(Workload::depthwise_conv2d(1, 8, 11, 11, 3, 2, 1), kBiasHardSwishResidual)},
+        // Odd shapes: no tile divides (dense 97 × 61 × 53, K prime so unroll_k has a tail;
+        // conv2d with 3 input channels and 7×7 outputs; depthwise with 24 and 36 channels,
+        // MobileNet-v2's 24/144 scaled down, 7×7 and 13×13 outputs).
+        FusedCase{"OddDense_97x61x53", with(Workload::dense(97, 61, 53), kBiasHardSwishResidual)},
+        FusedCase{"OddDense_97x61x53_Plain", Workload::dense(97, 61, 53)},
+        FusedCase{"OddConv_3ch_7x7out",
+                  with(Workload::conv2d(1, 3, 14, 14, 10, 3, 2, 1), kBiasResidualRelu)},
+        FusedCase{"OddConv_3ch_7x7out_Plain", Workload::conv2d(1, 3, 7, 7, 10, 3, 1, 1)},
+        FusedCase{"OddDepthwise_24ch_s1",
+                  with(Workload::depthwise_conv2d(1, 24, 13, 13, 3, 1, 1), kBiasClip)},
+        FusedCase{"OddDepthwise_36ch_s2",
+                  with(Workload::depthwise_conv2d(1, 36, 13, 13, 3, 2, 1), kBiasRelu)},
+        FusedCase{"OddDepthwise_24ch_5x5_Plain", Workload::depthwise_conv2d(1, 24, 9, 9, 5, 2, 2)},
+        // Stride 2 without padding over an even width: the last input column is never read,
+        // the padded plane is narrower than the input row.
+        FusedCase{"OddDepthwise_12ch_s2_p0",
+                  with(Workload::depthwise_conv2d(1, 12, 12, 12, 3, 2, 0), kBiasResidualRelu)}),
+    [](const testing::TestParamInfo<FusedCase>& info) { return std::string(info.param.label); });
 
 TEST_F(WasmModules, RelinksManyTimesInOneProcess) {
   // lld's in-process link keeps global state: it must stay usable over hundreds of links.
@@ -383,6 +540,29 @@ TEST_F(WasmModules, Dense512AndResnetSpeedUnderNode) {
   print_speeds(*this, Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2"), tiles);
   print_speeds(*this, Workload::conv2d(1, 128, 28, 28, 128, 3, 1, 1, "C5"), tiles);
   print_speeds(*this, Workload::conv2d(1, 256, 14, 14, 256, 3, 1, 1, "C8"), tiles);
+}
+
+std::string dw_knobs(int tile_c, int tile_h, int tile_w, int simd, int unroll_rs) {
+  return "[\"tile_c\",\"ot\"," + std::to_string(tile_c) + "],[\"tile_h\",\"ot\"," +
+         std::to_string(tile_h) + "],[\"tile_w\",\"ot\"," + std::to_string(tile_w) +
+         "],[\"simd\",\"ot\"," + std::to_string(simd) + "],[\"unroll_rs\",\"ot\"," +
+         std::to_string(unroll_rs) + "]";
+}
+
+// Issue 14: MobileNet-v2's depthwise layers (144 channels at 56×56 stride 1, at 56×56 stride 2
+// into 28×28; fused with bias + clip(0, 6) as the model has them), the scalar default against
+// SIMD tiles; and what an epilogue costs on ResNet-18's C2 (plain against +bias+residual+relu).
+TEST_F(WasmModules, DepthwiseAndEpilogueSpeedUnderNode) {
+  const std::vector<std::string> dw = {dw_knobs(1, 1, 1, 0, 0), dw_knobs(1, 2, 8, 1, 1),
+                                       dw_knobs(1, 4, 8, 1, 1), dw_knobs(1, 2, 16, 1, 1),
+                                       dw_knobs(1, 4, 4, 0, 1)};
+  const std::vector<std::string> relu6 = {"bias", "clip(0,6)"};
+  print_speeds(*this, with(Workload::depthwise_conv2d(1, 144, 56, 56, 3, 1, 1), relu6), dw);
+  print_speeds(*this, with(Workload::depthwise_conv2d(1, 144, 56, 56, 3, 2, 1), relu6), dw);
+  const std::vector<std::string> tile = {knobs(4, 16, 4, 1, "cols_outer", 1)};
+  const Workload c2 = Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2");
+  print_speeds(*this, c2, tile);
+  print_speeds(*this, with(c2, {"bias", "residual", "relu"}), tile);
 }
 
 }  // namespace

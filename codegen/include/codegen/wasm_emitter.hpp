@@ -1,18 +1,21 @@
 /// \file wasm_emitter.hpp
-/// WebAssembly template (target wasm): dense and conv2d as a register-blocked GEMM, built as a
-/// wasm32 module with LLVM (IRBuilder, O3, the WebAssembly backend) and linked in process by lld.
+/// WebAssembly template (target wasm): dense and conv2d as a register-blocked GEMM,
+/// depthwise_conv2d as a direct micro-tiled convolution, each with the workload's epilogue
+/// fused into its store, built as a wasm32 module with LLVM (IRBuilder, O3, the WebAssembly
+/// backend) and linked in process by lld.
 ///
 /// The module follows docs/wasm_abi.md: it imports `env.memory` (initial = maximum =
-/// memory_pages, shared iff threads > 1) and exports `run(tid)`; inputs and output are plain
-/// row-major fp32 at the artifact's byte offsets; scratch (packed B panels, im2col panels) lies
-/// past the output, one slice per thread. Knobs, constraints and the thread → output mapping
+/// memory_pages, shared iff threads > 1) and exports `run(tid)`; every input (data, weight,
+/// bias, residual) and the output are plain row-major fp32 at the artifact's byte offsets;
+/// scratch (packed B panels, im2col panels, padded depthwise planes) lies past the output, one
+/// slice per thread. Knobs, constraints and the thread → output mapping
 /// are documented in wasm_emitter.cpp.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/config_space.hpp"
 #include "codegen/kernel_artifact.hpp"
@@ -20,40 +23,74 @@
 
 namespace webtune {
 
-/// One entity of a wasm space decoded, with the memory layout it gets. The kernel computes, for
-/// each batch image b, the GEMM C_b[M,N] = A[M,K] · B_b[K,N]: dense has one image with A = data,
-/// B = weight, C = output; conv2d has A = weight viewed as [K_out, C·R·S], B_b = im2col(X_b)
-/// [C·R·S, OH·OW] and C_b = Y_b viewed as [K_out, OH·OW] (implicit GEMM).
+/// One entity of a wasm space decoded, with the memory layout it gets.
+///
+/// dense and conv2d: the kernel computes, for each batch image b, the GEMM C_b[M,N] = A[M,K] ·
+/// B_b[K,N]: dense has one image with A = data, B = weight, C = output; conv2d has A = weight
+/// viewed as [K_out, C·R·S], B_b = im2col(X_b) [C·R·S, OH·OW] and C_b = Y_b viewed as
+/// [K_out, OH·OW] (implicit GEMM).
+/// depthwise_conv2d: a direct convolution per plane p = n·C + c of X[N,C,H,W] (W[C,1,R,S]),
+/// over a zero-padded copy of the plane in scratch, in micro-tiles of Y[N,C,OH,OW].
+///
+/// ## Tiles that do not divide their axis (issue 14; every axis, per op)
+///  - GEMM M (mr): guarded edges. Rows past M read row M − 1 of A (clamped: no memory past A
+///    is touched) and are not stored; the bias/residual of such rows is never loaded.
+///  - GEMM N (nr; conv2d's OH·OW): padded panels where B is packed (pack_b, and always for
+///    im2col: columns past N are zero in the panel), else loads past the row end into the slack
+///    after each tensor; stores are guarded (a scalar tail: a vector straddling N is stored lane
+///    by lane). Padding keeps the K loop free of branches, which is where the time goes.
+///  - GEMM K (unroll_k; conv2d's C·R·S): guarded edge. The unrolled loop covers the largest
+///    multiple of unroll_k and a one-step tail loop the rest; zero-padding K would need padding
+///    A as well, which is not packed.
+///  - depthwise OH, OW (tile_h, tile_w): padded scratch. The padded plane is as large as the
+///    whole micro-tiles need (zeros past the input), so the R·S loop never checks bounds; rows
+///    past OH and columns past OW are not stored (guarded, scalar tail as above).
+///  - depthwise planes N·C (tile_c): guarded edge; the last task stops at plane N·C.
+/// The unroll_k rule (unroll_k divides K) of the first wasm space is gone; old records, all of
+/// which divided, decode and build the same modules.
 struct WasmPlan {
-  // GEMM shape per batch image.
+  OpKind op = OpKind::kDense;
+  // GEMM shape per batch image (depthwise: k = R·S, the reduction per output; batch = N).
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool im2col = false;  ///< conv2d whose B panel is gathered from X (not 1×1 stride 1 pad 0)
-  // Knobs.
+  // GEMM knobs.
   int mr = 1;               ///< rows of C per micro-tile
   int nr = 1;               ///< columns of C per micro-tile (a multiple of 4 with simd)
-  int unroll_k = 1;         ///< copies of the reduction step per loop iteration
-  bool simd = false;        ///< f32x4 accumulators, splat A × v128 loads of B
+  int unroll_k = 1;         ///< copies of the reduction step per loop iteration (tail looped)
+  bool simd = false;        ///< f32x4 accumulators (GEMM: splat A × v128 loads of B)
   bool cols_outer = false;  ///< micro-tile loop order: column blocks outer (B panel stays hot)
   bool pack_b = false;      ///< copy (or gather) the thread's B columns into a contiguous panel
-  int threads = 1;          ///< run(tid) calls; tid owns a static range of column blocks
+  int threads = 1;          ///< run(tid) calls; tid owns a static range of column blocks/tasks
+  // Depthwise knobs and geometry.
+  int tile_c = 1;          ///< planes (n, c) per task: the unit of the static thread split
+  int tile_h = 1;          ///< output rows per micro-tile
+  int tile_w = 1;          ///< output columns per micro-tile (a multiple of 4 with simd)
+  bool unroll_rs = false;  ///< R·S fully unrolled, the plane's weights kept in locals
+  int64_t planes = 0;      ///< N·C
+  int64_t padded_h = 0, padded_w = 0;  ///< the zero-padded plane in scratch, floats
   // Memory layout (bytes).
-  std::array<int64_t, 3> offsets = {0, 0, 0};  ///< data, weight, output
-  int64_t scratch_offset = 0;                  ///< first thread's scratch slice
-  int64_t scratch_bytes_per_thread = 0;        ///< one slice (64-byte multiple), 0 without panel
-  int64_t memory_pages = 0;                    ///< 64 KiB pages
+  /// Every input's offset in input order (data, weight, then bias and residual if the
+  /// epilogue has them), then the output's last: Workload::input_count() + 1 entries.
+  std::vector<int64_t> offsets;
+  int64_t scratch_offset = 0;            ///< first thread's scratch slice
+  int64_t scratch_bytes_per_thread = 0;  ///< one slice (64-byte multiple), 0 without panel
+  int64_t memory_pages = 0;              ///< 64 KiB pages
 
+  int64_t output_offset() const { return offsets.back(); }
   int64_t col_blocks() const { return (n + nr - 1) / nr; }
   /// Column blocks of thread `tid`: [tid·nb/T, (tid+1)·nb/T) with nb = col_blocks().
   int64_t first_block(int64_t tid) const { return tid * col_blocks() / threads; }
+  /// Depthwise tasks: ceil(N·C / tile_c); thread tid owns [tid·nt/T, (tid+1)·nt/T).
+  int64_t tasks() const { return (planes + tile_c - 1) / tile_c; }
 };
 
 /// Decodes `entity` of wasm_space(workload) and lays out memory. Throws
 /// MeasureError(kInstantiation) when the entity breaks a constraint or does not fit 4 GiB.
 WasmPlan wasm_plan(const Workload& workload, const ConfigEntity& entity);
 
-/// The config space of `workload` for wasm (device limits not yet applied: threads above
-/// DeviceLimits::max_threads are dropped when they are). Throws std::invalid_argument for
-/// depthwise_conv2d ("no wasm template for depthwise_conv2d").
+/// The config space of `workload` (dense, conv2d or depthwise_conv2d, with any epilogue) for
+/// wasm (device limits not yet applied: threads above DeviceLimits::max_threads are dropped
+/// when they are). Throws std::invalid_argument for an invalid workload.
 std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload);
 
 /// Builds the module of one entity and its artifact (source = base64 module, wasm info, plain
@@ -62,7 +99,8 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload);
 /// when webtune was built without LLVM.
 KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity);
 
-/// The untuned baseline: scalar, MR = NR = 1, no unroll, no packing, rows outer, 1 thread.
+/// The untuned baseline: scalar, MR = NR = 1, no unroll, no packing, rows outer, 1 thread
+/// (depthwise: 1 plane per task, 1×1 tiles, R·S looped, 1 thread).
 ConfigEntity wasm_default(const ConfigSpace& space);
 
 /// True when this build of webtune can build wasm modules (configured WEBTUNE_WITH_LLVM=ON).
