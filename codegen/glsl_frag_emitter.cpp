@@ -83,9 +83,9 @@
 /// - packing kn needs out_cols = 4: B's texels hold 4 columns; with one output column 3/4 of
 ///   every fetch would be thrown away (and the kernel would need dynamic component indexing).
 /// - depthwise packing c needs out_rows % 4 = 0: a texel holds 4 channels = 4 output rows.
-/// - depthwise packing c with batch > 1: out_rows divides C, so that a channel quad never
-///   straddles two images. (Other convolution blocks may straddle them: "Non-divisible
-///   tiling" below.)
+/// - depthwise packing c with batch > 1: out_rows divides C, or C is a multiple of 4, so that
+///   a channel quad (one texel) never straddles two images. (Blocks may straddle them:
+///   "Non-divisible tiling" below.)
 /// - out_rows < 2·rows and out_cols < 2·cols: a block that is mostly padding only wastes work.
 /// - unroll ≤ the trip count of the loop it unrolls: larger factors would only duplicate the
 ///   kernel of a smaller one.
@@ -123,11 +123,12 @@
 ///
 /// Non-divisible tiling
 /// --------------------
-/// No knob needs to divide an axis (except depthwise packing c with batch > 1, above):
+/// No knob needs to divide an axis (except depthwise packing c with batch > 1 and C % 4 ≠ 0):
 /// - output rows and columns past the end of the output matrix are padding in OutputLayout,
 ///   computed from clamped indices and never read back (padded edges);
 /// - convolution blocks whose out_rows does not divide K (C) with batch > 1 straddle two
-///   images: each row decodes its image and channel, and conv2d then fetches the data per row
+///   images: each row (packed depthwise: each channel quad) decodes its image and channel,
+///   and conv2d then fetches the data per row
 ///   instead of once per block (guarded by construction; such configs cost more fetches and the
 ///   tuner weighs that);
 /// - reductions whose length the unroll factor does not divide end with straight-line
@@ -450,8 +451,8 @@ std::string structural_problem(const Workload& w, const FragKnobs& k) {
   if (!col_scale_fits_stage(k)) return "col_scale 2 needs stage = vertex and out_cols = 4";
   if (is_depthwise(w) && k.packing == "c" && k.out_rows % 4 != 0)
     return "depthwise packing c needs out_rows a multiple of 4";
-  if (is_depthwise(w) && k.packing == "c" && straddles_images(w, k))
-    return "depthwise packing c needs out_rows to divide the channels (or batch = 1)";
+  if (is_depthwise(w) && k.packing == "c" && straddles_images(w, k) && w.in_channels % 4 != 0)
+    return "depthwise packing c with batch > 1 needs out_rows to divide C or C % 4 = 0";
   return {};
 }
 
@@ -1084,7 +1085,18 @@ void emit_depthwise_tap(ShaderWriter& s, const FragPlan& p, const std::string& w
 void emit_depthwise_main(ShaderWriter& s, const FragPlan& p) {
   const Workload& w = p.w;
   const int64_t channels = w.in_channels;
-  if (straddles_images(w, p.k)) {  // unpacked only (structural_problem)
+  if (straddles_images(w, p.k) && packs_data(p.k)) {  // C % 4 = 0 (structural_problem)
+    // Quad q covers rows row0 + 4q … + 3: four channels of one image, since C and row0 are
+    // multiples of 4. Quads past the last row are clamped to the last quad (padding rows).
+    const int64_t cq = channels / 4;
+    s.line("int row0 = ", block_index("rb", p.k.out_rows, 0), ";");
+    for (int q = 0; q < p.k.out_rows / 4; ++q) {
+      s.line("int qrow", q, " = ", clamped(offset("row0", 4 * q), p.out.rows - 4, true), ";");
+      s.line("int n", q, " = qrow", q, " / ", channels, ";");
+      s.line("int cq", q, " = (qrow", q, " - n", q, " * ", channels, ") / 4;");
+      s.line("int drow", q, " = (n", q, " * ", cq, " + cq", q, ") * ", w.height, ";");
+    }
+  } else if (straddles_images(w, p.k)) {
     emit_row_images(s, p, "ch");
     for (int j = 0; j < p.k.out_rows; ++j)
       s.line("int drow", j, " = (n", j, " * ", channels, " + ch", j, ") * ", w.height, ";");
@@ -1191,10 +1203,11 @@ void add_constraints(ConfigSpace& space, const Workload& w) {
       return e.get_string("packing") != "c" || read_knobs(e).out_rows % 4 == 0;
     });
   if (is_depthwise(w) && w.batch != 1)
-    space.add_constraint("depthwise packing c needs out_rows to divide the channels",
+    space.add_constraint("depthwise packing c with batch > 1 needs out_rows | C or C % 4 = 0",
                          [w](const ConfigEntity& e) {
                            const FragKnobs k = read_knobs(e);
-                           return k.packing != "c" || !straddles_images(w, k);
+                           return k.packing != "c" || !straddles_images(w, k) ||
+                                  w.in_channels % 4 == 0;
                          });
   space.add_constraint("rows_scale above 1 needs stage = vertex", [](const ConfigEntity& e) {
     const FragKnobs k = read_knobs(e);

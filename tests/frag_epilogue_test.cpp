@@ -230,5 +230,39 @@ TEST(FragOddShapes, RandomConfigsNeverGiveWrongAnswers) {
     }
 }
 
+/// Blocks of packed convolutions that straddle two images (batch 2, out_rows · rows_scale not
+/// dividing K or C): conv2d fetches each row's own data quads; depthwise (C a multiple of 4)
+/// decodes each channel quad's image. Every such valid config (up to 24, both stages) matches
+/// the reference at every output.
+TEST(FragStraddlingBlocks, PackedBlocksAcrossTwoImagesMatchTheReference) {
+  const Workload workloads[] = {
+      with_epilogue(Workload::depthwise_conv2d(2, 12, 6, 7, 3, 1, 1, "dw12_n2"),
+                    "+bias+residual+relu"),
+      with_epilogue(Workload::conv2d(2, 6, 6, 6, 6, 3, 1, 1, "conv6_n2"),
+                    "+bias+hard_swish+residual"),
+  };
+  for (const Workload& w : workloads) {
+    SCOPED_TRACE(w.key());
+    const Task task = Task::create(w, Target::kGlesFrag, runtime().info().limits);
+    const int64_t image_rows = w.op == OpKind::kConv2d ? w.out_channels : w.in_channels;
+    std::vector<ConfigEntity> configs;
+    int vertices = 0;
+    std::mt19937_64 rng(3);
+    const int64_t valid = static_cast<int64_t>(task.space->valid_indices().size());
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, valid)) {
+      const int64_t rows = e.get_int("out_rows") * e.get_int("rows_scale");
+      if (e.get_string("packing") != "c" || image_rows % rows == 0) continue;
+      vertices += e.get_string("stage") == "vertex";
+      configs.push_back(e);
+      if (configs.size() == 24) break;
+    }
+    ASSERT_EQ(configs.size(), 24u);
+    EXPECT_GE(vertices, 4);
+    const std::map<MeasureErrorNo, int> errors = run_all(task, configs, 8, all_samples(w, 8));
+    EXPECT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors.count(MeasureErrorNo::kNoError), 1u);
+  }
+}
+
 }  // namespace
 }  // namespace webtune

@@ -19,12 +19,12 @@
 /// and the block is stored as webtune_epilogue(acc, bias, residual) in the fragment and the
 /// vertex stage alike. An empty epilogue leaves the kernel's text as it was.
 ///
-/// Non-divisible tiling: no knob must divide an axis (except depthwise packing c with batch > 1:
-/// out_rows divides C so that a channel quad stays in one image). Block rows and columns past
-/// the output are padding in OutputLayout, computed from clamped indices (every fetch stays
-/// inside its texture) and never read back; convolution blocks that straddle two images decode
-/// the image per row (conv2d then fetches the data per row); reduction tails are straight-line
-/// remainder steps of the unrolled loop, and packed quads past K or C read the zeros
+/// Non-divisible tiling: no knob must divide an axis (except depthwise packing c with batch > 1
+/// and C % 4 ≠ 0: out_rows divides C so that a channel quad stays in one image). Block rows and
+/// columns past the output are padding in OutputLayout, computed from clamped indices (every fetch
+/// stays inside its texture) and never read back; convolution blocks that straddle two images
+/// decode the image per row (conv2d then fetches the data per row); reduction tails are
+/// straight-line remainder steps of the unrolled loop, and packed quads past K or C read the zeros
 /// TensorLayout::pack fills them with. Zero padding where it costs nothing in the loop
 /// (reduction axes), clamping where the result is discarded anyway (block axes). Records made
 /// before this read the same: no knob or candidate changed, only which entities are valid.
