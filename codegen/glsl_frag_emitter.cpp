@@ -83,9 +83,9 @@
 /// - packing kn needs out_cols = 4: B's texels hold 4 columns; with one output column 3/4 of
 ///   every fetch would be thrown away (and the kernel would need dynamic component indexing).
 /// - depthwise packing c needs out_rows % 4 = 0: a texel holds 4 channels = 4 output rows.
-/// - conv2d / depthwise: out_rows divides the rows of one image (K, resp. C) or batch = 1, so
-///   a block never straddles two images: the image is decoded once per block, and in conv2d
-///   all rows of the block share each data fetch.
+/// - depthwise packing c with batch > 1: out_rows divides C, or C is a multiple of 4, so that
+///   a channel quad (one texel) never straddles two images. (Blocks may straddle them:
+///   "Non-divisible tiling" below.)
 /// - out_rows < 2·rows and out_cols < 2·cols: a block that is mostly padding only wastes work.
 /// - unroll ≤ the trip count of the loop it unrolls: larger factors would only duplicate the
 ///   kernel of a smaller one.
@@ -97,11 +97,45 @@
 ///
 /// Device limits
 /// -------------
-/// - width and height of the data, weight and (fragment stage) output textures ≤
-///   max_texture_size;
+/// - width and height of the data, weight, (fragment stage) output, bias and residual
+///   textures ≤ max_texture_size;
 /// - fragment stage: out_rows (draw buffers) ≤ max_draw_buffers;
 /// - vertex stage: outputs of an item (rows · max(1, cols/4)) ≤ max_varying_vectors and
 ///   rows · cols ≤ max_feedback_components (GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS).
+///
+/// Epilogues (codegen/epilogue.hpp)
+/// --------------------------------
+/// The bias and the residual are inputs 2 and 3 (or 2 alone), samplers in2 / in3 on texture
+/// units 2 / 3, read through loaders ld2 / ld3 like the data and the weight, once per block in
+/// the output stage, after the reduction: o_j = webtune_epilogue(acc_j, bias, residual)
+/// (glsl_epilogue_functions), in both stages. Layouts are chosen so that the loads are cheap:
+///   bias      1-row texture. dense with vec4 blocks (out_cols ≥ 4): packed four along N, one
+///             texel per output vec4; else R32F: conv2d / depthwise fetch one value per block
+///             row (the row's channel, broadcast over the row's columns), dense one per column.
+///   residual  packed four along its last axis where an output column quad is one texel: dense
+///             with out_cols ≥ 4 (view [M, N/4]), and convolutions with out_cols = 4 and OW a
+///             multiple of 4 (view [N·K·OH, OW/4]; a quad's 4 pixels are in one output row
+///             since OH·OW and the quad start are multiples of 4); else R32F, viewed as the
+///             output matrix [rows, cols], one fetch per output.
+///   Each is 2d when its view fits kFlatWidth × kFlatWidth, else wrapped at kFlatWidth
+///   (device limit: its height ≤ max_texture_size). An empty epilogue adds no text: plain
+///   kernels keep their source (tests/template_test.cpp pins their hashes).
+///
+/// Non-divisible tiling
+/// --------------------
+/// No knob needs to divide an axis (except depthwise packing c with batch > 1 and C % 4 ≠ 0):
+/// - output rows and columns past the end of the output matrix are padding in OutputLayout,
+///   computed from clamped indices and never read back (padded edges);
+/// - convolution blocks whose out_rows does not divide K (C) with batch > 1 straddle two
+///   images: each row (packed depthwise: each channel quad) decodes its image and channel,
+///   and conv2d then fetches the data per row
+///   instead of once per block (guarded by construction; such configs cost more fetches and the
+///   tuner weighs that);
+/// - reductions whose length the unroll factor does not divide end with straight-line
+///   remainder steps; quads past K or C (packing) read the zeros TensorLayout::pack pads with.
+/// Padding (zero-filled texels) is used for the reduction axes, because a zero contributes
+/// nothing to a dot product and costs no test per step; clamping for the block axes, because a
+/// padded block output is discarded anyway and clamping keeps every fetch inside its texture.
 ///
 /// Out-of-range safety: every index that can pass the end of a tensor (the last row or column
 /// block, a padded quad row of B) is clamped to the last valid one, so no fetch ever leaves the
@@ -285,6 +319,12 @@ TensorLayout input_layout(std::vector<int64_t> shape, int pack_axis, int64_t vie
   return layout;
 }
 
+/// How the epilogue's residual is read (see "Epilogues" in the file comment).
+enum class ResidualRead {
+  kScalar,      ///< R32F, view [rows, cols] of the output matrix: one fetch per output
+  kColumnQuad,  ///< RGBA32F packed along the last axis; one texel = one output column quad
+};
+
 /// Everything about an entity that does not depend on GLSL text: the layouts and block counts.
 struct FragPlan {
   Workload w;
@@ -293,7 +333,61 @@ struct FragPlan {
   int64_t data_view = 0, weight_view = 0;  ///< view widths (texels per view row)
   OutputLayout out;
   int64_t row_blocks = 0, col_blocks = 0;
+  // The epilogue's inputs (absent: bias_index / residual_index = -1).
+  int bias_index = -1, residual_index = -1;  ///< input (and sampler in<i>) numbers
+  TensorLayout bias, residual;
+  int64_t bias_view = 0, residual_view = 0;  ///< view widths, as data_view
+  ResidualRead residual_read = ResidualRead::kScalar;
 };
+
+/// Layout of an epilogue input whose view is [view_rows, view_width] texels: the natural 2d
+/// layout (texture width = view width) when both fit kFlatWidth (WebGL2's minimum
+/// MAX_TEXTURE_SIZE), else wrapped at kFlatWidth like a flat data texture.
+TensorLayout epilogue_layout(std::vector<int64_t> shape, int pack_axis, int64_t view_rows,
+                             int64_t view_width) {
+  TensorLayout layout;
+  layout.shape = std::move(shape);
+  layout.pack_axis = pack_axis;
+  const int64_t elements = view_rows * view_width;
+  const bool two_d = view_width <= kFlatWidth && view_rows <= kFlatWidth;
+  layout.width = two_d ? view_width : std::min(elements, kFlatWidth);
+  layout.height = ceil_div(elements, layout.width);
+  return layout;
+}
+
+/// The bias ([C_out], packed four along C_out when a dense block's columns are a vec4 of
+/// consecutive output channels) and the residual (the output's shape; see ResidualRead).
+void plan_epilogue(FragPlan& p) {
+  const Workload& w = p.w;
+  const Epilogue& e = w.epilogue;
+  int next = 2;
+  if (e.bias) {
+    p.bias_index = next++;
+    const int64_t channels = w.input_shape(p.bias_index)[0];
+    const bool packed = w.op == OpKind::kDense && p.k.out_cols >= 4;
+    p.bias_view = packed ? ceil_div(channels, 4) : channels;
+    p.bias = epilogue_layout({channels}, packed ? 0 : -1, 1, p.bias_view);
+  }
+  if (e.residual == Residual::kNone) return;
+  p.residual_index = next++;
+  std::vector<int64_t> shape = w.input_shape(p.residual_index);
+  const int64_t last = shape.back();
+  const int last_axis = static_cast<int>(shape.size()) - 1;
+  // A column quad of the output is 4 consecutive elements of one row of the last axis when the
+  // output matrix's columns are that axis (dense) or when the last axis (OW) holds whole quads.
+  const bool quads = p.k.out_cols >= 4 && (w.op == OpKind::kDense || last % 4 == 0);
+  if (quads) {
+    p.residual_read = ResidualRead::kColumnQuad;
+    p.residual_view = ceil_div(last, 4);
+    int64_t view_rows = 1;
+    for (int d = 0; d < last_axis; ++d) view_rows *= shape[d];
+    p.residual = epilogue_layout(std::move(shape), last_axis, view_rows, p.residual_view);
+  } else {
+    p.residual_read = ResidualRead::kScalar;
+    p.residual_view = p.out.cols;
+    p.residual = epilogue_layout(std::move(shape), -1, p.out.rows, p.out.cols);
+  }
+}
 
 FragPlan make_plan(const Workload& w, const FragKnobs& k) {
   FragPlan p;
@@ -309,6 +403,7 @@ FragPlan make_plan(const Workload& w, const FragKnobs& k) {
   p.out.channels = k.out_cols;
   p.row_blocks = ceil_div(p.out.rows, k.out_rows);
   p.col_blocks = ceil_div(p.out.cols, k.out_cols);
+  plan_epilogue(p);
   const int64_t items = p.row_blocks * p.col_blocks;
   if (k.vertex) {  // one vertex per item, captured in item order
     p.out.feedback = true;
@@ -342,6 +437,13 @@ int64_t rows_per_image(const Workload& w) {
   return 0;
 }
 
+/// Whether a block of the convolution's output rows can straddle two images (batch > 1 and
+/// out_rows not dividing the rows of one image): then every row decodes its own image and
+/// channel, and conv2d fetches the data of each row separately (see "Non-divisible tiling").
+bool straddles_images(const Workload& w, const FragKnobs& k) {
+  return w.op != OpKind::kDense && w.batch != 1 && rows_per_image(w) % k.out_rows != 0;
+}
+
 /// Why an entity cannot be built, or empty when it can (the structural constraints).
 std::string structural_problem(const Workload& w, const FragKnobs& k) {
   if (k.packing == "kn" && k.out_cols < 4) return "packing kn needs out_cols = 4";
@@ -349,8 +451,8 @@ std::string structural_problem(const Workload& w, const FragKnobs& k) {
   if (!col_scale_fits_stage(k)) return "col_scale 2 needs stage = vertex and out_cols = 4";
   if (is_depthwise(w) && k.packing == "c" && k.out_rows % 4 != 0)
     return "depthwise packing c needs out_rows a multiple of 4";
-  if (w.op != OpKind::kDense && w.batch != 1 && rows_per_image(w) % k.out_rows != 0)
-    return "out_rows must divide the rows of one image (or batch = 1)";
+  if (is_depthwise(w) && k.packing == "c" && straddles_images(w, k) && w.in_channels % 4 != 0)
+    return "depthwise packing c with batch > 1 needs out_rows to divide C or C % 4 = 0";
   return {};
 }
 
@@ -376,6 +478,8 @@ class ShaderWriter {
     --depth_;
     line("}");
   }
+  /// One line as is, without indentation (text made elsewhere, e.g. the epilogue functions).
+  void raw(const std::string& text) { out_ << text << '\n'; }
   std::string str() const { return out_.str(); }
 
  private:
@@ -474,6 +578,9 @@ void emit_prelude(ShaderWriter& s, const FragPlan& p, const ConfigEntity& entity
   s.line("precision highp sampler2D;");
   s.line("uniform highp sampler2D in0;  // data");
   s.line("uniform highp sampler2D in1;  // weight");
+  if (p.bias_index >= 0) s.line("uniform highp sampler2D in", p.bias_index, ";  // bias");
+  if (p.residual_index >= 0)
+    s.line("uniform highp sampler2D in", p.residual_index, ";  // residual");
   const char* out_type = p.k.out_cols == 1 ? "float" : "vec4";
   const int quads = col_quads(p.k);
   for (int j = 0; j < p.k.out_rows; ++j) {
@@ -564,10 +671,94 @@ void emit_accumulators(ShaderWriter& s, const FragPlan& p) {
              p.k.out_cols == 1 ? "0.0" : "vec4(0.0)", ";");
 }
 
+/// The epilogue's operands of block row j, column quad q (bias `eb`, residual `er`), and the
+/// stored value webtune_epilogue(acc, eb, er). Rows and columns past the output are clamped to
+/// the last one: their outputs are padding (OutputLayout), and no fetch leaves a texture.
+std::string emit_epilogue_value(ShaderWriter& s, const FragPlan& p, int j, int q) {
+  const Workload& w = p.w;
+  const bool vec = p.k.out_cols > 1;
+  const int quads = col_quads(p.k);
+  const std::string suffix = cat(j, "_", q);
+  const auto column = [&](int i) { return cat("ec", 4 * q + i); };
+  const auto fetch_row = [&](int index, const std::string& row,
+                             const std::function<std::string(int)>& col) {
+    return vec ? cat("vec4(",
+                     join(4, [&](int i) { return cat("ld", index, "(", row, ", ", col(i), ")"); }),
+                     ")")
+               : cat("ld", index, "(", row, ", ", col(0), ")");
+  };
+  std::string bias = vec ? "vec4(0.0)" : "0.0", residual = bias;
+  if (p.bias_index >= 0) {
+    bias = cat("eb", suffix);
+    if (w.op != OpKind::kDense) {  // one channel per row: the row's bias for every column
+      s.line("float ", bias, " = ld", p.bias_index, "(0, ech", j, ");");
+      if (vec) bias = cat("vec4(", bias, ")");
+    } else if (p.bias.pack_axis == 0) {  // a texel holds the block's 4 columns
+      s.line("vec4 ", bias, " = ld", p.bias_index, "(0, ",
+             clamped(block_index("cb", quads, q), p.bias_view - 1, p.bias_view % quads != 0), ");");
+    } else {
+      s.line(vec ? "vec4 " : "float ", bias, " = ", fetch_row(p.bias_index, "0", column), ";");
+    }
+  }
+  if (p.residual_index >= 0) {
+    residual = cat("er", suffix);
+    if (p.residual_read == ResidualRead::kScalar) {
+      s.line(vec ? "vec4 " : "float ", residual, " = ",
+             fetch_row(p.residual_index, cat("erow", j), column), ";");
+    } else if (w.op == OpKind::kDense) {  // view [M, N/4]
+      s.line(
+          "vec4 ", residual, " = ld", p.residual_index, "(erow", j, ", ",
+          clamped(block_index("cb", quads, q), p.residual_view - 1, p.residual_view % quads != 0),
+          ");");
+    } else {  // view [N·K·OH, OW/4]: the quad's pixels share an output row oh
+      s.line("vec4 ", residual, " = ld", p.residual_index, "(erow", j, " * ", w.out_h(),
+             " + eoh, eowq);");
+    }
+  }
+  return cat("webtune_epilogue(", acc(p, j, q), ", ", bias, ", ", residual, ")");
+}
+
+/// Indices the epilogue's fetches share: clamped output rows erow_j, their channels ech_j
+/// (convolutions), clamped output columns ec_i, and the column quad's output pixel (eoh, eowq).
+void emit_epilogue_indices(ShaderWriter& s, const FragPlan& p) {
+  const Workload& w = p.w;
+  const bool row_overflow = p.out.rows % p.k.out_rows != 0;
+  for (int j = 0; j < p.k.out_rows; ++j) {
+    s.line("int erow", j, " = ",
+           clamped(block_index("rb", p.k.out_rows, j), p.out.rows - 1, row_overflow), ";");
+    if (w.op == OpKind::kDense || p.bias_index < 0) continue;
+    const int64_t channels = rows_per_image(w);
+    if (w.batch == 1)
+      s.line("int ech", j, " = erow", j, ";");
+    else
+      s.line("int ech", j, " = erow", j, " - erow", j, " / ", channels, " * ", channels, ";");
+  }
+  const bool scalar_columns =
+      (p.bias_index >= 0 && w.op == OpKind::kDense && p.bias.pack_axis < 0) ||
+      (p.residual_index >= 0 && p.residual_read == ResidualRead::kScalar);
+  if (scalar_columns) {
+    const bool overflow = p.out.cols % p.k.out_cols != 0;
+    for (int i = 0; i < p.k.out_cols; ++i)
+      s.line("int ec", i, " = ",
+             clamped(block_index("cb", p.k.out_cols, i), p.out.cols - 1, overflow), ";");
+  }
+  if (p.residual_index >= 0 && p.residual_read == ResidualRead::kColumnQuad &&
+      w.op != OpKind::kDense) {
+    s.line("int ep = cb * 4;");  // cols is a multiple of 4 here (OW is), so ep < cols
+    s.line("int eoh = ep / ", w.out_w(), ";");
+    s.line("int eowq = (ep - eoh * ", w.out_w(), ") / 4;");
+  }
+}
+
 void emit_stores(ShaderWriter& s, const FragPlan& p) {
   const int quads = col_quads(p.k);
+  if (!p.w.epilogue.empty()) emit_epilogue_indices(s, p);
   for (int j = 0; j < p.k.out_rows; ++j)
-    for (int q = 0; q < quads; ++q) s.line("o", j * quads + q, " = ", acc(p, j, q), ";");
+    for (int q = 0; q < quads; ++q) {
+      const std::string value =
+          p.w.epilogue.empty() ? acc(p, j, q) : emit_epilogue_value(s, p, j, q);
+      s.line("o", j * quads + q, " = ", value, ";");
+    }
   if (p.k.vertex) {  // the point is discarded before rasterization; ES still wants a position
     s.line("gl_Position = vec4(0.0, 0.0, 0.0, 1.0);");
     s.line("gl_PointSize = 1.0;");
@@ -718,6 +909,19 @@ void emit_block_image(ShaderWriter& s, const FragPlan& p, const std::string& fir
   }
 }
 
+/// For a block that can straddle two images: each row j's image n<j> and channel <channel>j,
+/// from its output row (clamped to the last row; rows past it are padding).
+void emit_row_images(ShaderWriter& s, const FragPlan& p, const std::string& channel) {
+  const int64_t image_rows = rows_per_image(p.w);
+  const bool overflow = p.out.rows % p.k.out_rows != 0;
+  for (int j = 0; j < p.k.out_rows; ++j) {
+    s.line("int row", j, " = ",
+           clamped(block_index("rb", p.k.out_rows, j), p.out.rows - 1, overflow), ";");
+    s.line("int n", j, " = row", j, " / ", image_rows, ";");
+    s.line("int ", channel, j, " = row", j, " - n", j, " * ", image_rows, ";");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // conv2d: Y[N,K,OH,OW] = X[N,C,H,W] ⊛ W[K,C,R,S]
 // ---------------------------------------------------------------------------------------------
@@ -728,9 +932,35 @@ void emit_conv_step(ShaderWriter& s, const FragPlan& p, const std::string& cx,
                     const std::string& wcol) {
   const Workload& w = p.w;
   const int rows = p.k.out_rows, cols = p.k.out_cols;
-  const auto data_at = [&](int i) {
-    return cat("ld0(xbase + ", cx, " * ", w.height, " + dy", i, ", dx", i, ")");
+  const auto data_of = [&](const std::string& xbase, int i) {
+    return cat("ld0(", xbase, " + ", cx, " * ", w.height, " + dy", i, ", dx", i, ")");
   };
+  const auto data_at = [&](int i) { return data_of("xbase", i); };
+  const std::string masks = p.w.pad > 0 ? " * vec4(m0, m1, m2, m3)" : "";
+  if (straddles_images(w, p.k)) {  // each row reads the data of its own image
+    for (int j = 0; j < rows; ++j) {
+      const std::string xbase = cat("xbase", j);
+      const auto row_data = [&](int i) { return data_of(xbase, i); };
+      if (packs_data(p.k)) {
+        for (int i = 0; i < cols; ++i)
+          s.line("vec4 xv", j, "_", i, " = ", row_data(i), mask(p, i), ";");
+        s.line("vec4 w", j, " = ld1(k", j, ", ", wcol, ");");
+        s.line(
+            "acc", j, " += ",
+            cols == 4
+                ? cat("vec4(",
+                      join(4, [&](int i) { return cat("dot(xv", j, "_", i, ", w", j, ")"); }), ")")
+                : cat("dot(xv", j, "_0, w", j, ")"),
+            ";");
+      } else if (cols == 4) {
+        s.line("acc", j, " += ld1(k", j, ", ", wcol, ") * vec4(", join(4, row_data), ")", masks,
+               ";");
+      } else {
+        s.line("acc", j, " += ld1(k", j, ", ", wcol, ") * ", row_data(0), mask(p, 0), ";");
+      }
+    }
+    return;
+  }
   if (packs_data(p.k)) {
     for (int i = 0; i < cols; ++i) s.line("vec4 xv", i, " = ", data_at(i), mask(p, i), ";");
     for (int j = 0; j < rows; ++j) {
@@ -804,11 +1034,18 @@ void emit_conv_igemm(ShaderWriter& s, const FragPlan& p) {
 
 void emit_conv_main(ShaderWriter& s, const FragPlan& p) {
   const Workload& w = p.w;
-  emit_block_image(s, p, "kfirst");
-  const bool row_overflow = w.out_channels % p.k.out_rows != 0;  // only with batch 1
-  for (int j = 0; j < p.k.out_rows; ++j)
-    s.line("int k", j, " = ", clamped(offset("kfirst", j), w.out_channels - 1, row_overflow), ";");
-  s.line("int xbase = n * ", channel_steps(w, p.k) * w.height, ";");
+  const int64_t xstride = channel_steps(w, p.k) * w.height;  // data view rows per image
+  if (straddles_images(w, p.k)) {
+    emit_row_images(s, p, "k");
+    for (int j = 0; j < p.k.out_rows; ++j) s.line("int xbase", j, " = n", j, " * ", xstride, ";");
+  } else {
+    emit_block_image(s, p, "kfirst");
+    const bool row_overflow = w.out_channels % p.k.out_rows != 0;  // only with batch 1
+    for (int j = 0; j < p.k.out_rows; ++j)
+      s.line("int k", j, " = ", clamped(offset("kfirst", j), w.out_channels - 1, row_overflow),
+             ";");
+    s.line("int xbase = n * ", xstride, ";");
+  }
   emit_window_origins(s, p);
   emit_accumulators(s, p);
   if (p.k.algo == "igemm")
@@ -848,8 +1085,23 @@ void emit_depthwise_tap(ShaderWriter& s, const FragPlan& p, const std::string& w
 void emit_depthwise_main(ShaderWriter& s, const FragPlan& p) {
   const Workload& w = p.w;
   const int64_t channels = w.in_channels;
-  emit_block_image(s, p, "chfirst");
-  if (packs_data(p.k)) {
+  if (straddles_images(w, p.k) && packs_data(p.k)) {  // C % 4 = 0 (structural_problem)
+    // Quad q covers rows row0 + 4q … + 3: four channels of one image, since C and row0 are
+    // multiples of 4. Quads past the last row are clamped to the last quad (padding rows).
+    const int64_t cq = channels / 4;
+    s.line("int row0 = ", block_index("rb", p.k.out_rows, 0), ";");
+    for (int q = 0; q < p.k.out_rows / 4; ++q) {
+      s.line("int qrow", q, " = ", clamped(offset("row0", 4 * q), p.out.rows - 4, true), ";");
+      s.line("int n", q, " = qrow", q, " / ", channels, ";");
+      s.line("int cq", q, " = (qrow", q, " - n", q, " * ", channels, ") / 4;");
+      s.line("int drow", q, " = (n", q, " * ", cq, " + cq", q, ") * ", w.height, ";");
+    }
+  } else if (straddles_images(w, p.k)) {
+    emit_row_images(s, p, "ch");
+    for (int j = 0; j < p.k.out_rows; ++j)
+      s.line("int drow", j, " = (n", j, " * ", channels, " + ch", j, ") * ", w.height, ";");
+  } else if (packs_data(p.k)) {
+    emit_block_image(s, p, "chfirst");
     const int quads = p.k.out_rows / 4;
     const int64_t cq = ceil_div(channels, 4);
     const bool overflow = cq % quads != 0;  // only with batch 1
@@ -858,7 +1110,8 @@ void emit_depthwise_main(ShaderWriter& s, const FragPlan& p) {
       s.line("int drow", q, " = (n * ", cq, " + cq", q, ") * ", w.height, ";");
     }
   } else {
-    const bool overflow = channels % p.k.out_rows != 0;
+    emit_block_image(s, p, "chfirst");
+    const bool overflow = channels % p.k.out_rows != 0;  // only with batch 1
     for (int j = 0; j < p.k.out_rows; ++j) {
       s.line("int ch", j, " = ", clamped(offset("chfirst", j), channels - 1, overflow), ";");
       s.line("int drow", j, " = (n * ", channels, " + ch", j, ") * ", w.height, ";");
@@ -907,6 +1160,13 @@ std::string emit_source(const FragPlan& p, const ConfigEntity& entity) {
   emit_prelude(s, p, entity);
   emit_loader(s, 0, p.data, p.data_view, p.k.fetch);
   emit_loader(s, 1, p.weight, p.weight_view, p.k.fetch);
+  if (p.bias_index >= 0) emit_loader(s, p.bias_index, p.bias, p.bias_view, p.k.fetch);
+  if (p.residual_index >= 0)
+    emit_loader(s, p.residual_index, p.residual, p.residual_view, p.k.fetch);
+  if (!p.w.epilogue.empty()) {
+    std::istringstream functions(glsl_epilogue_functions(p.w.epilogue));
+    for (std::string text; std::getline(functions, text);) s.raw(text);
+  }
   s.open("void main() ");
   emit_item_decode(s, p);
   switch (p.w.op) {
@@ -942,12 +1202,13 @@ void add_constraints(ConfigSpace& space, const Workload& w) {
     space.add_constraint("packing c needs out_rows a multiple of 4", [](const ConfigEntity& e) {
       return e.get_string("packing") != "c" || read_knobs(e).out_rows % 4 == 0;
     });
-  if (w.op != OpKind::kDense && w.batch != 1) {
-    const int64_t image_rows = rows_per_image(w);
-    space.add_constraint(
-        "out_rows divides the output rows of one image",
-        [image_rows](const ConfigEntity& e) { return image_rows % read_knobs(e).out_rows == 0; });
-  }
+  if (is_depthwise(w) && w.batch != 1)
+    space.add_constraint("depthwise packing c with batch > 1 needs out_rows | C or C % 4 = 0",
+                         [w](const ConfigEntity& e) {
+                           const FragKnobs k = read_knobs(e);
+                           return k.packing != "c" || !straddles_images(w, k) ||
+                                  w.in_channels % 4 == 0;
+                         });
   space.add_constraint("rows_scale above 1 needs stage = vertex", [](const ConfigEntity& e) {
     const FragKnobs k = read_knobs(e);
     return rows_scale_fits_stage(k);
@@ -987,6 +1248,13 @@ void add_device_limits(ConfigSpace& space, const Workload& w) {
                            return out.feedback || (out.width <= limits.max_texture_size &&
                                                    out.height <= limits.max_texture_size);
                          });
+  if (!w.epilogue.empty())
+    space.add_device_limit("bias and residual textures within max_texture_size",
+                           [w](const ConfigEntity& e, const DeviceLimits& limits) {
+                             const FragPlan p = make_plan(w, read_knobs(e));
+                             return (p.bias_index < 0 || fits(p.bias, limits)) &&
+                                    (p.residual_index < 0 || fits(p.residual, limits));
+                           });
   space.add_device_limit("out_rows <= max_draw_buffers",
                          [](const ConfigEntity& e, const DeviceLimits& limits) {
                            const FragKnobs k = read_knobs(e);
@@ -1079,6 +1347,8 @@ KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& enti
   artifact.target = Target::kGlesFrag;
   artifact.source = emit_source(plan, entity);
   artifact.inputs = {plan.data, plan.weight};
+  if (plan.bias_index >= 0) artifact.inputs.push_back(plan.bias);
+  if (plan.residual_index >= 0) artifact.inputs.push_back(plan.residual);
   artifact.output = plan.out;
   return artifact;
 }

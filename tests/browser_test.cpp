@@ -322,6 +322,23 @@ TEST_F(BrowserFarmTest, TwentyRandomSmallConv2dConfigsMatchTheReference) {
   run_random_configs(Workload::conv2d(1, 8, 12, 12, 8, 3, 1, 1), 20);
 }
 
+// Issue 14: gles-frag kernels with epilogues in a WebGL2 tab (webgl2.mjs binds the bias and
+// the residual as samplers in2 / in3), fragment and vertex stage as sampled, on odd shapes.
+TEST_F(BrowserFarmTest, RandomFusedFragConfigsMatchTheReference) {
+  start(1);
+  const std::pair<Workload, std::vector<std::string>> cases[] = {
+      {Workload::dense(19, 24, 13), {"bias", "hard_swish", "residual"}},
+      {Workload::conv2d(2, 3, 9, 9, 5, 3, 1, 0), {"bias", "residual", "relu"}},
+      {Workload::depthwise_conv2d(1, 12, 9, 8, 3, 1, 1), {"bias", "clip(0,6)"}},
+  };
+  for (const auto& [plain, tokens] : cases) {
+    Workload w = plain;
+    w.epilogue = Epilogue::parse(tokens);
+    SCOPED_TRACE(w.key());
+    run_random_configs(w, 8);
+  }
+}
+
 TEST_F(BrowserFarmTest, ShaderTheBrowserRejectsIsCompileDeviceWithItsLog) {
   start(1);
   Task task = Task::create(Workload::dense(16, 16, 16), Target::kGlesFrag, limits());

@@ -9,6 +9,25 @@
 /// reduction loop can be unrolled and uses `dot` (or vec4 multiply-adds) when the operands are
 /// packed four along an axis. dense, conv2d (direct and implicit-GEMM loop structures) and
 /// depthwise_conv2d. The knobs, their constraints and device limits are documented in the .cpp.
+///
+/// Epilogues (Workload::epilogue): the bias and the residual are inputs 2, 3 in
+/// Workload::input_count order, samplers `in2` / `in3` on texture units 2 / 3, one TensorLayout
+/// each in KernelArtifact::inputs (shapes [C_out] and the output's). They are read with one
+/// fetch per block row (conv bias), per output vec4 (dense bias packed four along N; residual
+/// packed four along its last axis where an output column quad is one texel: dense with vec4
+/// blocks, convolutions with OW % 4 = 0) or per output (R32F otherwise), after the reduction,
+/// and the block is stored as webtune_epilogue(acc, bias, residual) in the fragment and the
+/// vertex stage alike. An empty epilogue leaves the kernel's text as it was.
+///
+/// Non-divisible tiling: no knob must divide an axis (except depthwise packing c with batch > 1
+/// and C % 4 ≠ 0: out_rows divides C so that a channel quad stays in one image). Block rows and
+/// columns past the output are padding in OutputLayout, computed from clamped indices (every fetch
+/// stays inside its texture) and never read back; convolution blocks that straddle two images
+/// decode the image per row (conv2d then fetches the data per row); reduction tails are
+/// straight-line remainder steps of the unrolled loop, and packed quads past K or C read the zeros
+/// TensorLayout::pack fills them with. Zero padding where it costs nothing in the loop
+/// (reduction axes), clamping where the result is discarded anyway (block axes). Records made
+/// before this read the same: no knob or candidate changed, only which entities are valid.
 #pragma once
 
 #include <memory>
