@@ -50,6 +50,11 @@ class Refused(Exception):
     """A graph this script does not turn into webtune tasks (the message says why)."""
 
 
+def label(node):
+    """The node's name, or its first output's where it has none."""
+    return node.name or f"<unnamed, output {node.output[0]}>"
+
+
 def attrs(node):
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
@@ -92,17 +97,17 @@ class Graph:
 
     def shape(self, name, node, what):
         if name not in self.shapes:
-            raise Refused(f"node '{node.name}': the shape of its {what} '{name}' is unknown after "
+            raise Refused(f"node '{label(node)}': the shape of its {what} '{name}' is unknown after "
                           "shape inference (a symbolic dimension? pass --batch)")
         return self.shapes[name]
 
     def scalar(self, name, node, what):
         if name not in self.constants:
-            raise Refused(f"node '{node.name}': its {what} '{name}' is not a constant "
+            raise Refused(f"node '{label(node)}': its {what} '{name}' is not a constant "
                           "(initializer or Constant node)")
         value = self.constants[name]
         if value.size != 1:
-            raise Refused(f"node '{node.name}': its {what} has {value.size} elements, not 1")
+            raise Refused(f"node '{label(node)}': its {what} has {value.size} elements, not 1")
         return float(value.reshape(-1)[0])
 
     def fusable(self, value):
@@ -147,7 +152,7 @@ def activation_of(graph, node, opset):
         if lo == 0 and hi >= 3.4e38:
             return {"activation": "relu"}
         if not (math.isfinite(lo) and math.isfinite(hi) and abs(lo) < 3.4e38 and abs(hi) < 3.4e38):
-            raise Refused(f"Clip node '{node.name}': bounds ({lo}, {hi}) are not both finite; "
+            raise Refused(f"Clip node '{label(node)}': bounds ({lo}, {hi}) are not both finite; "
                           "webtune's clip needs finite bounds")
         return {"activation": "clip", "clip_min": lo, "clip_max": hi}
     return None
@@ -192,34 +197,34 @@ def conv_task(graph, conv):
     x = graph.shape(conv.input[0], conv, "input")
     w = graph.shape(conv.input[1], conv, "weight")
     if len(x) != 4 or len(w) != 4:
-        raise Refused(f"Conv '{conv.name}': only 2-D convolutions (4-D NCHW tensors) are "
+        raise Refused(f"Conv '{label(conv)}': only 2-D convolutions (4-D NCHW tensors) are "
                       f"supported, got input {x}, weight {w}")
     n, c, h, wd = x
     k, cg, r, s = w
     group = a.get("group", 1)
     dil = list(a.get("dilations", [1, 1]))
     if dil != [1, 1]:
-        raise Refused(f"Conv '{conv.name}': dilations {dil}; only dilation 1 is supported")
+        raise Refused(f"Conv '{label(conv)}': dilations {dil}; only dilation 1 is supported")
     strides = list(a.get("strides", [1, 1]))
     if strides[0] != strides[1]:
-        raise Refused(f"Conv '{conv.name}': strides {strides} differ per axis; webtune's conv "
+        raise Refused(f"Conv '{label(conv)}': strides {strides} differ per axis; webtune's conv "
                       "takes one stride")
     auto_pad = a.get("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
     if auto_pad not in ("NOTSET", "VALID"):
-        raise Refused(f"Conv '{conv.name}': auto_pad {auto_pad}; only explicit pads are supported")
+        raise Refused(f"Conv '{label(conv)}': auto_pad {auto_pad}; only explicit pads are supported")
     pads = list(a.get("pads", [0, 0, 0, 0])) if auto_pad == "NOTSET" else [0, 0, 0, 0]
     if len(set(pads)) != 1:
-        raise Refused(f"Conv '{conv.name}': pads {pads} are not symmetric and equal on both "
+        raise Refused(f"Conv '{label(conv)}': pads {pads} are not symmetric and equal on both "
                       "axes; webtune's conv takes one pad")
     if group == 1:
         op = "conv2d"
         if cg != c:
-            raise Refused(f"Conv '{conv.name}': weight has {cg} input channels, input has {c}")
+            raise Refused(f"Conv '{label(conv)}': weight has {cg} input channels, input has {c}")
     elif group == c and k == c and cg == 1:
         op = "depthwise_conv2d"
     else:
-        raise Refused(f"Conv '{conv.name}': group {group} with C = {c}, K = {k}; only group 1 "
+        raise Refused(f"Conv '{label(conv)}': group {group} with C = {c}, K = {k}; only group 1 "
                       "and depthwise (group == C == K) are supported")
     task = {"op": op, "N": n, "C": c, "H": h, "W": wd}
     if op == "conv2d":
