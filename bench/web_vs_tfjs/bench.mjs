@@ -32,24 +32,17 @@
 // there is one; so is one whose artifact's workload is not the task's (other shape or epilogue).
 // Prints a table and writes everything (each sample, the devices, the flags) as JSON to --out.
 //
-// The page is served from a node http server on 127.0.0.1 (a secure context, so WebGPU is
-// offered) with COOP/COEP headers, so it is cross-origin isolated and the tfjs wasm backend can
-// use its threaded SIMD build. Served: /agent/* = browser-agent/, /tfjs/* = the @tensorflow
-// packages in node_modules, /bench/* = this directory.
+// The page (index.html, page.mjs) is served and opened by session.mjs: 127.0.0.1, cross-origin
+// isolated (COOP/COEP), so that tfjs wasm can use its threaded SIMD build.
 
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import puppeteer from 'puppeteer-core';
 
-import { chromiumArgs } from './flags.mjs';
+import { openSession } from './session.mjs';
 import { epilogueSuffix, flopsOf, loadTasks, mathOf } from './tasks.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '../..');
 
 const { values: opts } = parseArgs({
   options: {
@@ -94,42 +87,6 @@ for (const t of targets) {
     console.error(`bench: unknown target '${t}' (${Object.keys(TARGETS).join(', ')})`);
     process.exit(2);
   }
-}
-
-// ---- static server with cross-origin isolation ----
-const TYPES = {
-  '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript',
-  '.wasm': 'application/wasm', '.json': 'application/json', '.map': 'application/json',
-};
-const MOUNTS = [
-  ['/agent/', path.join(root, 'browser-agent')],
-  ['/tfjs/', path.join(root, 'node_modules/@tensorflow')],
-  ['/bench/', here],
-];
-
-function serve(req, res) {
-  const url = new URL(req.url, 'http://127.0.0.1');
-  let file = null;
-  if (url.pathname === '/') file = path.join(here, 'index.html');
-  for (const [prefix, dir] of MOUNTS) {
-    if (!url.pathname.startsWith(prefix)) continue;
-    const candidate = path.resolve(dir, `.${decodeURIComponent(url.pathname.slice(prefix.length - 1))}`);
-    if (candidate.startsWith(dir + path.sep)) file = candidate;
-  }
-  const headers = {
-    'Cross-Origin-Opener-Policy': 'same-origin',
-    'Cross-Origin-Embedder-Policy': 'require-corp',
-    'Cross-Origin-Resource-Policy': 'same-origin',
-    'Cache-Control': 'no-store',
-  };
-  if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-    res.writeHead(404, headers);
-    res.end('not found');
-    return;
-  }
-  headers['Content-Type'] = TYPES[path.extname(file)] || 'application/octet-stream';
-  res.writeHead(200, headers);
-  fs.createReadStream(file).pipe(res);
 }
 
 function readArtifact(target, task) {
@@ -241,28 +198,13 @@ function tfjsThreadsFor(record) {
 
 async function main() {
   const tasks = loadTasks(opts.workloads.split(',').filter(Boolean), opts.tasks.split(',').filter(Boolean));
-  const server = http.createServer(serve);
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${server.address().port}`;
-  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webtune-bench-'));
-  // The farm's flags (what the tuning ran under), with WebGPU on: one session for all targets.
-  const args = chromiumArgs({ gl: opts.gl, webgpu: true });
-  const browser = await puppeteer.launch({
-    executablePath: opts.chromium, headless: true, pipe: true, userDataDir: profileDir, args,
-    protocolTimeout: 1800000,
-  });
+  const session = await openSession({ gl: opts.gl, chromium: opts.chromium });
+  const { page, args } = session;
   const rows = [];
   let env = {};
   try {
-    const page = await browser.newPage();
-    page.on('console', (m) => {
-      if (['error', 'warn'].includes(m.type())) console.error(`page ${m.type()}: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
-    await page.goto(`${origin}/`, { waitUntil: 'load' });
-    await page.waitForFunction(() => window.bench?.ready === true, { timeout: 60000 });
     env = await page.evaluate(() => window.bench.environment());
-    env.chromium = await browser.version();
+    env.chromium = await session.browser.version();
     env.flags = args;
     env.gl = opts.gl;
     env.tfjs_wasm_threads_requested = tfjsThreads;
@@ -366,9 +308,7 @@ async function main() {
       }
     }
   } finally {
-    await browser.close().catch(() => {});
-    server.close();
-    fs.rmSync(profileDir, { recursive: true, force: true });
+    await session.close();
   }
   printTable(rows);
   const result = {

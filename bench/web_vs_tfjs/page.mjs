@@ -299,6 +299,90 @@ async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5, mode = 'rea
   return out;
 }
 
+/**
+ * The epilogue semantics of codegen/include/codegen/epilogue.hpp on one value: v = acc + bias;
+ * residual before the activation; relu / clip / hard-swish; residual after.
+ */
+function epilogueRef(acc, b, r, e) {
+  let v = acc + b;
+  if (e.residual === 'before_activation') v += r;
+  switch (e.activation || 'none') {
+    case 'relu': v = Math.max(v, 0); break;
+    case 'clip': v = Math.min(Math.max(v, e.clip_min ?? 0), e.clip_max ?? 6); break;
+    case 'hard_swish': v = (v * Math.min(Math.max(v + 3, 0), 6)) / 6; break;
+    default: break;
+  }
+  if (e.residual === 'after_activation') v += r;
+  return v;
+}
+
+/**
+ * Checks that TensorFlow.js's op for `w` (small shapes: a plain JS loop recomputes it) is the
+ * workload's math: the main op in NHWC / HWIO, then the epilogue as epilogue.hpp says. Resolves
+ * to {max_abs_err, count, ops, backend, threads}.
+ */
+async function checkTfjs(backend, w, { threads = 0 } = {}) {
+  await useBackend(backend, { threads });
+  const { inputs, run, ops } = tfjsOp(w);
+  const [x, f, ...extra] = await Promise.all(inputs.map((t) => t.data()));
+  const e = w.epilogue || {};
+  const bias = e.bias ? extra[0] : null;
+  const res = (e.residual || 'none') !== 'none' ? extra[extra.length - 1] : null;
+  const y = run();
+  const got = await y.data();
+  const shape = y.shape;
+  y.dispose();
+  for (const t of inputs) t.dispose();
+  const want = new Float32Array(got.length);
+  if (w.op === 'dense') {
+    for (let m = 0; m < w.M; ++m) {
+      for (let n = 0; n < w.N; ++n) {
+        let acc = 0;
+        for (let k = 0; k < w.K; ++k) acc += x[m * w.K + k] * f[k * w.N + n];
+        const i = m * w.N + n;
+        want[i] = epilogueRef(acc, bias ? bias[n] : 0, res ? res[i] : 0, e);
+      }
+    }
+  } else {
+    const [N, OH, OW, CO] = shape;
+    const depthwise = w.op === 'depthwise_conv2d';
+    const S = w.S ?? w.R;
+    const stride = w.stride ?? 1;
+    const pad = w.pad ?? 0;
+    for (let n = 0; n < N; ++n) {
+      for (let oh = 0; oh < OH; ++oh) {
+        for (let ow = 0; ow < OW; ++ow) {
+          for (let co = 0; co < CO; ++co) {
+            let acc = 0;
+            for (let r = 0; r < w.R; ++r) {
+              for (let s2 = 0; s2 < S; ++s2) {
+                const ih = oh * stride - pad + r;
+                const iw = ow * stride - pad + s2;
+                if (ih < 0 || iw < 0 || ih >= w.H || iw >= w.W) continue;
+                const xAt = ((n * w.H + ih) * w.W + iw) * w.C;
+                if (depthwise) {
+                  acc += x[xAt + co] * f[(r * S + s2) * w.C + co];
+                } else {
+                  for (let c = 0; c < w.C; ++c) acc += x[xAt + c] * f[((r * S + s2) * w.C + c) * CO + co];
+                }
+              }
+            }
+            const i = ((n * OH + oh) * OW + ow) * CO + co;
+            want[i] = epilogueRef(acc, bias ? bias[co] : 0, res ? res[i] : 0, e);
+          }
+        }
+      }
+    }
+  }
+  let maxAbsErr = 0;
+  for (let i = 0; i < got.length; ++i) maxAbsErr = Math.max(maxAbsErr, Math.abs(got[i] - want[i]));
+  if (got.some(Number.isNaN)) maxAbsErr = NaN;
+  return {
+    max_abs_err: maxAbsErr, count: got.length, ops, backend: tf.getBackend(),
+    threads: backend === 'wasm' ? tf.wasm.getThreadsCount() : null,
+  };
+}
+
 /** What the page runs on: user agent, isolation, WebGL2 renderer, WebGPU adapter. */
 async function environment() {
   const env = {
@@ -327,4 +411,4 @@ async function environment() {
   return env;
 }
 
-window.bench = { runWebtune, runTfjs, environment, ready: true };
+window.bench = { runWebtune, runTfjs, checkTfjs, environment, ready: true };
