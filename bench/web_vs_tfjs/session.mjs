@@ -41,6 +41,11 @@ function serve(req, res) {
     'Cross-Origin-Resource-Policy': 'same-origin',
     'Cache-Control': 'no-store',
   };
+  if (url.pathname === '/favicon.ico') {  // asked by every page; none, and no console error
+    res.writeHead(204, headers);
+    res.end();
+    return;
+  }
   if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
     res.writeHead(404, headers);
     res.end('not found');

@@ -10,8 +10,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 /**
  * The tasks named by --tasks, from the --workloads files (webtune workload JSON: {tasks: [...]},
- * each a workload with a name and an optional "epilogue"). Throws on an unknown task, or a
- * name defined differently by two files.
+ * each a workload with a name and an optional "epilogue"); `names` ['all'] is every task of the
+ * files, in file order. Throws on an unknown task, or a name defined differently by two files.
  */
 export function loadTasks(files, names) {
   const byName = new Map();
@@ -30,6 +30,9 @@ export function loadTasks(files, names) {
       }
       byName.set(t.name, { task: t, file });
     }
+  }
+  if (names.length === 1 && names[0] === 'all') {
+    return [...byName.values()].map((w) => ({ ...w.task, workload_file: w.file }));
   }
   return names.map((name) => {
     const w = byName.get(name);

@@ -46,6 +46,7 @@ test('tasks.mjs: tasks by name from workload files, with their epilogue', () => 
     assert.equal(epilogueSuffix(tasks[0]), '+bias+clip(0,6)');
     assert.equal(epilogueSuffix(tasks[1]), '+bias+residual+relu');
     assert.equal(epilogueSuffix(loadTasks([a], ['P1'])[0]), '+bias');
+    assert.deepEqual(loadTasks([a, b], ['all']).map((t) => t.name), ['P1', 'D1', 'F2']);
     assert.throws(() => loadTasks([a], ['F2']), /unknown task 'F2'/);
     const clash = workloadFile(dir, 'c.json', [{ name: 'P1', op: 'conv2d', C: 32, H: 112, W: 112, K: 16, R: 1 }]);
     assert.throws(() => loadTasks([a, clash], ['P1']), /defined differently/);
@@ -142,31 +143,35 @@ test('the bench page in headless Chromium', async (t) => {
   });
 });
 
-// A stored wasm artifact (a 2-thread dense 512 kernel tuned on 2026-11-22): bench.mjs compares
-// it in both modes, and tfjs wasm gets its thread count.
-const STORED = path.join(root, 'bench/results/web-2026-11-22-vertex/artifacts/wasm-dense512.json');
+// Stored artifacts of dense 512 (tuned on 2026-11-22; the wasm kernel uses 2 threads): bench.mjs
+// compares each target in both modes, and tfjs wasm gets the kernel's thread count.
+const STORED = path.join(root, 'bench/results/web-2026-11-22-vertex/artifacts');
+const TARGETS = ['webgl2', 'webgpu', 'wasm'];
+const stored = (target) => path.join(STORED, `${target}-dense512.json`);
 
-test('bench.mjs end to end on a plain row', { skip: fs.existsSync(STORED) ? false : `no ${STORED}` }, async () => {
+test('bench.mjs end to end on a plain row', { skip: TARGETS.every((t) => fs.existsSync(stored(t))) ? false : `no ${STORED}` }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-bench-e2e-'));
   try {
-    fs.copyFileSync(STORED, path.join(dir, 'wasm-dense512.json'));
+    for (const target of TARGETS) fs.copyFileSync(stored(target), path.join(dir, `${target}-dense512.json`));
     const out = path.join(dir, 'out.json');
     const { stdout } = await promisify(execFile)(process.execPath, [
       path.join(root, 'bench/web_vs_tfjs/bench.mjs'), '--artifacts', dir, '--out', out,
-      '--tasks', 'dense512', '--targets', 'wasm', '--rounds', '2', '--repeat', '5'], { timeout: 600000 });
+      '--tasks', 'dense512', '--targets', TARGETS.join(','), '--rounds', '2', '--repeat', '5'], { timeout: 800000 });
     assert.match(stdout, /fence: webtune .* read-back: webtune/);
     const result = JSON.parse(fs.readFileSync(out, 'utf8'));
-    const [row] = result.rows;
-    const threads = JSON.parse(fs.readFileSync(STORED, 'utf8')).artifact.wasm.threads;
-    assert.equal(row.skipped, null);
-    assert.equal(row.tfjs_threads, threads);
-    for (const mode of ['fence', 'readback']) {
-      const m = row.modes[mode];
-      assert.equal(m.webtune.costs_s.length, 10, mode);
-      assert.equal(m.tfjs.costs_s.length, 10, mode);
-      assert.equal(m.tfjs.threads, threads, mode);
-      assert.ok(m.ratio > 0 && Number.isFinite(m.ratio), `${mode} ratio ${m.ratio}`);
-      assert.equal(m.round_ratios.length, 2);
+    assert.deepEqual(result.rows.map((r) => r.target), TARGETS);
+    for (const row of result.rows) {
+      assert.equal(row.skipped, null, row.target);
+      const threads = JSON.parse(fs.readFileSync(stored(row.target), 'utf8')).artifact.wasm?.threads;
+      if (row.target === 'wasm') assert.equal(row.tfjs_threads, threads);
+      for (const mode of ['fence', 'readback']) {
+        const m = row.modes[mode];
+        assert.equal(m.webtune.costs_s.length, 10, `${row.target} ${mode}`);
+        assert.equal(m.tfjs.costs_s.length, 10, `${row.target} ${mode}`);
+        if (row.target === 'wasm') assert.equal(m.tfjs.threads, threads, mode);
+        assert.ok(m.ratio > 0 && Number.isFinite(m.ratio), `${row.target} ${mode} ratio ${m.ratio}`);
+        assert.equal(m.round_ratios.length, 2);
+      }
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
