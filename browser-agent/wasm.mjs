@@ -328,7 +328,10 @@ class Trial {
     requireSamplesMatch(first.output, this.input);
     this.checkDeadline(0, 0);
     await this.warmUp(first.seconds);
-    return timeEvaluator(this.input.options || {}, async (number) => (await this.batch(number, false)).seconds,
+    // options.readback (bench/web_vs_tfjs only): each timed run also copies the output out of
+    // the module's memory, as TensorFlow.js's `await y.data()` copies it out of its heap.
+    const readback = Boolean(this.input.options?.readback);
+    return timeEvaluator(this.input.options || {}, async (number) => (await this.batch(number, false, readback)).seconds,
       (timedRuns, perRunS) => this.checkDeadline(timedRuns, perRunS));
   }
 
@@ -407,12 +410,17 @@ class Trial {
     }
   }
 
-  /** One batch of `number` executions on the leader: {seconds, output (when asked)}. */
-  async batch(number, withOutput) {
+  /**
+   * One batch of `number` executions on the leader: {seconds, output (when asked)}. With
+   * `readback` the leader copies the output out after every execution, inside the clock.
+   */
+  async batch(number, withOutput, readback = false) {
     const leader = this.threads[0];
+    const region = { offset: this.plan.outputOffset, count: this.sizes.output };
     leader.post({
       cmd: 'run', number,
-      output: withOutput ? { offset: this.plan.outputOffset, count: this.sizes.output } : null,
+      output: withOutput ? region : null,
+      readback: readback ? region : null,
     });
     const reply = await this.reply(leader, 'running the kernel');
     if (reply.error) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${reply.error}`);

@@ -588,11 +588,19 @@ class Trial {
     checkJobDeadline(this, timedRuns, lastRunS);
   }
 
+  /**
+   * TVM time_evaluator over the kernel. With `options.readback` (bench/web_vs_tfjs only; the
+   * tuner never sets it) each timed batch also reads the whole output back after the fence, as
+   * TensorFlow.js's `await y.data()` does (fence, then download), so both sides can be timed
+   * with read-back.
+   */
   async timeRuns() {
+    const readback = Boolean(this.input.options?.readback);
     return timeEvaluator(this.input.options || {}, async (number) => {
       const begin = performance.now();
       for (let j = 0; j < number; ++j) this.runOnce();
       await this.sync();
+      if (readback) this.readOutput();
       return (performance.now() - begin) / 1e3;
     }, (timedRuns, perRunS) => {
       this.checkGl('timing the kernel');

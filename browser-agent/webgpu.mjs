@@ -374,15 +374,30 @@ class Trial {
     checkJobDeadline(this, timedRuns, lastRunS);
   }
 
-  /** `number` runs, submitted in command buffers of at most RUNS_PER_SUBMIT dispatches. */
-  async runBatch(number) {
+  /**
+   * `number` runs, submitted in command buffers of at most RUNS_PER_SUBMIT dispatches. With
+   * `readback` (options.readback: bench/web_vs_tfjs only) the last command buffer also copies
+   * the output to the read buffer, which is then mapped and copied out, as TensorFlow.js's
+   * `await y.data()` does; otherwise the batch ends at onSubmittedWorkDone.
+   */
+  async runBatch(number, readback = false) {
     const queue = this.device.queue;
     for (let done = 0; done < number; done += RUNS_PER_SUBMIT) {
       const encoder = this.device.createCommandEncoder();
       this.encodeRuns(encoder, Math.min(RUNS_PER_SUBMIT, number - done));
+      if (readback && done + RUNS_PER_SUBMIT >= number) {
+        encoder.copyBufferToBuffer(this.outputBuffer, 0, this.readBuffer, 0, this.outputBytes);
+      }
       queue.submit([encoder.finish()]);
     }
-    await queue.onSubmittedWorkDone();
+    if (!readback) {
+      await queue.onSubmittedWorkDone();
+      return;
+    }
+    await this.readBuffer.mapAsync(GPUMapMode.READ);
+    const output = new Float32Array(this.readBuffer.getMappedRange().slice(0));
+    this.readBuffer.unmap();
+    return output;
   }
 
   async timeRuns() {
@@ -390,7 +405,7 @@ class Trial {
       // The clock runs inside the error scope: popping it is a round trip of its own.
       this.scoped('timing the kernel', ErrorNo.RUNTIME_DEVICE, async () => {
         const begin = performance.now();
-        await this.runBatch(number);
+        await this.runBatch(number, Boolean(this.input.options?.readback));
         return (performance.now() - begin) / 1e3;
       }), (timedRuns, perRunS) => {
       this.checkLost('timing the kernel');

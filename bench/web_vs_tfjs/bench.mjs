@@ -3,53 +3,60 @@
 // session (one page), per task × target:
 //
 //   node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
+//        [--workloads configs/workloads/matmul.json,configs/workloads/resnet18.json]
 //        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--rounds 6] [--repeat 5]
-//        [--tfjs-wasm-threads N]
+//        [--tfjs-wasm-threads match|default|N]
 //
-// Each row takes --rounds rounds, and each round times webtune's kernel (--repeat samples) and
-// then TensorFlow.js's op (--repeat samples): the two sides alternate, so a slow spell of this
-// shared machine (steal time, another tenant; single samples move by up to 2×) falls on both
-// rather than on whichever side happened to run then. Each side's figure is the median of all
-// its rounds × repeat samples; the ratio is of those medians, and the table also gives the
-// spread of the per-round ratios. When DIR also holds runners-up (<target>-<task>.rank<R>.json,
-// see run), they and the best record are first re-measured side by side (pickFinalist) and the
-// fastest here is the one compared.
+// Tasks are looked up by name in the --workloads files (--tasks all: every task of them;
+// webtune's workload JSON; a task's
+// optional "epilogue" — bias, activation, residual — is run by tfjs with the same semantics,
+// page.mjs says how). Every row is timed two ways, printed as two column groups:
+// "fence" (each sample ends when the device has finished the op) and "read-back" (each sample
+// also reads the whole output back into a Float32Array), the same way on both sides (page.mjs).
+//
+// Each row takes --rounds rounds; each round times, for each mode, webtune's kernel (--repeat
+// samples) and TensorFlow.js's op (--repeat samples), the side that goes first alternating
+// from round to round: a slow spell of this shared machine (steal time, another tenant; single
+// samples move by up to 2×) falls on both sides rather than on whichever happened to run then.
+// Each side's figure per mode is the median of all its rounds × repeat samples; the ratio is of
+// those medians, and the table also gives the spread of the per-round ratios. When DIR also
+// holds runners-up (<target>-<task>.rank<R>.json, see run), they and the best record are first
+// re-measured side by side (pickFinalist, fence timing) and the fastest here is the one compared.
+//
+// tfjs wasm's thread count: "match" (default) gives it the thread count of the webtune kernel
+// the row compares (artifact.wasm.threads), "default" leaves tfjs's own choice (on this 2-core
+// machine 1: tfjs caps it at navigator.hardwareConcurrency / 2), N asks for N.
 //
 // DIR holds `webtune artifact` outputs named <target>-<task>.json (bench/web_vs_tfjs/run writes
 // them from the tuning databases). A target × task without one is still timed on the TensorFlow.js
 // side and reported as skipped on webtune's, with the reason from DIR/<target>-<task>.skip when
-// there is one. Prints a table (task, target, webtune GFLOP/s, tfjs GFLOP/s, ratio, target ratio,
-// met?) and writes everything (each sample, the devices, the flags) as JSON to --out.
+// there is one; so is one whose artifact's workload is not the task's (other shape or epilogue).
+// Prints a table and writes everything (each sample, the devices, the flags) as JSON to --out.
 //
-// The page is served from a node http server on 127.0.0.1 (a secure context, so WebGPU is
-// offered) with COOP/COEP headers, so it is cross-origin isolated and the tfjs wasm backend can
-// use its threaded SIMD build. Served: /agent/* = browser-agent/, /tfjs/* = the @tensorflow
-// packages in node_modules, /bench/* = this directory.
+// The page (index.html, page.mjs) is served and opened by session.mjs: 127.0.0.1, cross-origin
+// isolated (COOP/COEP), so that tfjs wasm can use its threaded SIMD build.
 
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import puppeteer from 'puppeteer-core';
 
-import { chromiumArgs } from './flags.mjs';
+import { openSession } from './session.mjs';
+import { epilogueSuffix, flopsOf, loadTasks, mathOf } from './tasks.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '../..');
 
 const { values: opts } = parseArgs({
   options: {
     artifacts: { type: 'string' },
     out: { type: 'string', default: '' },
     gl: { type: 'string', default: 'swiftshader' },
+    workloads: { type: 'string', default: 'configs/workloads/matmul.json,configs/workloads/resnet18.json' },
     tasks: { type: 'string', default: 'dense512,C2,C5,C8' },
     targets: { type: 'string', default: 'webgl2,webgpu,wasm' },
     rounds: { type: 'string', default: '6' },
     repeat: { type: 'string', default: '5' },
-    // tfjs wasm's thread count; default: its own choice (what a user gets).
-    'tfjs-wasm-threads': { type: 'string', default: '' },
+    // tfjs wasm's thread count: match (webtune's kernel's), default (tfjs's own choice), or N.
+    'tfjs-wasm-threads': { type: 'string', default: 'match' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
   },
 });
@@ -59,16 +66,22 @@ if (!opts.artifacts) {
 }
 const repeat = Number.parseInt(opts.repeat, 10);
 const rounds = Number.parseInt(opts.rounds, 10);
+const tfjsThreads = opts['tfjs-wasm-threads'];
+if (!/^(match|default|[1-9][0-9]*)$/.test(tfjsThreads)) {
+  console.error(`bench: --tfjs-wasm-threads takes match, default or a count, not '${tfjsThreads}'`);
+  process.exit(2);
+}
 if (!(repeat >= 1 && rounds >= 1 && repeat * rounds >= 10)) {
   console.error('bench: --rounds R --repeat N need R, N ≥ 1 and R·N ≥ 10 (medians of ≥ 10 samples per side)');
   process.exit(2);
 }
 
-// webtune target → the TensorFlow.js backend it is compared with, and the issue's target ratio.
+// webtune target → the TensorFlow.js backend it is compared with, and issue 14's target ratio
+// (issue 5's were the same but wasm ≥ 1×, against tfjs wasm on 1 thread).
 const TARGETS = {
   webgl2: { backend: 'webgl', goal: 2 },
   webgpu: { backend: 'webgpu', goal: 3 },
-  wasm: { backend: 'wasm', goal: 1 },
+  wasm: { backend: 'wasm', goal: 1.2 },
 };
 const targets = opts.targets.split(',').filter(Boolean);
 for (const t of targets) {
@@ -76,63 +89,6 @@ for (const t of targets) {
     console.error(`bench: unknown target '${t}' (${Object.keys(TARGETS).join(', ')})`);
     process.exit(2);
   }
-}
-
-// The tasks' shapes, from the workload files the tuning runs used.
-function loadTasks() {
-  const byName = new Map();
-  for (const file of ['matmul.json', 'resnet18.json']) {
-    const doc = JSON.parse(fs.readFileSync(path.join(root, 'configs/workloads', file), 'utf8'));
-    for (const t of doc.tasks) byName.set(t.name, t);
-  }
-  return opts.tasks.split(',').filter(Boolean).map((name) => {
-    const w = byName.get(name);
-    if (!w) throw new Error(`unknown task '${name}' (configs/workloads/matmul.json, resnet18.json)`);
-    return w;
-  });
-}
-
-function flopsOf(w) {
-  if (w.op === 'dense') return 2 * w.M * w.N * w.K;
-  const oh = Math.floor((w.H + 2 * w.pad - w.R) / w.stride) + 1;
-  const ow = Math.floor((w.W + 2 * w.pad - w.S) / w.stride) + 1;
-  return 2 * w.N * w.K * oh * ow * w.C * w.R * w.S;
-}
-
-// ---- static server with cross-origin isolation ----
-const TYPES = {
-  '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript',
-  '.wasm': 'application/wasm', '.json': 'application/json', '.map': 'application/json',
-};
-const MOUNTS = [
-  ['/agent/', path.join(root, 'browser-agent')],
-  ['/tfjs/', path.join(root, 'node_modules/@tensorflow')],
-  ['/bench/', here],
-];
-
-function serve(req, res) {
-  const url = new URL(req.url, 'http://127.0.0.1');
-  let file = null;
-  if (url.pathname === '/') file = path.join(here, 'index.html');
-  for (const [prefix, dir] of MOUNTS) {
-    if (!url.pathname.startsWith(prefix)) continue;
-    const candidate = path.resolve(dir, `.${decodeURIComponent(url.pathname.slice(prefix.length - 1))}`);
-    if (candidate.startsWith(dir + path.sep)) file = candidate;
-  }
-  const headers = {
-    'Cross-Origin-Opener-Policy': 'same-origin',
-    'Cross-Origin-Embedder-Policy': 'require-corp',
-    'Cross-Origin-Resource-Policy': 'same-origin',
-    'Cache-Control': 'no-store',
-  };
-  if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-    res.writeHead(404, headers);
-    res.end('not found');
-    return;
-  }
-  headers['Content-Type'] = TYPES[path.extname(file)] || 'application/octet-stream';
-  res.writeHead(200, headers);
-  fs.createReadStream(file).pipe(res);
 }
 
 function readArtifact(target, task) {
@@ -169,16 +125,34 @@ function mergeRounds(results, flops) {
   };
 }
 
+const MODES = ['fence', 'readback'];
+
+function ratioCell(m) {
+  if (!m || m.ratio === null) return '-';
+  return `${fmt(m.ratio)}×`;
+}
+
+function spreadCell(m) {
+  return m?.round_ratios?.length ? `${fmt(Math.min(...m.round_ratios))}–${fmt(Math.max(...m.round_ratios))}×` : '-';
+}
+
+/** The table: per row, the fence-only figures and the read-back figures side by side. */
 function printTable(rows) {
-  const head = ['task', 'target', 'webtune GFLOP/s', 'tfjs GFLOP/s', 'ratio', 'rounds', 'target', 'met?'];
-  const lines = [head, ...rows.map((r) => [
-    r.task, `${r.target} vs tfjs ${r.tfjs_backend}`, fmt(r.webtune?.gflops), fmt(r.tfjs?.gflops),
-    r.ratio === null ? '-' : `${fmt(r.ratio)}×`,
-    r.round_ratios?.length ? `${fmt(Math.min(...r.round_ratios))}–${fmt(Math.max(...r.round_ratios))}×` : '-',
-    `≥ ${r.target_ratio}×`,
-    r.met === null ? `skipped: ${r.skipped}` : (r.met ? 'yes' : 'no'),
-  ])];
+  const head = ['task', 'target', 'fence: webtune', 'tfjs', 'ratio', 'rounds',
+    'read-back: webtune', 'tfjs', 'ratio', 'rounds', 'target', 'met (fence / read-back)'];
+  const lines = [head, ...rows.map((r) => {
+    const f = r.modes.fence;
+    const b = r.modes.readback;
+    return [
+      `${r.task}${r.epilogue}`, `${r.target} vs tfjs ${r.tfjs_backend}${r.tfjs_threads ? ` (${r.tfjs_threads}t)` : ''}`,
+      fmt(f.webtune?.gflops), fmt(f.tfjs?.gflops), ratioCell(f), spreadCell(f),
+      fmt(b.webtune?.gflops), fmt(b.tfjs?.gflops), ratioCell(b), spreadCell(b),
+      `≥ ${r.target_ratio}×`,
+      r.skipped ? `skipped: ${r.skipped}` : MODES.map((m) => (r.modes[m].met ? 'yes' : 'no')).join(' / '),
+    ];
+  })];
   const width = head.map((_, c) => Math.max(...lines.map((l) => l[c].length)));
+  console.log('GFLOP/s (main op FLOPs / median seconds); ratio = webtune / tfjs; rounds = spread of the per-round ratios');
   for (const l of lines) console.log(l.map((cell, c) => cell.padEnd(width[c])).join('  ').trimEnd());
 }
 
@@ -217,34 +191,25 @@ async function pickFinalist(page, records) {
   return { record: pick < 0 ? records[0] : records[pick], finalists };
 }
 
+/** The thread count tfjs wasm gets for a row whose webtune kernel is `record` (0: its own). */
+function tfjsThreadsFor(record) {
+  if (tfjsThreads === 'default') return 0;
+  if (tfjsThreads !== 'match') return Number.parseInt(tfjsThreads, 10);
+  return record?.artifact?.wasm?.threads ?? 0;
+}
+
 async function main() {
-  const tasks = loadTasks();
-  const server = http.createServer(serve);
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${server.address().port}`;
-  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webtune-bench-'));
-  // The farm's flags (what the tuning ran under), with WebGPU on: one session for all targets.
-  const args = chromiumArgs({ gl: opts.gl, webgpu: true });
-  const browser = await puppeteer.launch({
-    executablePath: opts.chromium, headless: true, pipe: true, userDataDir: profileDir, args,
-    protocolTimeout: 1800000,
-  });
+  const tasks = loadTasks(opts.workloads.split(',').filter(Boolean), opts.tasks.split(',').filter(Boolean));
+  const session = await openSession({ gl: opts.gl, chromium: opts.chromium });
+  const { page, args } = session;
   const rows = [];
   let env = {};
   try {
-    const page = await browser.newPage();
-    page.on('console', (m) => {
-      if (['error', 'warn'].includes(m.type())) console.error(`page ${m.type()}: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
-    const query = opts['tfjs-wasm-threads'] ? `?wasm_threads=${opts['tfjs-wasm-threads']}` : '';
-    await page.goto(`${origin}/${query}`, { waitUntil: 'load' });
-    await page.waitForFunction(() => window.bench?.ready === true, { timeout: 60000 });
     env = await page.evaluate(() => window.bench.environment());
-    env.chromium = await browser.version();
+    env.chromium = await session.browser.version();
     env.flags = args;
     env.gl = opts.gl;
-    env.tfjs_wasm_threads_requested = opts['tfjs-wasm-threads'] || 'default';
+    env.tfjs_wasm_threads_requested = tfjsThreads;
     console.error(`bench: ${env.chromium}, ${opts.gl}, WebGL2 ${env.webgl2_renderer}, WebGPU ${env.webgpu_adapter}, ` +
       `cross-origin isolated: ${env.cross_origin_isolated}`);
 
@@ -253,67 +218,105 @@ async function main() {
       for (const target of targets) {
         const { backend, goal } = TARGETS[target];
         const row = {
-          task: w.name, target, tfjs_backend: backend, target_ratio: goal, flops,
-          webtune: null, tfjs: null, ratio: null, met: null, skipped: null,
+          task: w.name, epilogue: epilogueSuffix(w), workload: w, target, tfjs_backend: backend,
+          target_ratio: goal, flops, skipped: null, tfjs_ops: null, tfjs_threads: null,
+          modes: Object.fromEntries(MODES.map((m) => [m, { webtune: null, tfjs: null, ratio: null, met: null }])),
         };
         const { records, skip } = readArtifact(target, w.name);
         let record = null;
         if (records) {
-          const picked = await pickFinalist(page, records);
-          record = picked.record;
-          row.finalists = picked.finalists;
-          if (picked.finalists.length) {
-            console.error(`bench: ${w.name} ${target}: finalists ${picked.finalists.map((f) =>
-              `#${f.rank} (config ${f.config_index}) ${fmt(f.gflops)}`).join(', ')} GFLOP/s; ` +
-              `keeping config ${record.config_index}`);
+          // An artifact tuned for other math (shape or epilogue) than the task is not compared.
+          const other = records.find((r) => JSON.stringify(mathOf(r.workload)) !== JSON.stringify(mathOf(w)));
+          if (other) {
+            row.skipped = `the artifact's workload ${JSON.stringify(other.workload)} is not task ${w.name}'s`;
+          } else {
+            const picked = await pickFinalist(page, records);
+            record = picked.record;
+            row.finalists = picked.finalists;
+            if (picked.finalists.length) {
+              console.error(`bench: ${w.name} ${target}: finalists ${picked.finalists.map((f) =>
+                `#${f.rank} (config ${f.config_index}) ${fmt(f.gflops)}`).join(', ')} GFLOP/s; ` +
+                `keeping config ${record.config_index}`);
+            }
           }
         } else {
           row.skipped = skip;
         }
-        const ours = [];
-        const theirs = [];
-        for (let round = 0; round < rounds && !row.tfjs?.error; ++round) {
-          if (record && !row.skipped) {
-            try {
-              ours.push(await page.evaluate((rec, n) => window.bench.runWebtune(rec, { repeat: n }), record, repeat));
-            } catch (e) {
-              row.skipped = `webtune run failed: ${e.message}`;
-            }
-          }
+        const threads = backend === 'wasm' ? tfjsThreadsFor(record) : 0;
+        if (backend === 'wasm') row.tfjs_threads = threads || 'default';
+        const ours = Object.fromEntries(MODES.map((m) => [m, []]));
+        const theirs = Object.fromEntries(MODES.map((m) => [m, []]));
+        let tfjsError = null;
+        let tfjsRuns = 0;
+        const runOurs = async (mode) => {
+          if (!record || row.skipped) return;
           try {
-            // The first round warms the op up (shader compiles, tier-up); later ones only a little.
-            theirs.push(await page.evaluate((b, wl, f, n, warmup) => window.bench.runTfjs(b, wl, f, { repeat: n, warmup }),
-              backend, w, flops, repeat, round === 0 ? 5 : 2));
+            ours[mode].push(await page.evaluate((rec, n, md) => window.bench.runWebtune(rec, { repeat: n, mode: md }),
+              record, repeat, mode));
           } catch (e) {
-            row.tfjs = { error: e.message };
+            row.skipped = `webtune run failed (${mode}): ${e.message}`;
+          }
+        };
+        const runTheirs = async (mode) => {
+          if (tfjsError) return;
+          try {
+            // The first run warms the op up (shader compiles, tier-up); later ones only a little.
+            const warmup = tfjsRuns++ === 0 ? 5 : 2;
+            theirs[mode].push(await page.evaluate((b, wl, f, n, wu, md, t) =>
+              window.bench.runTfjs(b, wl, f, { repeat: n, warmup: wu, mode: md, threads: t }),
+            backend, w, flops, repeat, warmup, mode, threads));
+          } catch (e) {
+            tfjsError = e.message;
             row.skipped = row.skipped || `tfjs ${backend} failed: ${e.message}`;
           }
+        };
+        for (let round = 0; round < rounds && !tfjsError; ++round) {
+          // Both modes in every round; the side that goes first alternates.
+          for (const mode of MODES) {
+            if (round % 2 === 0) {
+              await runOurs(mode);
+              await runTheirs(mode);
+            } else {
+              await runTheirs(mode);
+              await runOurs(mode);
+            }
+          }
         }
-        if (ours.length && !row.skipped) {
-          row.webtune = {
-            ...mergeRounds(ours, flops), rank: record.rank ?? 1, config_index: record.config_index, config: record.config,
-            job: record.job, trials: record.trials, tuned_gflops: record.gflops,
-            device_key: record.device_key,
-          };
+        for (const mode of MODES) {
+          const m = row.modes[mode];
+          if (ours[mode].length && !row.skipped) {
+            m.webtune = {
+              ...mergeRounds(ours[mode], flops), rank: record.rank ?? 1, config_index: record.config_index,
+              config: record.config, job: record.job, trials: record.trials, tuned_gflops: record.gflops,
+              device_key: record.device_key, threads: record.artifact?.wasm?.threads,
+            };
+          }
+          if (theirs[mode].length && !tfjsError) {
+            m.tfjs = mergeRounds(theirs[mode], flops);
+            row.tfjs_ops = m.tfjs.ops;
+          }
+          if (m.webtune?.gflops && m.tfjs?.gflops && ours[mode].length === theirs[mode].length) {
+            m.ratio = m.webtune.gflops / m.tfjs.gflops;
+            m.met = m.ratio >= goal;
+            m.round_ratios = ours[mode].map((o, i) => o.gflops / theirs[mode][i].gflops);
+          }
         }
-        if (theirs.length && !row.tfjs?.error) row.tfjs = mergeRounds(theirs, flops);
-        if (row.webtune?.gflops && row.tfjs?.gflops) {
-          row.ratio = row.webtune.gflops / row.tfjs.gflops;
-          row.met = row.ratio >= goal;
-          row.round_ratios = ours.map((o, i) => o.gflops / theirs[i].gflops);
-        }
-        console.error(`bench: ${w.name} ${target}: webtune ${fmt(row.webtune?.gflops)} GFLOP/s, ` +
-          `tfjs ${backend} ${fmt(row.tfjs?.gflops)} GFLOP/s${row.skipped ? ` (${row.skipped})` : ''}`);
+        if (tfjsError) row.tfjs_error = tfjsError;
+        console.error(`bench: ${w.name}${row.epilogue} ${target}: ` + MODES.map((mode) => {
+          const m = row.modes[mode];
+          return `${mode}: webtune ${fmt(m.webtune?.gflops)}, tfjs ${fmt(m.tfjs?.gflops)} GFLOP/s`;
+        }).join('; ') + `${row.tfjs_ops ? ` [tfjs: ${row.tfjs_ops}]` : ''}${row.skipped ? ` (${row.skipped})` : ''}`);
         rows.push(row);
       }
     }
   } finally {
-    await browser.close().catch(() => {});
-    server.close();
-    fs.rmSync(profileDir, { recursive: true, force: true });
+    await session.close();
   }
   printTable(rows);
-  const result = { date: new Date().toISOString(), host: { cpus: os.cpus().length, platform: os.platform(), release: os.release() }, env, rounds, repeat, rows };
+  const result = {
+    date: new Date().toISOString(), host: { cpus: os.cpus().length, platform: os.platform(), release: os.release() },
+    env, rounds, repeat, modes: MODES, workloads: opts.workloads, rows,
+  };
   if (opts.out) {
     fs.mkdirSync(path.dirname(opts.out), { recursive: true });
     fs.writeFileSync(opts.out, `${JSON.stringify(result, null, 1)}\n`);

@@ -9,10 +9,37 @@
 // (TVM time_evaluator: `repeat` costs of `number` runs each; we report their median).
 //
 // TensorFlow.js: the same math with the inputs already on the device: tf.matMul(a[M,K], b[K,N])
-// for dense; tf.conv2d for conv2d, whose layout is NHWC data and HWIO filters (webtune's is NCHW
-// and KCRS; the FLOP count is the same, 2·N·K·OH·OW·C·R·S). Each timed sample is one op plus
-// `await y.data()` (on WebGPU dataSync() returns stale zeros; data() waits for the GPU), after
-// warm-up runs that compile the op's shaders; the median of the samples is reported.
+// for dense; tf.conv2d / tf.depthwiseConv2d for the convolutions, whose layout is NHWC data and
+// HWIO filters (webtune's is NCHW and KCRS; the FLOP count is the same, 2·N·K·OH·OW·C·R·S, and
+// 2·N·C·OH·OW·R·S for depthwise). A workload with an epilogue runs tfjs's fused op
+// (tf.fused.matMul / conv2d / depthwiseConv2d with the bias and, when tfjs can fuse it, the
+// activation: relu → 'relu', clip(0,6) → 'relu6'); what tfjs cannot fuse runs as separate ops
+// inside one tf.tidy: the residual (tfjs's fused ops take none) as tf.add, before or after the
+// activation as the workload says, and other activations (hard-swish, clip of another range).
+//
+// Two timings per side, chosen by `mode` (bench.mjs prints both):
+// - "readback": each sample is the op plus the output read back into a Float32Array:
+//   tfjs `await y.data()`; webtune the executor's options.readback (webgl2: fence, then
+//   readPixels of every render target and the unpacking to the logical layout, as tfjs's data()
+//   fences, then downloads; webgpu: copy to a MAP_READ buffer, mapAsync, copy out; wasm: the
+//   output copied out of the module's memory after each run).
+// - "fence": each sample stops when the device has finished the op, nothing read back:
+//   webtune as tuned (webgl2: fenceSync polled with clientWaitSync; webgpu:
+//   queue.onSubmittedWorkDone(); wasm: the run returns). tfjs: webgl: its own fence,
+//   backend.getGPGPUContext().createAndWaitForFence() (fenceSync + flush, polled with
+//   clientWaitSync on setTimeout turns: the fence its data() waits on before downloading);
+//   webgpu: tfjs defers submits (WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE dispatches per command
+//   buffer), so its open pass is ended and submitted (backend.submitQueue(), as its data() does)
+//   and then `await device.queue.onSubmittedWorkDone()` on tfjs's own device; wasm: tfjs runs
+//   ops synchronously on the page's thread, so the op's return is the end.
+//
+// tfjs wasm threads: tf.wasm.setThreadsCount(T) alone does not give T threads. tfjs's
+// init_with_threads_count (tfjs-backend-wasm/src/cc/backend.cc) caps the count at
+// emscripten_num_logical_cores() / 2, i.e. navigator.hardwareConcurrency / 2 ("many x86-64
+// processors have 2 threads per core"), which is 1 on this 2-core machine. To give tfjs the
+// thread count of webtune's kernel, useBackend re-creates tfjs's wasm backend with
+// setThreadsCount(T) while navigator.hardwareConcurrency reads max(2T, the real count), then
+// checks tf.wasm.getThreadsCount() === T (and throws otherwise).
 
 const tf = globalThis.tf;
 
@@ -47,68 +74,208 @@ async function executorFor(target) {
 }
 
 /**
- * Runs a `webtune artifact` object through the agent's executor. Resolves to
- * {costs_s, median_s, gflops, device, key} or throws (the MeasureError's errorNo kept).
+ * Runs a `webtune artifact` object through the agent's executor, each sample ending as `mode`
+ * says ("fence": as tuned; "readback": options.readback, the output read back too). Resolves
+ * to {costs_s, median_s, gflops, mode, device, key} or throws (the MeasureError's errorNo kept).
  */
-async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300 } = {}) {
+async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mode = 'fence' } = {}) {
+  if (!['readback', 'fence'].includes(mode)) throw new Error(`mode is readback or fence, not '${mode}'`);
   const executor = await executorFor(record.artifact.target);
   const input = {
     workload: record.workload,
     artifact: record.artifact,
     seed: BigInt(record.seed),
     samples: record.samples,
-    options: { number, repeat, min_repeat_ms: 0, timeout_s: timeoutS },
+    options: { number, repeat, min_repeat_ms: 0, timeout_s: timeoutS, readback: mode === 'readback' },
   };
   const { costs } = await executor.measure(input);
   const m = median(costs);
   return {
-    costs_s: costs, median_s: m, gflops: record.flops / m / 1e9,
+    costs_s: costs, median_s: m, gflops: record.flops / m / 1e9, mode,
     key: executor.key(), device: executor.device(),
   };
 }
 
-/** Backend name → whether tf.setBackend succeeded (wasm needs its .wasm paths first). */
-async function useBackend(backend) {
-  if (backend === 'wasm') {
-    tf.wasm.setWasmPaths('/tfjs/tfjs-backend-wasm/dist/');
-    // ?wasm_threads=N overrides tfjs's own thread count (it must be set before the backend
-    // starts; its default here, on 2 cores, is 1).
-    const threads = Number(new URLSearchParams(location.search).get('wasm_threads'));
-    if (threads > 0) tf.wasm.setThreadsCount(threads);
+// tfjs's wasm backend factory (tfjs-backend-wasm registers it at load), kept so that the backend
+// can be re-created with another thread count; and the thread count it was created for
+// (0: tfjs's own choice).
+let wasmFactory = null;
+let wasmThreads = null;
+
+/**
+ * Makes `backend` ("webgl", "webgpu", "wasm") tfjs's current backend. For wasm, `threads` > 0
+ * asks for that many XNNPACK threads (0: tfjs's own choice); when the backend already runs with
+ * another count it is removed and re-created (the engine keeps no state between ops here).
+ * Throws when tfjs cannot start the backend or does not give the thread count asked for.
+ */
+async function useBackend(backend, { threads = 0 } = {}) {
+  if (backend === 'wasm' && wasmThreads !== threads) {
+    if (wasmFactory === null) {
+      wasmFactory = tf.findBackendFactory('wasm');
+      if (!wasmFactory) throw new Error('tfjs has no wasm backend registered');
+      tf.wasm.setWasmPaths('/tfjs/tfjs-backend-wasm/dist/');
+    } else {
+      tf.removeBackend('wasm');  // disposes the module and terminates its pthreads
+      tf.registerBackend('wasm', wasmFactory, 2);  // tfjs-backend-wasm's WASM_PRIORITY
+    }
+    tf.wasm.setThreadsCount(threads > 0 ? threads : -1);
+    const real = navigator.hardwareConcurrency;
+    // tfjs's cap (see the top of this file): hardwareConcurrency / 2, read while the module
+    // starts (a static initializer of backend.cc), so the override only spans setBackend.
+    const override = threads > 0 && 2 * threads > real;
+    if (override) Object.defineProperty(navigator, 'hardwareConcurrency', { value: 2 * threads, configurable: true });
+    let ok;
+    try {
+      ok = await tf.setBackend('wasm');
+    } finally {
+      if (override) delete navigator.hardwareConcurrency;
+    }
+    if (!ok) throw new Error("tf.setBackend('wasm') failed");
+    await tf.ready();
+    const got = tf.wasm.getThreadsCount();
+    if (threads > 0 && got !== threads) {
+      throw new Error(`tfjs wasm runs ${got} threads after setThreadsCount(${threads})`);
+    }
+    wasmThreads = threads;
+    return;
   }
   const ok = await tf.setBackend(backend);
   if (!ok) throw new Error(`tf.setBackend('${backend}') failed`);
   await tf.ready();
 }
 
+/**
+ * The activation of an epilogue as tfjs ops on `v` (fp32 tensor): relu = max(v, 0),
+ * clip = min(max(v, lo), hi), hard_swish = v · min(max(v + 3, 0), 6) / 6
+ * (codegen/include/codegen/epilogue.hpp). tfjs has no hard-swish op.
+ */
+function activate(v, e) {
+  switch (e.activation || 'none') {
+    case 'none': return v;
+    case 'relu': return tf.relu(v);
+    case 'clip': return isRelu6(e) ? tf.relu6(v) : tf.clipByValue(v, e.clip_min ?? 0, e.clip_max ?? 6);
+    case 'hard_swish': return tf.div(tf.mul(v, tf.relu6(tf.add(v, 3))), 6);
+    default: throw new Error(`unknown epilogue activation '${e.activation}'`);
+  }
+}
+
+function isRelu6(e) {
+  return e.activation === 'clip' && (e.clip_min ?? 0) === 0 && (e.clip_max ?? 6) === 6;
+}
+
+/** tfjs's fused activation for epilogue `e`, or null when tfjs cannot fuse it. */
+function fusedActivation(e) {
+  if ((e.activation || 'none') === 'none') return 'linear';
+  if (e.activation === 'relu') return 'relu';
+  if (isRelu6(e)) return 'relu6';
+  return null;
+}
+
+/**
+ * TensorFlow.js's equivalent of workload `w` (JSON form, with its optional "epilogue"):
+ * {inputs, run, ops}; run() returns the output tensor (intermediates disposed), `ops` says what
+ * tfjs runs. Inputs are seeded uniform in [-1, 1) (the values do not matter for timing).
+ */
 function tfjsOp(w) {
+  const e = w.epilogue || {};
+  const residual = e.residual || 'none';
+  if (!['none', 'before_activation', 'after_activation'].includes(residual)) {
+    throw new Error(`unknown epilogue residual '${residual}'`);
+  }
+  const uniform = (shape, seed) => tf.randomUniform(shape, -1, 1, 'float32', seed);
+  let x, f, outShape, channels, fusedName, callFused, callPlain;
   if (w.op === 'dense') {
-    const a = tf.randomUniform([w.M, w.K], -1, 1, 'float32', 1);
-    const b = tf.randomUniform([w.K, w.N], -1, 1, 'float32', 2);
-    return { inputs: [a, b], run: () => tf.matMul(a, b) };
-  }
-  if (w.op === 'conv2d') {
-    const x = tf.randomUniform([w.N, w.H, w.W, w.C], -1, 1, 'float32', 1);
-    const f = tf.randomUniform([w.R, w.S, w.C, w.K], -1, 1, 'float32', 2);
+    x = uniform([w.M, w.K], 1);
+    f = uniform([w.K, w.N], 2);
+    outShape = [w.M, w.N];
+    channels = w.N;
+    fusedName = 'tf.fused.matMul';
+    callPlain = () => tf.matMul(x, f);
+    callFused = (bias, activation) => tf.fused.matMul({ a: x, b: f, bias, activation });
+  } else if (w.op === 'conv2d' || w.op === 'depthwise_conv2d') {
+    const N = w.N ?? 1;
+    const S = w.S ?? w.R;
+    const stride = w.stride ?? 1;
+    const p = w.pad ?? 0;
+    const depthwise = w.op === 'depthwise_conv2d';
+    channels = depthwise ? w.C : w.K;
+    const oh = Math.floor((w.H + 2 * p - w.R) / stride) + 1;
+    const ow = Math.floor((w.W + 2 * p - S) / stride) + 1;
+    x = uniform([N, w.H, w.W, w.C], 1);
+    f = uniform(depthwise ? [w.R, S, w.C, 1] : [w.R, S, w.C, w.K], 2);
+    outShape = [N, oh, ow, channels];
     // Explicit padding: webtune pads `pad` on every side, as TVM's conv2d_nchw does.
-    const pad = [[0, 0], [w.pad, w.pad], [w.pad, w.pad], [0, 0]];
-    return { inputs: [x, f], run: () => tf.conv2d(x, f, w.stride, pad, 'NHWC') };
+    const pad = [[0, 0], [p, p], [p, p], [0, 0]];
+    if (depthwise) {
+      fusedName = 'tf.fused.depthwiseConv2d';
+      callPlain = () => tf.depthwiseConv2d(x, f, stride, pad, 'NHWC');
+      callFused = (bias, activation) => tf.fused.depthwiseConv2d(
+        { x, filter: f, strides: stride, pad, dataFormat: 'NHWC', bias, activation });
+    } else {
+      fusedName = 'tf.fused.conv2d';
+      callPlain = () => tf.conv2d(x, f, stride, pad, 'NHWC');
+      callFused = (bias, activation) => tf.fused.conv2d(
+        { x, filter: f, strides: stride, pad, dataFormat: 'NHWC', bias, activation });
+    }
+  } else {
+    throw new Error(`no TensorFlow.js op for workload op '${w.op}'`);
   }
-  throw new Error(`no TensorFlow.js op for workload op '${w.op}'`);
+  const inputs = [x, f];
+  if (!e.bias && (e.activation || 'none') === 'none' && residual === 'none') {
+    return { inputs, run: callPlain, ops: fusedName.replace('fused.', '') };
+  }
+  const bias = e.bias ? uniform([channels], 3) : undefined;
+  if (bias) inputs.push(bias);
+  const r = residual !== 'none' ? uniform(outShape, 4) : null;
+  if (r) inputs.push(r);
+  // What tfjs fuses: the bias, and the activation unless a residual must come before it.
+  const fusable = fusedActivation(e);
+  const fuseAct = fusable !== null && residual !== 'before_activation';
+  const ops = [`${fusedName}(${[bias ? 'bias' : null, fuseAct && fusable !== 'linear' ? fusable : null].filter(Boolean).join(', ') || 'linear'})`];
+  if (residual === 'before_activation') ops.push('tf.add(residual)');
+  if (!fuseAct && (e.activation || 'none') !== 'none') ops.push(`activation ${e.activation} as separate ops`);
+  if (residual === 'after_activation') ops.push('tf.add(residual)');
+  const run = () => tf.tidy(() => {
+    let v = callFused(bias, fuseAct ? fusable : 'linear');
+    if (residual === 'before_activation') v = tf.add(v, r);
+    if (!fuseAct) v = activate(v, e);
+    if (residual === 'after_activation') v = tf.add(v, r);
+    return v;
+  });
+  return { inputs, run, ops: ops.join(' + ') };
+}
+
+/** Waits until tfjs's `backend` has finished every op issued so far (see the top of the file). */
+async function tfjsFence(backend) {
+  const b = tf.backend();
+  if (backend === 'webgl') {
+    await b.getGPGPUContext().createAndWaitForFence();
+  } else if (backend === 'webgpu') {
+    if (b.commandEncoder) {
+      b.endComputePassEncoder();
+      b.submitQueue();
+    }
+    await b.device.queue.onSubmittedWorkDone();
+  }
+  // wasm: the op ran to its end on this thread.
 }
 
 /**
  * Times TensorFlow.js's op for workload `w` (JSON form) on `backend` ("webgl", "webgpu",
- * "wasm"). Resolves to {costs_s, median_s, gflops, backend, threads, ...}.
+ * "wasm"), each sample ending as `mode` says ("readback" or "fence"); `threads`: tfjs wasm's
+ * thread count (0: its own choice). Resolves to {costs_s, median_s, gflops, backend, mode,
+ * ops, threads, ...}.
  */
-async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5 } = {}) {
-  await useBackend(backend);
-  const { inputs, run } = tfjsOp(w);
+async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5, mode = 'readback', threads = 0 } = {}) {
+  if (!['readback', 'fence'].includes(mode)) throw new Error(`mode is readback or fence, not '${mode}'`);
+  await useBackend(backend, { threads });
+  const { inputs, run, ops } = tfjsOp(w);
   // Inputs on the device before timing: one read forces the upload (and the random kernel).
   for (const t of inputs) await t.data();
   const once = async () => {
     const y = run();
-    await y.data();
+    if (mode === 'readback') await y.data();
+    else await tfjsFence(backend);
     y.dispose();
   };
   for (let i = 0; i < warmup; ++i) await once();
@@ -120,16 +287,100 @@ async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5 } = {}) {
   }
   for (const t of inputs) t.dispose();
   const m = median(costs);
-  const out = { costs_s: costs, median_s: m, gflops: flops / m / 1e9, backend: tf.getBackend() };
+  const out = { costs_s: costs, median_s: m, gflops: flops / m / 1e9, backend: tf.getBackend(), mode, ops };
   if (backend === 'wasm') {
-    // tfjs picks its thread count itself (XNNPACK's pthreadpool); the default is what users get.
-    out.threads = tf.wasm.getThreadsCount ? tf.wasm.getThreadsCount() : null;
+    out.threads = tf.wasm.getThreadsCount();
+    out.threads_requested = threads > 0 ? threads : 'default';
     out.cross_origin_isolated = globalThis.crossOriginIsolated === true;
     // Which of the three builds it loaded (plain, SIMD, threaded SIMD).
-    out.wasm_binaries = performance.getEntriesByType('resource')
-      .map((e) => e.name).filter((n) => n.endsWith('.wasm')).map((n) => n.split('/').pop());
+    out.wasm_binaries = [...new Set(performance.getEntriesByType('resource')
+      .map((e) => e.name).filter((n) => n.endsWith('.wasm')).map((n) => n.split('/').pop()))];
   }
   return out;
+}
+
+/**
+ * The epilogue semantics of codegen/include/codegen/epilogue.hpp on one value: v = acc + bias;
+ * residual before the activation; relu / clip / hard-swish; residual after.
+ */
+function epilogueRef(acc, b, r, e) {
+  let v = acc + b;
+  if (e.residual === 'before_activation') v += r;
+  switch (e.activation || 'none') {
+    case 'relu': v = Math.max(v, 0); break;
+    case 'clip': v = Math.min(Math.max(v, e.clip_min ?? 0), e.clip_max ?? 6); break;
+    case 'hard_swish': v = (v * Math.min(Math.max(v + 3, 0), 6)) / 6; break;
+    default: break;
+  }
+  if (e.residual === 'after_activation') v += r;
+  return v;
+}
+
+/**
+ * Checks that TensorFlow.js's op for `w` (small shapes: a plain JS loop recomputes it) is the
+ * workload's math: the main op in NHWC / HWIO, then the epilogue as epilogue.hpp says. Resolves
+ * to {max_abs_err, count, ops, backend, threads}.
+ */
+async function checkTfjs(backend, w, { threads = 0 } = {}) {
+  await useBackend(backend, { threads });
+  const { inputs, run, ops } = tfjsOp(w);
+  const [x, f, ...extra] = await Promise.all(inputs.map((t) => t.data()));
+  const e = w.epilogue || {};
+  const bias = e.bias ? extra[0] : null;
+  const res = (e.residual || 'none') !== 'none' ? extra[extra.length - 1] : null;
+  const y = run();
+  const got = await y.data();
+  const shape = y.shape;
+  y.dispose();
+  for (const t of inputs) t.dispose();
+  const want = new Float32Array(got.length);
+  if (w.op === 'dense') {
+    for (let m = 0; m < w.M; ++m) {
+      for (let n = 0; n < w.N; ++n) {
+        let acc = 0;
+        for (let k = 0; k < w.K; ++k) acc += x[m * w.K + k] * f[k * w.N + n];
+        const i = m * w.N + n;
+        want[i] = epilogueRef(acc, bias ? bias[n] : 0, res ? res[i] : 0, e);
+      }
+    }
+  } else {
+    const [N, OH, OW, CO] = shape;
+    const depthwise = w.op === 'depthwise_conv2d';
+    const S = w.S ?? w.R;
+    const stride = w.stride ?? 1;
+    const pad = w.pad ?? 0;
+    for (let n = 0; n < N; ++n) {
+      for (let oh = 0; oh < OH; ++oh) {
+        for (let ow = 0; ow < OW; ++ow) {
+          for (let co = 0; co < CO; ++co) {
+            let acc = 0;
+            for (let r = 0; r < w.R; ++r) {
+              for (let s2 = 0; s2 < S; ++s2) {
+                const ih = oh * stride - pad + r;
+                const iw = ow * stride - pad + s2;
+                if (ih < 0 || iw < 0 || ih >= w.H || iw >= w.W) continue;
+                const xAt = ((n * w.H + ih) * w.W + iw) * w.C;
+                if (depthwise) {
+                  acc += x[xAt + co] * f[(r * S + s2) * w.C + co];
+                } else {
+                  for (let c = 0; c < w.C; ++c) acc += x[xAt + c] * f[((r * S + s2) * w.C + c) * CO + co];
+                }
+              }
+            }
+            const i = ((n * OH + oh) * OW + ow) * CO + co;
+            want[i] = epilogueRef(acc, bias ? bias[co] : 0, res ? res[i] : 0, e);
+          }
+        }
+      }
+    }
+  }
+  let maxAbsErr = 0;
+  for (let i = 0; i < got.length; ++i) maxAbsErr = Math.max(maxAbsErr, Math.abs(got[i] - want[i]));
+  if (got.some(Number.isNaN)) maxAbsErr = NaN;
+  return {
+    max_abs_err: maxAbsErr, count: got.length, ops, backend: tf.getBackend(),
+    threads: backend === 'wasm' ? tf.wasm.getThreadsCount() : null,
+  };
 }
 
 /** What the page runs on: user agent, isolation, WebGL2 renderer, WebGPU adapter. */
@@ -160,4 +411,4 @@ async function environment() {
   return env;
 }
 
-window.bench = { runWebtune, runTfjs, environment, ready: true };
+window.bench = { runWebtune, runTfjs, checkTfjs, environment, ready: true };

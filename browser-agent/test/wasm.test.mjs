@@ -132,6 +132,13 @@ test('the executor runs T = 1 and T = 2 dense kernels, and survives traps, bad m
     assert.equal(costs.length, 2);
     for (const c of costs) assert.ok(c > 0);
   });
+  await t.test('options.readback (bench/web_vs_tfjs) times runs that copy the output out', async () => {
+    for (const threads of [1, 2]) {
+      const { costs } = await executor.measure(denseInput({ threads, seed: 9, options: { readback: true, repeat: 3 } }));
+      assert.equal(costs.length, 3);
+      for (const c of costs) assert.ok(c > 0);
+    }
+  });
   await t.test('T = 2 and T = 3 split the rows over workers and match', async () => {
     for (const threads of [2, 3]) {
       const { costs } = await executor.measure(denseInput({ threads, seed: 7 }));

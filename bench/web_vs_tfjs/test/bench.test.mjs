@@ -1,0 +1,179 @@
+// bench.test.mjs — bench/web_vs_tfjs: its task helpers (tasks.mjs), TensorFlow.js's side in a
+// real headless Chromium (session.mjs, page.mjs: the fused ops compute webtune's epilogue
+// semantics on every backend, tfjs wasm runs the thread count asked for, both timing modes),
+// and bench.mjs end to end on a plain row with a stored webtune wasm artifact.
+//
+//   node --test bench/web_vs_tfjs/test/
+//
+// Needs Chromium (WEBTUNE_CHROMIUM or /usr/bin/chromium) and the tfjs packages in node_modules.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import { openSession } from '../session.mjs';
+import { epilogueSuffix, flopsOf, loadTasks, mathOf } from '../tasks.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../../..');
+
+function workloadFile(dir, name, tasks) {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify({ name, tasks }));
+  return file;
+}
+
+test('tasks.mjs: tasks by name from workload files, with their epilogue', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-bench-tasks-'));
+  try {
+    const a = workloadFile(dir, 'a.json', [
+      { name: 'P1', op: 'conv2d', C: 32, H: 112, W: 112, K: 16, R: 1, epilogue: { bias: true } },
+      { name: 'D1', op: 'depthwise_conv2d', C: 32, H: 112, W: 112, R: 3, stride: 1, pad: 1,
+        epilogue: { bias: true, activation: 'clip', clip_min: 0, clip_max: 6 } },
+    ]);
+    const b = workloadFile(dir, 'b.json', [
+      { name: 'F2', op: 'conv2d', N: 1, C: 64, H: 56, W: 56, K: 64, R: 3, S: 3, stride: 1, pad: 1,
+        epilogue: { bias: true, activation: 'relu', residual: 'before_activation' } },
+    ]);
+    const tasks = loadTasks([a, b], ['D1', 'F2']);
+    assert.deepEqual(tasks.map((t) => t.name), ['D1', 'F2']);
+    assert.equal(tasks[0].workload_file, a);
+    assert.equal(epilogueSuffix(tasks[0]), '+bias+clip(0,6)');
+    assert.equal(epilogueSuffix(tasks[1]), '+bias+residual+relu');
+    assert.equal(epilogueSuffix(loadTasks([a], ['P1'])[0]), '+bias');
+    assert.deepEqual(loadTasks([a, b], ['all']).map((t) => t.name), ['P1', 'D1', 'F2']);
+    assert.throws(() => loadTasks([a], ['F2']), /unknown task 'F2'/);
+    const clash = workloadFile(dir, 'c.json', [{ name: 'P1', op: 'conv2d', C: 32, H: 112, W: 112, K: 16, R: 1 }]);
+    assert.throws(() => loadTasks([a, clash], ['P1']), /defined differently/);
+    assert.throws(() => loadTasks([path.join(dir, 'none.json')], ['P1']), /cannot read workload file/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('tasks.mjs: FLOPs of the main op and the canonical math', () => {
+  assert.equal(flopsOf({ op: 'dense', M: 512, N: 512, K: 512 }), 2 * 512 ** 3);
+  // ResNet-18 C2: 1×64×56×56 → 64, 3×3, stride 1, pad 1.
+  assert.equal(flopsOf({ op: 'conv2d', N: 1, C: 64, H: 56, W: 56, K: 64, R: 3, S: 3, stride: 1, pad: 1 }),
+    2 * 64 * 56 * 56 * 64 * 9);
+  // A depthwise 3×3 stride 2 of MobileNet-v2: 96×112×112 → 96×56×56.
+  assert.equal(flopsOf({ op: 'depthwise_conv2d', C: 96, H: 112, W: 112, R: 3, stride: 2, pad: 1 }), 2 * 96 * 56 * 56 * 9);
+  // Defaults (N 1, S = R, stride 1, pad 0, no epilogue) compare equal to spelled-out values...
+  assert.deepEqual(mathOf({ op: 'conv2d', name: 'x', C: 8, H: 9, W: 9, K: 4, R: 3, occurrences: 2 }),
+    mathOf({ op: 'conv2d', N: 1, C: 8, H: 9, W: 9, K: 4, R: 3, S: 3, stride: 1, pad: 0, epilogue: { activation: 'none' } }));
+  // ...and an epilogue makes other math.
+  assert.notDeepEqual(mathOf({ op: 'dense', M: 4, N: 4, K: 4 }), mathOf({ op: 'dense', M: 4, N: 4, K: 4, epilogue: { bias: true } }));
+  assert.notDeepEqual(mathOf({ op: 'dense', M: 4, N: 4, K: 4, epilogue: { activation: 'clip', clip_max: 6 } }),
+    mathOf({ op: 'dense', M: 4, N: 4, K: 4, epilogue: { activation: 'clip', clip_max: 5 } }));
+});
+
+// Small shapes (a JS loop recomputes them) covering every epilogue part and each op.
+const EPILOGUES = {
+  plain: {},
+  bias: { bias: true },
+  bias_relu: { bias: true, activation: 'relu' },
+  bias_relu6: { bias: true, activation: 'clip', clip_min: 0, clip_max: 6 },
+  bias_clip_other: { bias: true, activation: 'clip', clip_min: -0.5, clip_max: 0.25 },
+  bias_hard_swish: { bias: true, activation: 'hard_swish' },
+  bias_residual_relu: { bias: true, activation: 'relu', residual: 'before_activation' },
+  bias_relu_residual: { bias: true, activation: 'relu', residual: 'after_activation' },
+  residual: { residual: 'after_activation' },
+};
+const OPS = {
+  dense: { op: 'dense', M: 6, N: 10, K: 7 },
+  conv2d: { op: 'conv2d', N: 1, C: 3, H: 7, W: 7, K: 5, R: 3, S: 3, stride: 1, pad: 1 },
+  conv2d_s2: { op: 'conv2d', N: 1, C: 4, H: 9, W: 9, K: 6, R: 3, S: 3, stride: 2, pad: 1 },
+  depthwise: { op: 'depthwise_conv2d', N: 1, C: 8, H: 7, W: 7, R: 3, S: 3, stride: 1, pad: 1 },
+  depthwise_s2: { op: 'depthwise_conv2d', N: 1, C: 8, H: 9, W: 9, R: 3, S: 3, stride: 2, pad: 1 },
+};
+
+test('the bench page in headless Chromium', async (t) => {
+  const session = await openSession();
+  t.after(() => session.close());
+  const { page } = session;
+
+  for (const backend of ['webgl', 'webgpu', 'wasm']) {
+    await t.test(`${backend}: tfjs's fused ops compute the workload's epilogue`, async (tb) => {
+      for (const [opName, shape] of Object.entries(OPS)) {
+        for (const [epName, epilogue] of Object.entries(EPILOGUES)) {
+          if (opName.endsWith('_s2') && !['bias_relu6', 'plain'].includes(epName)) continue;
+          await tb.test(`${opName}_${epName}`, async () => {
+            const w = { name: `${opName}_${epName}`, ...shape, epilogue };
+            const r = await page.evaluate((b, wl) => window.bench.checkTfjs(b, wl), backend, w);
+            assert.ok(r.max_abs_err <= 1e-3, `${backend} ${w.name}: max |tfjs - reference| = ${r.max_abs_err} (${r.ops})`);
+            if (epilogue.bias) assert.match(r.ops, /^tf\.fused\./);
+            if (epilogue.residual) assert.match(r.ops, /tf\.add\(residual\)/);
+          });
+        }
+      }
+    });
+  }
+
+  await t.test('tfjs wasm runs the thread count asked for (its hardwareConcurrency/2 cap lifted)', async () => {
+    const w = { name: 'c', ...OPS.conv2d, epilogue: EPILOGUES.bias_relu };
+    for (const threads of [2, 1, 3]) {
+      const r = await page.evaluate((wl, n) => window.bench.checkTfjs('wasm', wl, { threads: n }), w, threads);
+      assert.equal(r.threads, threads);
+      assert.ok(r.max_abs_err <= 1e-3, `max |tfjs - reference| = ${r.max_abs_err}`);
+    }
+    // The page's navigator reads the real count again afterwards.
+    const hc = await page.evaluate(() => navigator.hardwareConcurrency);
+    assert.equal(hc, (await page.evaluate(() => window.bench.environment())).hardware_concurrency);
+  });
+
+  await t.test('runTfjs times both modes and refuses an unknown one', async () => {
+    const w = { name: 'd', op: 'dense', M: 64, N: 64, K: 64, epilogue: { bias: true, activation: 'relu' } };
+    for (const backend of ['webgl', 'webgpu', 'wasm']) {
+      for (const mode of ['fence', 'readback']) {
+        const r = await page.evaluate((b, wl, md) => window.bench.runTfjs(b, wl, 2 * 64 ** 3, { repeat: 3, warmup: 1, mode: md }),
+          backend, w, mode);
+        assert.equal(r.mode, mode);
+        assert.equal(r.costs_s.length, 3);
+        assert.ok(r.costs_s.every((c) => c > 0), `${backend} ${mode}: ${r.costs_s}`);
+        assert.equal(r.ops, 'tf.fused.matMul(bias, relu)');
+      }
+    }
+    await assert.rejects(page.evaluate(() => window.bench.runTfjs('wasm', { op: 'dense', M: 4, N: 4, K: 4 }, 128, { mode: 'sync' })),
+      /mode is readback or fence/);
+  });
+});
+
+// Stored artifacts of dense 512 (tuned on 2026-11-22; the wasm kernel uses 2 threads): bench.mjs
+// compares each target in both modes, and tfjs wasm gets the kernel's thread count.
+const STORED = path.join(root, 'bench/results/web-2026-11-22-vertex/artifacts');
+const TARGETS = ['webgl2', 'webgpu', 'wasm'];
+const stored = (target) => path.join(STORED, `${target}-dense512.json`);
+
+test('bench.mjs end to end on a plain row', { skip: TARGETS.every((t) => fs.existsSync(stored(t))) ? false : `no ${STORED}` }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-bench-e2e-'));
+  try {
+    for (const target of TARGETS) fs.copyFileSync(stored(target), path.join(dir, `${target}-dense512.json`));
+    const out = path.join(dir, 'out.json');
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      path.join(root, 'bench/web_vs_tfjs/bench.mjs'), '--artifacts', dir, '--out', out,
+      '--tasks', 'dense512', '--targets', TARGETS.join(','), '--rounds', '2', '--repeat', '5'], { timeout: 800000 });
+    assert.match(stdout, /fence: webtune .* read-back: webtune/);
+    const result = JSON.parse(fs.readFileSync(out, 'utf8'));
+    assert.deepEqual(result.rows.map((r) => r.target), TARGETS);
+    for (const row of result.rows) {
+      assert.equal(row.skipped, null, row.target);
+      const threads = JSON.parse(fs.readFileSync(stored(row.target), 'utf8')).artifact.wasm?.threads;
+      if (row.target === 'wasm') assert.equal(row.tfjs_threads, threads);
+      for (const mode of ['fence', 'readback']) {
+        const m = row.modes[mode];
+        assert.equal(m.webtune.costs_s.length, 10, `${row.target} ${mode}`);
+        assert.equal(m.tfjs.costs_s.length, 10, `${row.target} ${mode}`);
+        if (row.target === 'wasm') assert.equal(m.tfjs.threads, threads, mode);
+        assert.ok(m.ratio > 0 && Number.isFinite(m.ratio), `${row.target} ${mode} ratio ${m.ratio}`);
+        assert.equal(m.round_ratios.length, 2);
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
