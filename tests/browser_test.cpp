@@ -510,8 +510,8 @@ TEST_F(BrowserFarmTest, OddShapesGuardedWebgpuConfigsMatchTheReferenceEverywhere
 }
 
 // Epilogues in the webgpu GEMM (issue 14): dense and conv2d, each with bias+relu,
-// bias+clip(0,6), bias+residual+relu and bias+hard_swish+residual, 10 configs (half of them with
-// tiles past an axis: guarded edges) on a regular and 10 on an odd small shape
+// bias+clip(0,6), bias+residual+relu and bias+hard_swish+residual, 10 configs (a fifth with vec4
+// columns, half with tiles past an axis: guarded edges) on a regular and 10 on an odd small shape
 // (tests/support/compute_epilogues.hpp: vec4-friendly axes and two images; prime axes, 7x7
 // outputs from 3 input channels into 13): 160 kernels in one browser session, every output
 // element checked in the tab against the reference with every epilogue input.
@@ -519,6 +519,7 @@ TEST_F(BrowserFarmTest, WebgpuGemmEpiloguesMatchTheReferenceEverywhere) {
   start(1, {}, "webgpu");
   std::vector<MeasureInput> inputs;
   std::vector<std::string> names;
+  std::map<std::string, int> vec4_stores;  // by op: kernels storing vec4s (webtune_epilogue4)
   uint64_t seed = 20261124;
   for (const test::EpilogueShapes& shapes : test::epilogue_gemm_shapes())
     for (const test::NamedEpilogue& e : test::kTestEpilogues)
@@ -530,6 +531,8 @@ TEST_F(BrowserFarmTest, WebgpuGemmEpiloguesMatchTheReferenceEverywhere) {
         for (const ConfigEntity& config : configs) {
           MeasureInput input = input_for(task, config, seed);
           ASSERT_EQ(input.artifact.inputs.size(), static_cast<size_t>(w.input_count()));
+          vec4_stores[shapes.op] +=
+              input.artifact.source.find("= webtune_epilogue4(acc[") != std::string::npos;
           input.samples = test::every_output_with_epilogue(w, seed);
           input.options.number = 1;
           input.options.repeat = 1;
@@ -539,6 +542,9 @@ TEST_F(BrowserFarmTest, WebgpuGemmEpiloguesMatchTheReferenceEverywhere) {
         }
       }
   ASSERT_EQ(inputs.size(), 2u * 4u * 20u);
+  // Both ops' regular shapes allow vec4 columns: four biases (dense) or one splatted (conv2d).
+  EXPECT_GE(vec4_stores["Dense"], 4);
+  EXPECT_GE(vec4_stores["Conv2d"], 4);
   const auto began = std::chrono::steady_clock::now();
   submit(inputs, 1);
   auto results = collect(inputs.size(), 900s);

@@ -70,7 +70,7 @@ class ComputeEpilogue : public ::testing::TestWithParam<EpilogueCase> {};
 TEST_P(ComputeEpilogue, RandomConfigsOnRegularAndOddShapesMatchTheReferenceEverywhere) {
   const EpilogueCase& c = GetParam();
   const auto began = std::chrono::steady_clock::now();
-  int runs = 0, guarded = 0;
+  int runs = 0, guarded = 0, vec4_stores = 0;
   for (const Workload* w : {&c.regular, &c.odd}) {
     const Task task = Task::create(*w, Target::kGlesCompute, runtime().info().limits);
     std::vector<ConfigEntity> configs = test::mixed_configs(task, kConfigsPerShape, c.seed);
@@ -91,6 +91,7 @@ TEST_P(ComputeEpilogue, RandomConfigsOnRegularAndOddShapesMatchTheReferenceEvery
       EXPECT_TRUE(declares(source, 3, "BiasBuffer")) << entity.to_string();
       EXPECT_EQ(declares(source, 4, "ResidualBuffer"), w->epilogue.residual != Residual::kNone);
       guarded += test::has_inexact_split(entity) ? 1 : 0;
+      vec4_stores += source.find("vec4 result[]") != std::string::npos ? 1 : 0;
       const MeasureResult r = runtime().measure(input);
       EXPECT_EQ(r.error, MeasureErrorNo::kNoError)
           << w->key() << " config " << entity.index() << " (" << entity.to_string()
@@ -100,12 +101,65 @@ TEST_P(ComputeEpilogue, RandomConfigsOnRegularAndOddShapesMatchTheReferenceEvery
   }
   EXPECT_GE(runs, 2 * kConfigsPerShape);
   EXPECT_GE(guarded, kConfigsPerShape);  // half of each shape's configs at least
-  std::printf("%s: %d kernels (%d guarded) in %.1f s\n", c.name.c_str(), runs, guarded,
+  // dense's regular shape allows vec4 columns: the vec4 overload with four biases per store.
+  if (c.regular.op == OpKind::kDense) EXPECT_GE(vec4_stores, 1);
+  std::printf("%s: %d kernels (%d guarded, %d with vec4 stores) in %.1f s\n", c.name.c_str(), runs,
+              guarded, vec4_stores,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
 }
 
 INSTANTIATE_TEST_SUITE_P(GlesCompute, ComputeEpilogue, ::testing::ValuesIn(gles_compute_cases()),
                          [](const auto& info) { return info.param.name; });
+
+/// The GEMM knobs random samples hit only now and then, with an epilogue: k_split (the
+/// epilogue runs once, after slice 0 has summed the slices), double-buffered shared tiles, vec4
+/// shared reads of four A rows and vec4 stores (four biases), on guarded and exact tilings.
+TEST(ComputeEpilogueKnobs, KSplitDoubleBufferAndVec4StoresMatchTheReference) {
+  struct Case {
+    Workload workload;
+    const char* entity;
+  };
+  const Workload dense = Workload::dense(16, 32, 24, "dense16x32x24");
+  const Workload dense13 = Workload::dense(13, 32, 24, "dense13x32x24");
+  const Workload conv = Workload::conv2d(1, 3, 7, 7, 13, 3, 1, 1, "conv3to13_7x7");
+  const Case cases[] = {
+      // dense: 4x8 invocations of 4x4 (a_rows_vec4, vec4 stores), k_depth 8, double buffered,
+      // k_split 2.
+      {dense, R"([["tile_y","sp",[1,4,4]],["tile_x","sp",[1,8,4]],["tile_k","sp",[3,8]],)"
+              R"(["use_shared","ot",1],["vec4","ot",1],["unroll","ot",1],)"
+              R"(["double_buffer","ot",1],["k_split","ot",2]])"},
+      // dense 13x32x24 without shared memory, k_split 2, vec4 stores, rows past the edge
+      // (16 for 13).
+      {dense13, R"([["tile_y","sp",[2,4,2]],["tile_x","sp",[2,4,4]],["tile_k","sp",[24,1]],)"
+                R"(["use_shared","ot",0],["vec4","ot",1],["unroll","ot",1],)"
+                R"(["double_buffer","ot",0],["k_split","ot",2]])"},
+      // conv 3 -> 13 on 7x7: rows (13 of 16) and columns (49 of 64) guarded, double buffered,
+      // k_split 2 over a guarded depth (27 of 32).
+      {conv, R"([["tile_y","sp",[2,4,2]],["tile_x","sp",[4,8,2]],["tile_k","sp",[4,8]],)"
+             R"(["use_shared","ot",1],["vec4","ot",0],["unroll","ot",2],)"
+             R"(["double_buffer","ot",1],["k_split","ot",2]])"},
+  };
+  for (const Case& c : cases)
+    for (const test::NamedEpilogue& e : test::kTestEpilogues) {
+      const Workload w = test::with_epilogue_suffix(c.workload, e.suffix);
+      const Task task = Task::create(w, Target::kGlesCompute, runtime().info().limits);
+      const ConfigEntity entity = task.space->parse(std::string(R"({"entity":)") + c.entity + "}");
+      std::string why;
+      ASSERT_TRUE(task.space->is_valid(entity, &why)) << c.entity << ": " << why;
+      MeasureInput input;
+      input.workload = w;
+      input.seed = 777;
+      input.samples = test::every_output_with_epilogue(w, input.seed);
+      input.options.timeout_s = 30;
+      input.options.number = 1;
+      input.options.repeat = 1;
+      input.artifact = task.build(entity);
+      EXPECT_NE(input.artifact.source.find("= webtune_epilogue("), std::string::npos);
+      const MeasureResult r = runtime().measure(input);
+      EXPECT_EQ(r.error, MeasureErrorNo::kNoError)
+          << w.key() << " " << c.entity << ": " << r.message;
+    }
+}
 
 // ---- kernel text, both targets, no device ---------------------------------------------------
 

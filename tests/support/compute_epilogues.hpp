@@ -73,18 +73,36 @@ inline EpilogueShapes epilogue_depthwise_shapes() {
           Workload::depthwise_conv2d(1, 13, 7, 7, 3, 2, 1, "dw13_7x7_s2")};
 }
 
-/// `count` distinct valid configs of `task`: half drawn from those whose tiles run past an axis
-/// (guarded edges), the rest at random from the whole valid space (seed `seed`). Fewer only
-/// when the space has fewer.
+/// Whether `entity` reads vec4s with vec4-wide register columns (a vec4 knob at 1 and regs_x,
+/// tile_x's inner factor, a multiple of 4): the vec4 store paths where the target has them.
+inline bool has_vec4_columns(const ConfigEntity& entity) {
+  for (const Knob& knob : entity.knobs())
+    if (knob.name == "vec4")
+      return entity.get_int("vec4") == 1 && entity.split("tile_x")[2] % 4 == 0;
+  return false;
+}
+
+/// `count` distinct valid configs of `task` (seed `seed`): a fifth with vec4 columns where the
+/// space has them (has_vec4_columns), then up to half with tiles past an axis (guarded edges),
+/// the rest at random from the whole valid space. Fewer only when the space has fewer.
 inline std::vector<ConfigEntity> mixed_configs(const Task& task, int count, uint64_t seed) {
-  std::vector<ConfigEntity> out = inexact_configs(task, count / 2, seed);
-  std::set<int64_t> taken;
-  for (const ConfigEntity& e : out) taken.insert(e.index());
   std::vector<int64_t> valid = task.space->valid_indices();
-  std::mt19937_64 rng(seed + 1);
+  std::mt19937_64 rng(seed);
   std::shuffle(valid.begin(), valid.end(), rng);
-  for (size_t i = 0; i < valid.size() && static_cast<int>(out.size()) < count; ++i)
-    if (taken.insert(valid[i]).second) out.push_back(task.space->get(valid[i]));
+  std::vector<ConfigEntity> out;
+  std::set<int64_t> taken;
+  const auto take = [&](int until, auto&& wanted) {
+    for (size_t i = 0; i < valid.size() && static_cast<int>(out.size()) < until; ++i) {
+      if (taken.count(valid[i])) continue;
+      const ConfigEntity e = task.space->get(valid[i]);
+      if (!wanted(e)) continue;
+      taken.insert(valid[i]);
+      out.push_back(e);
+    }
+  };
+  take(count / 5, has_vec4_columns);
+  take(count / 2, has_inexact_split);
+  take(count, [](const ConfigEntity&) { return true; });
   return out;
 }
 
