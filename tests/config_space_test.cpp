@@ -79,6 +79,29 @@ TEST(ConfigSpace, VerboseSplitsAddPowersOfTwoThatRoundTheOuterFactorUp) {
   EXPECT_EQ(a.raw_size(), b.raw_size());
 }
 
+// A record made in a factors-only space, read in the grown (verbose) space: its knob values
+// name the same candidates, its index does not. kRefuse refuses it; kRenumber decodes the entity.
+TEST(ConfigSpace, AnOldRecordOfASpaceThatGrewDecodesByItsKnobValues) {
+  ConfigSpace old_space, grown;
+  old_space.define_split("x", 96, 2, SplitPolicy::kFactors);
+  old_space.define_knob("unroll", std::vector<int64_t>{0, 1});
+  grown.define_split("x", 96, 2, SplitPolicy::kVerbose);
+  grown.define_knob("unroll", std::vector<int64_t>{0, 1});
+  ASSERT_GT(grown.raw_size(), old_space.raw_size());
+  int renumbered = 0;
+  for (int64_t i = 0; i < old_space.raw_size(); ++i) {
+    const ConfigEntity old_entity = old_space.get(i);
+    const boost::json::value json =
+        boost::json::parse(boost::json::serialize(old_entity.to_json()));
+    const ConfigEntity e = grown.from_json(json, ConfigSpace::StaleIndex::kRenumber);
+    EXPECT_EQ(e.to_string(), old_entity.to_string());
+    if (e.index() == i) continue;
+    ++renumbered;
+    EXPECT_THROW(grown.from_json(json), MeasureError) << "kRefuse is the default";
+  }
+  EXPECT_GT(renumbered, 0) << "the test needs configs whose index changed";
+}
+
 TEST(ConfigSpace, IndexEntityBijectionAndJsonRoundTrip) {
   ConfigSpace s = small_space();
   ASSERT_EQ(s.raw_size(), 4 * 3 * 2);

@@ -87,13 +87,12 @@ TEST_P(TemplatePin, SpaceDefaultSourcesAndFeaturesAreUnchanged) {
 TEST(TemplateRegistry, ListsEveryTemplateOnceByTargetThenOp) {
   std::vector<std::string> names;
   for (const Template* t : all_templates()) names.push_back(t->name());
-  EXPECT_EQ(names,
-            (std::vector<std::string>{
-                "dense.gles-frag", "conv2d_nchw.gles-frag", "depthwise_conv2d_nchw.gles-frag",
-                "dense.gles-compute", "conv2d_nchw.gles-compute",
-                "depthwise_conv2d_nchw.gles-compute", "dense.webgpu", "conv2d_nchw.webgpu",
-                "depthwise_conv2d_nchw.webgpu", "dense.wasm", "conv2d_nchw.wasm",
-                "depthwise_conv2d_nchw.wasm"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "dense.gles-frag", "conv2d_nchw.gles-frag",
+                       "depthwise_conv2d_nchw.gles-frag", "dense.gles-compute",
+                       "conv2d_nchw.gles-compute", "depthwise_conv2d_nchw.gles-compute",
+                       "dense.webgpu", "conv2d_nchw.webgpu", "depthwise_conv2d_nchw.webgpu",
+                       "dense.wasm", "conv2d_nchw.wasm", "depthwise_conv2d_nchw.wasm"}));
   EXPECT_EQ(targets(), (std::vector<Target>{Target::kGlesFrag, Target::kGlesCompute,
                                             Target::kWebgpu, Target::kWasm}));
   EXPECT_EQ(target_names(), "gles-frag, gles-compute, webgpu, wasm");
@@ -114,7 +113,8 @@ TEST(TemplateRegistry, EveryTargetHasEveryOpAndAMissingOneIsRefusedByName) {
   // Since issue 14 (depthwise conv2d on webgpu and wasm) every target has every op.
   const Workload dw = Workload::depthwise_conv2d(1, 8, 12, 12, 3, 1, 1);
   for (Target t : targets())
-    for (const Workload& w : {Workload::dense(8, 8, 8), Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1), dw})
+    for (const Workload& w :
+         {Workload::dense(8, 8, 8), Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1), dw})
       EXPECT_EQ(template_for(t, w).op(), w.op) << target_name(t) << " " << op_name(w.op);
   EXPECT_EQ(Task::create(dw, Target::kWebgpu).kernel_template->name(),
             "depthwise_conv2d_nchw.webgpu");

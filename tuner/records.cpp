@@ -1034,7 +1034,8 @@ int RecordStore::renumber_trials(int64_t job_id, const ConfigSpace& space) {
   Transaction tx(db_, what);
   Statement job(db_, "SELECT 1 FROM tuning_jobs WHERE id = ?1", what);
   job.bind(1, job_id);
-  if (!job.step()) throw std::runtime_error("records: renumber_trials: no job " + std::to_string(job_id));
+  if (!job.step())
+    throw std::runtime_error("records: renumber_trials: no job " + std::to_string(job_id));
 
   struct Move {
     int64_t id, index;
@@ -1042,8 +1043,8 @@ int RecordStore::renumber_trials(int64_t job_id, const ConfigSpace& space) {
   };
   std::vector<Move> moves;
   std::set<int64_t> held;  // indices that stay taken: unmoved trials and the moves' targets
-  Statement read(db_, "SELECT id, config_index, entity_json FROM trials WHERE job_id = ?1 ORDER BY id",
-                 what);
+  Statement read(
+      db_, "SELECT id, config_index, entity_json FROM trials WHERE job_id = ?1 ORDER BY id", what);
   read.bind(1, job_id);
   std::vector<std::tuple<int64_t, int64_t, int64_t>> decoded;  // id, stored, current index
   std::vector<std::string> configs;
@@ -1088,8 +1089,7 @@ int RecordStore::renumber_trials(int64_t job_id, const ConfigSpace& space) {
     park.reset();
     park.bind(1, m.id).bind(2, m.index).run();
   }
-  Statement place(db_, "UPDATE trials SET config_index = ?2, entity_json = ?3 WHERE id = ?1",
-                  what);
+  Statement place(db_, "UPDATE trials SET config_index = ?2, entity_json = ?3 WHERE id = ?1", what);
   for (const Move& m : moves) {
     place.reset();
     place.bind(1, m.id).bind(2, m.index).bind(3, m.config_json).run();

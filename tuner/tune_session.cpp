@@ -83,7 +83,8 @@ void verify_best(RecordStore& store, TrackerRunner& runner, TaskState& s,
     MeasureInput input;
     MeasureResult error;
     try {
-      entity = s.task.space->from_json(bj::parse(best->config_json), ConfigSpace::StaleIndex::kRenumber);
+      entity =
+          s.task.space->from_json(bj::parse(best->config_json), ConfigSpace::StaleIndex::kRenumber);
     } catch (const std::exception& e) {
       spdlog::warn("{}: cannot re-measure the best: {}", p.name, e.what());
       break;
@@ -218,7 +219,8 @@ std::vector<TaskProgress> TuneSession::run(
                    moved);
     for (const TrialRecord& r : store_.trials(p.job_id)) {
       try {
-        ConfigEntity e = s->task.space->from_json(bj::parse(r.config_json), ConfigSpace::StaleIndex::kRenumber);
+        ConfigEntity e =
+            s->task.space->from_json(bj::parse(r.config_json), ConfigSpace::StaleIndex::kRenumber);
         configs.push_back(e);
         // A suspect trial teaches the tuner nothing good: it counts as a failure.
         const bool suspect = r.verdict == kSuspect;
@@ -250,7 +252,8 @@ std::vector<TaskProgress> TuneSession::run(
         for (const TrialRecord& r : trials) {
           try {
             data.features.push_back(
-                config_features(other, other.space->from_json(bj::parse(r.config_json), ConfigSpace::StaleIndex::kRenumber)));
+                config_features(other, other.space->from_json(bj::parse(r.config_json),
+                                                              ConfigSpace::StaleIndex::kRenumber)));
             data.gflops.push_back(r.gflops);
           } catch (const std::exception&) {
             // A record from an older space version: not usable for this model.

@@ -32,8 +32,8 @@
 ///    every config must be an entity of that template's config space (config_in_space), so a
 ///    foreign line (CUDA's tile_f, Mali's ann_spatial) is refused, not stored under a webtune
 ///    job. The entity stored is the space's own (a −1 factor resolved), under the space's current
-///    index (an old log's index is renumbered when the space has grown since). Lines starting with '#'
-///    are comments, as in TVM's load_from_file.
+///    index (an old log's index is renumbered when the space has grown since). Lines starting with
+///    '#' are comments, as in TVM's load_from_file.
 ///  - AutoTVM writes −1 for the outermost factor of a split; so does the export. The exact
 ///    entity, the task name, the agent and the error message, which AutoTVM has no place for,
 ///    go into the extra top-level "webtune" object that AutoTVM ignores, so that an import
@@ -151,9 +151,10 @@ struct BestRecord {
 /// ConfigSpace::from_json checks them, and, when `succeeded`, the template's structural
 /// constraints (a config that breaks one cannot have been built, let alone measured). Returns
 /// the entity, with the space's current index: an "index" from before the space grew is
-/// renumbered (StaleIndex::kRenumber), since the knob values name the kernel. Throws std::invalid_argument naming the template and what does not fit, e.g.
-/// "config does not fit the gles-frag conv2d template (conv2d_1_2048_8_8_192_1x1_s1_p0): config
-/// outside the space: unknown knob 'tile_f'", or when the workload has no template on `target`.
+/// renumbered (StaleIndex::kRenumber), since the knob values name the kernel. Throws
+/// std::invalid_argument naming the template and what does not fit, e.g. "config does not fit the
+/// gles-frag conv2d template (conv2d_1_2048_8_8_192_1x1_s1_p0): config outside the space: unknown
+/// knob 'tile_f'", or when the workload has no template on `target`.
 ConfigEntity config_in_space(const Workload& workload, Target target,
                              const std::string& config_json, bool succeeded);
 
