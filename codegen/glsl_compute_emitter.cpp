@@ -145,6 +145,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/epilogue.hpp"
 #include "codegen/error_no.hpp"
 #include "codegen/gemm_schedule.hpp"
 #include "codegen/knob_reader.hpp"
@@ -208,10 +209,37 @@ void write_input_at(ShaderWriter& w, const Workload& wl, bool checked) {
   w.close();
 }
 
-/// Inputs as plain row-major buffers (pack_axis −1); buffers ignore width and height.
+/// The epilogue's storage buffers after the output (binding 2): bias at binding 3 as `bias[]`
+/// of `bias_type`, then residual at the next binding (3 without bias, else 4) as `residual[]`
+/// of `residual_type` (the output's element type: it is indexed like the stores). Then the
+/// epilogue's functions (glsl_epilogue_functions). Nothing for an empty epilogue.
+void write_epilogue_declarations(ShaderWriter& w, const Epilogue& e, const std::string& bias_type,
+                                 const std::string& residual_type) {
+  if (e.empty()) return;
+  int binding = 3;
+  if (e.bias) write_buffer(w, binding++, "BiasBuffer", "readonly", bias_type, "bias");
+  if (e.residual != Residual::kNone)
+    write_buffer(w, binding, "ResidualBuffer", "readonly", residual_type, "residual");
+  std::string functions = glsl_epilogue_functions(e);
+  if (!functions.empty() && functions.back() == '\n') functions.pop_back();
+  w.line(functions);
+}
+
+/// `value` through the epilogue: webtune_epilogue(value, b, r) with `bias` and `residual` the
+/// loads (the type's zero where the epilogue has none); `value` itself for an empty epilogue.
+std::string apply_epilogue(const Epilogue& e, const std::string& value, const std::string& bias,
+                           const std::string& residual, bool vec4) {
+  if (e.empty()) return value;
+  const std::string zero = vec4 ? "vec4(0.0)" : "0.0";
+  return "webtune_epilogue(" + value + ", " + (e.bias ? bias : zero) + ", " +
+         (e.residual != Residual::kNone ? residual : zero) + ")";
+}
+
+/// Inputs as plain row-major buffers (pack_axis −1); buffers ignore width and height. Every
+/// input: data, weight, then the epilogue's bias and residual (Workload::input_count).
 std::vector<TensorLayout> plain_inputs(const Workload& wl) {
   std::vector<TensorLayout> inputs;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < wl.input_count(); ++i) {
     TensorLayout layout;
     layout.shape = wl.input_shape(i);
     layout.pack_axis = -1;
@@ -317,6 +345,9 @@ class GemmEmitter {
     write_buffer(w_, 0, "DataBuffer", "readonly", data_vec ? "vec4" : "float", "data");
     write_buffer(w_, 1, "WeightBuffer", "readonly", weight_vec ? "vec4" : "float", "weight");
     write_buffer(w_, 2, "OutputBuffer", "writeonly", col_type(), "result");
+    // Bias is per row for conv2d (output channel k), per column for dense (n): vec4 columns of
+    // dense read four biases as one vec4.
+    write_epilogue_declarations(w_, wl_.epilogue, view_.conv ? "float" : col_type(), col_type());
   }
 
   void write_shared_arrays() {
@@ -713,7 +744,15 @@ class GemmEmitter {
                   num(cw_);
         const std::string ok =
             edges_.all({edges_.row_ok(row), edges_.col_ok("col0 + " + num(col_step(j)))});
-        const std::string store = "result[" + index + "] = " + acc(i, j) + ";";
+        // The epilogue's bias: of the row's output channel (conv2d, shared by a vec4's lanes)
+        // or of the column's (dense, a vec4 of four columns' biases).
+        std::string bias = view_.conv
+                               ? "bias[" + row + "]"
+                               : "bias[(col0 + " + num(col_step(j)) + ") / " + num(cw_) + "]";
+        if (view_.conv && cw_ == 4) bias = "vec4(" + bias + ")";
+        const std::string value =
+            apply_epilogue(wl_.epilogue, acc(i, j), bias, "residual[" + index + "]", cw_ == 4);
+        const std::string store = "result[" + index + "] = " + value + ";";
         w_.line(ok.empty() ? store : "if (" + ok + ") " + store);
       }
     }
@@ -862,6 +901,7 @@ class DepthwiseEmitter {
     write_buffer(w_, 0, "DataBuffer", "readonly", "float", "data");
     write_buffer(w_, 1, "WeightBuffer", "readonly", "float", "weight");
     write_buffer(w_, 2, "OutputBuffer", "writeonly", "float", "result");
+    write_epilogue_declarations(w_, wl_.epilogue, "float", "float");
     write_input_at(w_, wl_, wl_.pad != 0 || !t_.x_exact || !t_.y_exact);
     if (t_.use_shared)
       w_.line("shared float window[" + num(t_.threads_c * shared_h() * shared_w()) + "];");
@@ -988,6 +1028,10 @@ class DepthwiseEmitter {
   /// Stores of the register tile; outputs past a guarded edge (row, column or plane) are
   /// skipped.
   void write_stores() {
+    // The epilogue's bias is of the plane's channel (plane = n·C + c; clamped past the last).
+    if (wl_.epilogue.bias)
+      w_.line("int channel = plane - (plane / " + num(wl_.in_channels) + ") * " +
+              num(wl_.in_channels) + ";");
     for (int64_t i = 0; i < t_.regs_y; ++i)
       for (int64_t j = 0; j < t_.regs_x; ++j) {
         std::string ok;
@@ -995,9 +1039,12 @@ class DepthwiseEmitter {
         if (!t_.x_exact)
           ok += (ok.empty() ? "" : " && ") + ("ow0 + " + num(j) + " < " + num(wl_.out_w()));
         if (!t_.c_exact) ok += (ok.empty() ? "" : " && ") + ("plane_id < " + num(planes()));
-        const std::string store = "result[(plane * " + num(wl_.out_h()) + " + oh0 + " + num(i) +
-                                  ") * " + num(wl_.out_w()) + " + ow0 + " + num(j) + "] = acc[" +
-                                  num(i * t_.regs_x + j) + "];";
+        const std::string index = "(plane * " + num(wl_.out_h()) + " + oh0 + " + num(i) + ") * " +
+                                  num(wl_.out_w()) + " + ow0 + " + num(j);
+        const std::string value =
+            apply_epilogue(wl_.epilogue, "acc[" + num(i * t_.regs_x + j) + "]", "bias[channel]",
+                           "residual[" + index + "]", false);
+        const std::string store = "result[" + index + "] = " + value + ";";
         w_.line(ok.empty() ? store : "if (" + ok + ") " + store);
       }
   }

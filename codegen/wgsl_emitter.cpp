@@ -85,6 +85,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "codegen/epilogue.hpp"
 #include "codegen/error_no.hpp"
 #include "codegen/gemm_schedule.hpp"
 #include "shader_text.hpp"
@@ -118,7 +119,8 @@ constexpr GemmScheduleOptions kGemmOptions{
 /// Writes the dense or conv2d shader for one tiling; see the file comment for the mapping.
 class GemmEmitter {
  public:
-  GemmEmitter(const GemmView& v, const GemmTiling& t) : t_(t), v_(v), edges_(v, t, " & ") {}
+  GemmEmitter(const GemmView& v, const GemmTiling& t, const Epilogue& e)
+      : t_(t), v_(v), e_(e), edges_(v, t, " & ") {}
 
   std::string emit() {
     const std::string a_type = t_.a_width() == 4 ? "vec4<f32>" : "f32";
@@ -139,6 +141,7 @@ class GemmEmitter {
       w_.line("@group(0) @binding(1) var<storage, read> B : array<" + c_type + ">;");
     }
     w_.line("@group(0) @binding(2) var<storage, read_write> C : array<" + c_type + ">;");
+    write_epilogue_declarations(c_type);
     if (t_.use_shared) {
       // As is stored transposed, [k][row]: the rows an invocation reads for one k are
       // threads_y apart, so neighbouring invocations read neighbouring words.
@@ -374,22 +377,62 @@ class GemmEmitter {
     return zero_unless(buffer + "[select(0, " + index + ", " + ok + ")]", ok, zero);
   }
 
-  /// Stores of the register tile; those past a guarded edge are skipped.
+  /// The epilogue's storage buffers after C (binding 2): Bias at binding 3, per row (conv2d's
+  /// output channel k: array<f32>) or per column (dense's n: array of the column type, so that
+  /// vec4 columns read their four biases as one vec4), then Res at the next binding (3 without
+  /// bias, else 4) as an array of the column type (indexed like C). Then the epilogue's
+  /// functions. Nothing for an empty epilogue.
+  void write_epilogue_declarations(const std::string& c_type) {
+    if (e_.empty()) return;
+    int binding = 3;
+    if (e_.bias)
+      w_.line("@group(0) @binding(" + num(binding++) + ") var<storage, read> Bias : array<" +
+              (v_.conv ? std::string("f32") : c_type) + ">;");
+    if (e_.residual != Residual::kNone)
+      w_.line("@group(0) @binding(" + num(binding) + ") var<storage, read> Res : array<" + c_type +
+              ">;");
+    std::string functions = wgsl_epilogue_functions(e_);
+    if (!functions.empty() && functions.back() == '\n') functions.pop_back();
+    w_.line(functions);
+  }
+
+  /// Stores of the register tile; those past a guarded edge are skipped. With an epilogue each
+  /// store goes through webtune_epilogue (webtune_epilogue4 for vec4 columns) with the bias of
+  /// its output channel and the residual at its own index.
   void write_stores() {
     const int64_t w = t_.width;
     for (int64_t i = 0; i < t_.regs_y; ++i)
       for (int64_t j = 0; j < t_.col_atoms(); ++j) {
         const std::string row = "row0 + " + num(t_.row_step(i));
         const std::string col = "col0 + " + num(t_.col_step(j));
-        const std::string store = "C[(c_image + (" + row + ") * " + num(v_.cols) + " + " + col +
-                                  ") / " + num(w) + "] = " + acc(i, j) + ";";
+        const std::string index =
+            "(c_image + (" + row + ") * " + num(v_.cols) + " + " + col + ") / " + num(w);
         const std::string ok = edges_.all({edges_.row_ok(row), edges_.col_ok(col)});
-        w_.line(ok.empty() ? store : "if (" + ok + ") { " + store + " }");
+        if (e_.empty()) {
+          const std::string store = "C[" + index + "] = " + acc(i, j) + ";";
+          w_.line(ok.empty() ? store : "if (" + ok + ") { " + store + " }");
+          continue;
+        }
+        // conv2d: the row's channel, shared by a vec4's lanes (four pixels); dense: the
+        // column's, a vec4 of four columns' biases where columns are vec4.
+        const std::string zero = w == 4 ? "vec4<f32>(0.0)" : "0.0";
+        std::string bias = zero;
+        if (e_.bias) {
+          bias = v_.conv ? "Bias[" + row + "]" : "Bias[(" + col + ") / " + num(w) + "]";
+          if (v_.conv && w == 4) bias = "vec4<f32>(" + bias + ")";
+        }
+        const std::string residual = e_.residual != Residual::kNone ? "Res[q]" : zero;
+        w_.open(ok.empty() ? "" : "if (" + ok + ")");
+        w_.line("let q = " + index + ";");
+        w_.line("C[q] = " + std::string(w == 4 ? "webtune_epilogue4(" : "webtune_epilogue(") +
+                acc(i, j) + ", " + bias + ", " + residual + ");");
+        w_.close();
       }
   }
 
   GemmTiling t_;
   GemmView v_;
+  Epilogue e_;
   GemmEdges edges_;  // guards are branch-free (`&`), as xload's test is
   ShaderWriter w_;
 };
@@ -426,8 +469,9 @@ KernelArtifact emit_wgsl(const Workload& workload, const ConfigEntity& entity) {
   const GemmTiling t = schedule.read_checked(entity);
   KernelArtifact artifact;
   artifact.target = Target::kWebgpu;
-  artifact.source = GemmEmitter(v, t).emit();
-  for (int i = 0; i < 2; ++i) {
+  artifact.source = GemmEmitter(v, t, workload.epilogue).emit();
+  // Every input: data, weight, then the epilogue's bias and residual (Workload::input_count).
+  for (int i = 0; i < workload.input_count(); ++i) {
     TensorLayout layout;
     layout.shape = workload.input_shape(i);
     layout.pack_axis = -1;  // vec4 views read the same row-major bytes

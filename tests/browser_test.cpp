@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -19,6 +21,7 @@
 
 #include "codegen/measure.hpp"
 #include "codegen/task.hpp"
+#include "support/compute_epilogues.hpp"
 #include "support/odd_shapes.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
@@ -500,6 +503,53 @@ TEST_F(BrowserFarmTest, OddShapesGuardedWebgpuConfigsMatchTheReferenceEverywhere
   }
   submit(inputs, 1);
   auto results = collect(inputs.size(), 900s);
+  ASSERT_EQ(results.size(), inputs.size());
+  for (const auto& [tag, r] : results)
+    EXPECT_EQ(r.result.at("error_no").to_number<int>(), 0)
+        << names[tag - 1] << ": " << boost::json::serialize(r.result);
+}
+
+// Epilogues in the webgpu GEMM (issue 14): dense and conv2d, each with bias+relu,
+// bias+clip(0,6), bias+residual+relu and bias+hard_swish+residual, 10 configs (a fifth with vec4
+// columns, half with tiles past an axis: guarded edges) on a regular and 10 on an odd small shape
+// (tests/support/compute_epilogues.hpp: vec4-friendly axes and two images; prime axes, 7x7
+// outputs from 3 input channels into 13): 160 kernels in one browser session, every output
+// element checked in the tab against the reference with every epilogue input.
+TEST_F(BrowserFarmTest, WebgpuGemmEpiloguesMatchTheReferenceEverywhere) {
+  start(1, {}, "webgpu");
+  std::vector<MeasureInput> inputs;
+  std::vector<std::string> names;
+  std::map<std::string, int> vec4_stores;  // by op: kernels storing vec4s (webtune_epilogue4)
+  uint64_t seed = 20261124;
+  for (const test::EpilogueShapes& shapes : test::epilogue_gemm_shapes())
+    for (const test::NamedEpilogue& e : test::kTestEpilogues)
+      for (const Workload& plain : {shapes.regular, shapes.odd}) {
+        const Workload w = test::with_epilogue_suffix(plain, e.suffix);
+        Task task = Task::create(w, Target::kWebgpu, limits());
+        const std::vector<ConfigEntity> configs = test::mixed_configs(task, 10, ++seed);
+        ASSERT_EQ(configs.size(), 10u) << w.key();
+        for (const ConfigEntity& config : configs) {
+          MeasureInput input = input_for(task, config, seed);
+          ASSERT_EQ(input.artifact.inputs.size(), static_cast<size_t>(w.input_count()));
+          vec4_stores[shapes.op] +=
+              input.artifact.source.find("= webtune_epilogue4(acc[") != std::string::npos;
+          input.samples = test::every_output_with_epilogue(w, seed);
+          input.options.number = 1;
+          input.options.repeat = 1;
+          inputs.push_back(std::move(input));
+          names.push_back(std::string(shapes.op) + "_" + e.label + " " + w.key() + " " +
+                          config.to_string());
+        }
+      }
+  ASSERT_EQ(inputs.size(), 2u * 4u * 20u);
+  // Both ops' regular shapes allow vec4 columns: four biases (dense) or one splatted (conv2d).
+  EXPECT_GE(vec4_stores["Dense"], 4);
+  EXPECT_GE(vec4_stores["Conv2d"], 4);
+  const auto began = std::chrono::steady_clock::now();
+  submit(inputs, 1);
+  auto results = collect(inputs.size(), 900s);
+  std::printf("%zu of %zu webgpu epilogue kernels ran in %.1f s\n", results.size(), inputs.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   ASSERT_EQ(results.size(), inputs.size());
   for (const auto& [tag, r] : results)
     EXPECT_EQ(r.result.at("error_no").to_number<int>(), 0)

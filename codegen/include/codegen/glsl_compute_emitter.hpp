@@ -14,6 +14,16 @@
 /// zero-filled past the edge, stores past it are skipped), not padded, because buffers in a
 /// model are shared between ops: padding them would need a copy or a layout change in every
 /// producer.
+///
+/// Epilogues (Workload::epilogue, epilogue.hpp) are applied in the output stage, after the
+/// reduction (and k_split's slice sum), to each stored value: result[i] = webtune_epilogue(acc,
+/// b, r) with the functions of glsl_epilogue_functions, b the bias of the store's output channel
+/// (conv2d: its row k; dense: its column n, a vec4 of four columns' biases where columns are
+/// vec4; depthwise: its plane's channel) and r the residual at the store's own index. Extra
+/// read-only buffers, only when the epilogue has them: bias at binding 3 (`bias[]`: float, or
+/// vec4 for dense's vec4 columns), residual at binding 3 without bias, else 4 (`residual[]`, the
+/// output's element type). Stores past a guarded edge skip their loads too. An empty epilogue
+/// emits the kernel byte for byte as before.
 #pragma once
 
 #include <memory>

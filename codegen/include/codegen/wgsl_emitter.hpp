@@ -19,6 +19,16 @@
 /// zero-filled past the edge, stores past it are skipped), not padded, because buffers in a
 /// model are shared between ops: padding them would need a copy or a layout change in every
 /// producer.
+///
+/// Epilogues (Workload::epilogue, epilogue.hpp) are applied in the output stage, after the
+/// reduction, to each stored value: C[q] = webtune_epilogue(acc, b, Res[q]) (webtune_epilogue4
+/// for vec4 columns) with the functions of wgsl_epilogue_functions, b the bias of the store's
+/// output channel (conv2d: its row k, splatted over a vec4 of four pixels; dense: its column n,
+/// a vec4 of four columns' biases where columns are vec4) and Res[q] the residual at the store's
+/// own index. Extra read-only storage buffers, only when the epilogue has them: `Bias` at
+/// binding 3 (array<f32>, or array<vec4<f32>> for dense's vec4 columns), `Res` at binding 3
+/// without bias, else 4 (the type of C). Stores past a guarded edge skip their loads too. An
+/// empty epilogue emits the kernel byte for byte as before.
 #pragma once
 
 #include <array>
