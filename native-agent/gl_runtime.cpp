@@ -95,7 +95,7 @@ std::string drain_gl_errors() {
 }
 
 /// Throws RUNTIME_DEVICE naming the GL errors raised while doing `what`.
-void check_gl(const char* what) {
+void check_gl(const std::string& what) {
   std::string errors = drain_gl_errors();
   if (!errors.empty()) {
     throw MeasureError(MeasureErrorNo::kRuntimeDevice, errors + " while " + what);
@@ -182,6 +182,45 @@ struct GlObjects {
 };
 
 /// One measurement; see the file comment of gl_runtime.hpp for its steps.
+/// The first `count` floats of `buffer`, read back through a staging buffer: the buffer is
+/// copied into a fresh GL_STREAM_READ buffer and that one is mapped, never `buffer` itself.
+/// NVIDIA's driver moves a buffer that the CPU maps for reading into system memory, and the
+/// timed runs that follow the checked one then wrote their output over PCIe (H100, driver
+/// 580, 2026-11-24: MobileNet-v2's first depthwise layer, 1.6 MB out, timed 64 us instead of
+/// 5.6 us; dense 1000^3 186 us instead of 118 us). Throws MeasureError (RUNTIME_DEVICE) when
+/// the mapping fails or its contents are lost.
+std::vector<float> read_through_staging(GLuint buffer, int64_t count, const std::string& what) {
+  const auto bytes = static_cast<GLsizeiptr>(count) * static_cast<GLsizeiptr>(sizeof(float));
+  GLuint staging = 0;
+  glGenBuffers(1, &staging);
+  struct DeleteStaging {
+    GLuint buffer;
+    ~DeleteStaging() {
+      glBindBuffer(GL_COPY_READ_BUFFER, 0);
+      glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+      glDeleteBuffers(1, &buffer);
+    }
+  } delete_staging{staging};
+  glBindBuffer(GL_COPY_READ_BUFFER, buffer);
+  glBindBuffer(GL_COPY_WRITE_BUFFER, staging);
+  glBufferData(GL_COPY_WRITE_BUFFER, bytes, nullptr, GL_STREAM_READ);
+  glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, bytes);
+  check_gl("copying the " + what + " to a staging buffer");
+  const void* mapped = glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, bytes, GL_MAP_READ_BIT);
+  if (mapped == nullptr) {
+    check_gl("mapping the " + what + "'s staging buffer");
+    throw MeasureError(MeasureErrorNo::kRuntimeDevice, "glMapBufferRange returned null");
+  }
+  std::vector<float> values(static_cast<size_t>(count));
+  std::memcpy(values.data(), mapped, static_cast<size_t>(bytes));
+  if (glUnmapBuffer(GL_COPY_WRITE_BUFFER) != GL_TRUE) {
+    throw MeasureError(MeasureErrorNo::kRuntimeDevice,
+                       "the " + what + "'s contents were lost while mapped");
+  }
+  check_gl("reading the " + what + " back");
+  return values;
+}
+
 class Trial {
  public:
   Trial(const MeasureInput& input, const GlDeviceInfo& info, Clock::time_point start)
@@ -392,6 +431,18 @@ class Trial {
       instantiation("the kernel declares " + std::to_string(artifact_.shared_memory_bytes) +
                     " bytes of shared memory but GL_MAX_COMPUTE_SHARED_MEMORY_SIZE is " +
                     std::to_string(limits.max_shared_memory_bytes));
+    }
+    // Every input and the output is one storage block. OpenGL ES 3.1 guarantees only 4 per
+    // compute shader, and an epilogue with bias and residual needs 5: refused here by name,
+    // not left to a driver's compile log (llvmpipe and NVIDIA allow more).
+    GLint max_blocks = 0;
+    glGetIntegerv(GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS, &max_blocks);
+    const auto blocks = static_cast<GLint>(artifact_.inputs.size() + 1);
+    if (max_blocks > 0 && blocks > max_blocks) {
+      instantiation("the kernel binds " + std::to_string(blocks) +
+                    " storage buffers (inputs and output) but GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS "
+                    "is " +
+                    std::to_string(max_blocks));
     }
     GLint64 max_block = 0;
     glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block);
@@ -773,48 +824,16 @@ class Trial {
   }
 
   std::vector<float> read_compute_output() const {
-    size_t count = static_cast<size_t>(artifact_.output.elements());
-    // Shader writes must be visible to the mapping below.
+    // Shader writes must be visible to the copy in read_through_staging.
     glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
-    glBindBuffer(GL_SHADER_STORAGE_BUFFER, output_buffer_);
-    const void* mapped =
-        glMapBufferRange(GL_SHADER_STORAGE_BUFFER, 0,
-                         static_cast<GLsizeiptr>(count * sizeof(float)), GL_MAP_READ_BIT);
-    if (mapped == nullptr) {
-      check_gl("mapping the output buffer");
-      throw MeasureError(MeasureErrorNo::kRuntimeDevice, "glMapBufferRange returned null");
-    }
-    std::vector<float> values(count);
-    std::memcpy(values.data(), mapped, count * sizeof(float));
-    if (glUnmapBuffer(GL_SHADER_STORAGE_BUFFER) != GL_TRUE) {
-      throw MeasureError(MeasureErrorNo::kRuntimeDevice,
-                         "the output buffer's contents were lost while mapped");
-    }
-    check_gl("reading the output buffer back");
-    return values;
+    return read_through_staging(output_buffer_, artifact_.output.elements(), "output buffer");
   }
 
   std::vector<float> read_feedback_output() const {
-    size_t count = static_cast<size_t>(feedback_floats());
-    // ES 3.0 has no glGetBufferSubData; mapping waits for the captures, which glFinish has
+    // ES 3.0 has no glGetBufferSubData; the copy waits for the captures, which glFinish has
     // completed already anyway.
-    glBindBuffer(GL_COPY_READ_BUFFER, output_buffer_);
-    const void* mapped = glMapBufferRange(
-        GL_COPY_READ_BUFFER, 0, static_cast<GLsizeiptr>(count * sizeof(float)), GL_MAP_READ_BIT);
-    if (mapped == nullptr) {
-      check_gl("mapping the transform feedback buffer");
-      throw MeasureError(MeasureErrorNo::kRuntimeDevice, "glMapBufferRange returned null");
-    }
-    std::vector<float> values(count);
-    std::memcpy(values.data(), mapped, count * sizeof(float));
-    GLboolean intact = glUnmapBuffer(GL_COPY_READ_BUFFER);
-    glBindBuffer(GL_COPY_READ_BUFFER, 0);
-    if (intact != GL_TRUE) {
-      throw MeasureError(MeasureErrorNo::kRuntimeDevice,
-                         "the transform feedback buffer's contents were lost while mapped");
-    }
-    check_gl("reading the transform feedback buffer back");
-    return artifact_.output.unpack({values});
+    return artifact_.output.unpack(
+        {read_through_staging(output_buffer_, feedback_floats(), "transform feedback buffer")});
   }
 
   void check_output() {
