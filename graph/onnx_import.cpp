@@ -1,0 +1,367 @@
+/// \file onnx_import.cpp
+/// ONNX ModelProto → Graph (onnx_import.hpp): parse, bind symbolic dimensions, ONNX shape
+/// inference, then tensors, constants and nodes.
+
+#include "graph/onnx_import.hpp"
+
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "graph/operators.hpp"
+
+namespace webtune::graph {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string element_type_name(int32_t type) {
+  if (onnx::TensorProto_DataType_IsValid(type))
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(type));
+  return "type " + std::to_string(type);
+}
+
+/// The IR type of an ONNX element type, or nullopt for one webtune does not carry.
+std::optional<DataType> data_type_of(int32_t type) {
+  switch (type) {
+    case onnx::TensorProto_DataType_FLOAT:
+      return DataType::kFloat32;
+    case onnx::TensorProto_DataType_INT64:
+      return DataType::kInt64;
+    case onnx::TensorProto_DataType_INT32:
+      return DataType::kInt32;
+    case onnx::TensorProto_DataType_BOOL:
+      return DataType::kBool;
+    default:
+      return std::nullopt;
+  }
+}
+
+class Importer {
+ public:
+  Importer(std::string source, const ImportOptions& options) : source_(std::move(source)), options_(options) {}
+
+  Graph run(const std::string& bytes, ImportReport* report) {
+    onnx::ModelProto model;
+    // ParseFromString fails on truncated or foreign bytes; a message that parses but has no
+    // graph (e.g. a random protobuf) is refused below.
+    if (bytes.empty()) fail("the file is empty, not an ONNX model");
+    if (!model.ParseFromString(bytes))
+      fail("not an ONNX model (the protobuf ModelProto does not parse: truncated or another "
+           "format)");
+    if (!model.has_graph() || model.ir_version() <= 0)
+      fail("not an ONNX model (no graph or no ir_version)");
+
+    ImportReport local;
+    ImportReport& r = report ? *report : local;
+    r = ImportReport{};
+    r.ir_version = model.ir_version();
+    r.producer = model.producer_name() +
+                 (model.producer_version().empty() ? "" : " " + model.producer_version());
+    for (const auto& opset : model.opset_import())
+      if (opset.domain().empty() || opset.domain() == "ai.onnx") r.opset = opset.version();
+    if (r.opset == 0) fail("the model imports no opset of the default ONNX domain");
+    if (r.opset < kMinOpset || r.opset > kMaxOpset)
+      fail("opset " + std::to_string(r.opset) + " of the default domain is outside what webtune "
+           "reads (" + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+
+    onnx::GraphProto& g = *model.mutable_graph();
+    std::set<std::string> initializer_names;
+    for (const auto& init : g.initializer()) initializer_names.insert(init.name());
+    bind_input_dims(g, initializer_names);
+
+    try {
+      // Strict mode: a node whose inputs contradict its schema is refused with ONNX's message.
+      onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*strict_mode=*/1,
+                                            /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+    } catch (const std::exception& e) {
+      fail(std::string("ONNX shape inference failed: ") + e.what());
+    }
+
+    Graph graph;
+    graph.name = g.name();
+    for (const auto& init : g.initializer()) add_constant(graph, init, "initializer");
+    for (const auto& input : g.input()) {
+      if (initializer_names.count(input.name())) continue;  // IR < 4: initializers listed too
+      add_value(graph, input, "graph input");
+      graph.inputs.push_back(input.name());
+    }
+    for (const auto& value : g.value_info()) add_value(graph, value, "value");
+    for (const auto& output : g.output()) {
+      if (!graph.has_tensor(output.name())) add_value(graph, output, "graph output");
+      graph.outputs.push_back(output.name());
+    }
+    for (int i = 0; i < g.node_size(); ++i) add_node(graph, g.node(i), i, r);
+    // Every node output must have a type and shape by now (inference or the file's value_info).
+    for (const Node& node : graph.nodes)
+      for (const std::string& out : node.outputs)
+        if (!out.empty() && !graph.has_tensor(out))
+          fail("the shape of '" + out + "' (output of " + node.op_type + " '" + node.name +
+               "') is unknown after ONNX shape inference");
+    try {
+      graph.sort_topologically();
+      graph.validate();
+    } catch (const GraphError& e) {
+      fail(e.what());
+    }
+    return graph;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const {
+    throw GraphError(source_ + ": " + message);
+  }
+
+  /// Replaces symbolic dimensions of the graph inputs by the bound values, or refuses them.
+  void bind_input_dims(onnx::GraphProto& g, const std::set<std::string>& initializers) {
+    for (auto& input : *g.mutable_input()) {
+      if (initializers.count(input.name())) continue;
+      if (!input.type().has_tensor_type())
+        fail("graph input '" + input.name() + "' is not a tensor (sequences and maps are not "
+             "supported)");
+      auto* tensor_type = input.mutable_type()->mutable_tensor_type();
+      if (!tensor_type->has_shape())
+        fail("graph input '" + input.name() + "' has no shape (its rank is unknown)");
+      for (auto& dim : *tensor_type->mutable_shape()->mutable_dim()) {
+        if (dim.has_dim_value()) continue;
+        const std::string param = dim.has_dim_param() ? dim.dim_param() : "";
+        auto it = options_.symbolic_dims.find(param);
+        if (it == options_.symbolic_dims.end()) it = options_.symbolic_dims.find("*");
+        if (it == options_.symbolic_dims.end())
+          fail("graph input '" + input.name() + "' has a symbolic dimension '" +
+               (param.empty() ? "?" : param) + "'; give it a value (webtune import --dim " +
+               (param.empty() ? "'*'" : param) + "=1)");
+        dim.clear_dim_param();
+        dim.set_dim_value(it->second);
+      }
+    }
+  }
+
+  std::vector<int64_t> shape_of(const onnx::ValueInfoProto& value, const std::string& what) {
+    const auto& tensor_type = value.type().tensor_type();
+    if (!tensor_type.has_shape())
+      fail(what + " '" + value.name() + "' has no shape after ONNX shape inference");
+    std::vector<int64_t> shape;
+    for (const auto& dim : tensor_type.shape().dim()) {
+      if (!dim.has_dim_value() || dim.dim_value() < 0)
+        fail(what + " '" + value.name() + "' has a dimension that stays unknown after ONNX "
+             "shape inference" + (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : ""));
+      shape.push_back(dim.dim_value());
+    }
+    return shape;
+  }
+
+  void add_value(Graph& graph, const onnx::ValueInfoProto& value, const std::string& what) {
+    if (graph.has_tensor(value.name())) return;  // a constant, or listed twice
+    if (!value.type().has_tensor_type()) fail(what + " '" + value.name() + "' is not a tensor");
+    const int32_t elem = value.type().tensor_type().elem_type();
+    auto type = data_type_of(elem);
+    if (!type)
+      fail(what + " '" + value.name() + "' is " + element_type_name(elem) +
+           "; webtune reads float32 models (with int64 / int32 / bool shapes and indices)");
+    Tensor t;
+    t.name = value.name();
+    t.type = *type;
+    t.shape = shape_of(value, what);
+    graph.tensors[t.name] = std::move(t);
+  }
+
+  Tensor tensor_of(const onnx::TensorProto& proto, const std::string& what) {
+    const std::string name = what + " '" + proto.name() + "'";
+    if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL ||
+        proto.external_data_size() > 0)
+      fail(name + " keeps its data in an external file; webtune reads self-contained models "
+           "(onnx.save_model(..., save_as_external_data=False))");
+    if (proto.has_segment()) fail(name + " is segmented; webtune reads whole tensors");
+    auto type = data_type_of(proto.data_type());
+    if (!type)
+      fail(name + " is " + element_type_name(proto.data_type()) +
+           "; webtune reads float32 models (with int64 / int32 / bool shapes and indices)");
+    Tensor t;
+    t.name = proto.name();
+    t.type = *type;
+    int64_t elements = 1;
+    for (int64_t d : proto.dims()) {
+      if (d < 0) fail(name + " has a negative dimension");
+      if (d > 0 && elements > (int64_t{1} << 40) / d) fail(name + " is too large");
+      elements *= d;
+      t.shape.push_back(d);
+    }
+    const bool raw = proto.has_raw_data();
+    auto check_count = [&](int64_t count) {
+      if (count != elements)
+        fail(name + " holds " + std::to_string(count) + " values but its shape " +
+             shape_text(t.shape) + " has " + std::to_string(elements));
+    };
+    if (*type == DataType::kFloat32) {
+      std::vector<float> data;
+      if (raw) {
+        const std::string& bytes = proto.raw_data();
+        if (bytes.size() % 4) fail(name + " has " + std::to_string(bytes.size()) +
+                                   " bytes of raw data, not a whole number of float32");
+        check_count(static_cast<int64_t>(bytes.size() / 4));
+        data.resize(bytes.size() / 4);
+        std::memcpy(data.data(), bytes.data(), bytes.size());  // little-endian hosts only
+      } else {
+        check_count(proto.float_data_size());
+        data.assign(proto.float_data().begin(), proto.float_data().end());
+      }
+      t.float_data = std::move(data);
+    } else {
+      std::vector<int64_t> data;
+      const size_t width = *type == DataType::kInt64 ? 8 : (*type == DataType::kInt32 ? 4 : 1);
+      if (raw) {
+        const std::string& bytes = proto.raw_data();
+        if (bytes.size() % width) fail(name + " has raw data of a size that is not a whole "
+                                       "number of elements");
+        check_count(static_cast<int64_t>(bytes.size() / width));
+        data.resize(bytes.size() / width);
+        for (size_t i = 0; i < data.size(); ++i) {
+          if (width == 8) {
+            int64_t v;
+            std::memcpy(&v, bytes.data() + 8 * i, 8);
+            data[i] = v;
+          } else if (width == 4) {
+            int32_t v;
+            std::memcpy(&v, bytes.data() + 4 * i, 4);
+            data[i] = v;
+          } else {
+            data[i] = bytes[i] != 0;
+          }
+        }
+      } else if (*type == DataType::kInt64) {
+        check_count(proto.int64_data_size());
+        data.assign(proto.int64_data().begin(), proto.int64_data().end());
+      } else {
+        // int32 and bool are stored in int32_data.
+        check_count(proto.int32_data_size());
+        data.assign(proto.int32_data().begin(), proto.int32_data().end());
+      }
+      t.int_data = std::move(data);
+    }
+    return t;
+  }
+
+  void add_constant(Graph& graph, const onnx::TensorProto& proto, const std::string& what) {
+    if (proto.name().empty()) fail("an " + what + " has no name");
+    if (graph.has_tensor(proto.name())) fail(what + " '" + proto.name() + "' is defined twice");
+    Tensor t = tensor_of(proto, what);
+    graph.tensors[t.name] = std::move(t);
+  }
+
+  /// A Constant node's value as a constant tensor named `output`.
+  void add_constant_node(Graph& graph, const onnx::NodeProto& node, const std::string& where) {
+    if (node.output_size() != 1 || node.attribute_size() != 1)
+      fail(where + " must have one output and one value attribute");
+    const auto& a = node.attribute(0);
+    Tensor t;
+    t.name = node.output(0);
+    if (a.name() == "value") {
+      onnx::TensorProto proto = a.t();
+      proto.set_name(node.output(0));
+      t = tensor_of(proto, where + "'s value");
+    } else if (a.name() == "value_float") {
+      t.float_data = std::vector<float>{a.f()};
+    } else if (a.name() == "value_floats") {
+      t.shape = {a.floats_size()};
+      t.float_data = std::vector<float>(a.floats().begin(), a.floats().end());
+    } else if (a.name() == "value_int") {
+      t.type = DataType::kInt64;
+      t.int_data = std::vector<int64_t>{a.i()};
+    } else if (a.name() == "value_ints") {
+      t.type = DataType::kInt64;
+      t.shape = {a.ints_size()};
+      t.int_data = std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    } else {
+      fail(where + ": the value kind '" + a.name() + "' is not supported");
+    }
+    if (graph.has_tensor(t.name) && graph.tensor(t.name).is_constant())
+      fail(where + " writes '" + t.name + "', which is already a constant");
+    graph.tensors[t.name] = std::move(t);
+  }
+
+  void add_node(Graph& graph, const onnx::NodeProto& proto, int index, ImportReport& report) {
+    const std::string where =
+        proto.op_type() + (proto.name().empty() ? " #" + std::to_string(index)
+                                                : " '" + proto.name() + "'");
+    const bool default_domain = proto.domain().empty() || proto.domain() == "ai.onnx";
+    if (default_domain && proto.op_type() == "Constant") {
+      add_constant_node(graph, proto, where);
+      return;
+    }
+    const bool supported = default_domain && is_supported_operator(proto.op_type()) &&
+                           proto.op_type().rfind("Fused", 0) != 0;
+    Node node;
+    node.name = proto.name();
+    node.op_type = default_domain ? proto.op_type() : proto.domain() + "." + proto.op_type();
+    node.inputs.assign(proto.input().begin(), proto.input().end());
+    node.outputs.assign(proto.output().begin(), proto.output().end());
+    for (const auto& a : proto.attribute()) {
+      switch (a.type()) {
+        case onnx::AttributeProto_AttributeType_INT:
+          node.attributes[a.name()] = static_cast<int64_t>(a.i());
+          break;
+        case onnx::AttributeProto_AttributeType_FLOAT:
+          node.attributes[a.name()] = a.f();
+          break;
+        case onnx::AttributeProto_AttributeType_STRING:
+          node.attributes[a.name()] = a.s();
+          break;
+        case onnx::AttributeProto_AttributeType_INTS:
+          node.attributes[a.name()] = std::vector<int64_t>(a.ints().begin(), a.ints().end());
+          break;
+        case onnx::AttributeProto_AttributeType_FLOATS:
+          node.attributes[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end());
+          break;
+        default:
+          // Tensor, graph and sparse attributes: only operators webtune does not run have them
+          // (If, Loop, ConstantOfShape, ...); they are kept without the attribute.
+          if (supported)
+            fail(where + ": attribute '" + a.name() + "' is of a kind webtune does not read (" +
+                 onnx::AttributeProto_AttributeType_Name(a.type()) + ")");
+      }
+    }
+    for (const std::string& out : node.outputs)
+      if (!out.empty() && graph.has_tensor(out) && graph.tensor(out).is_constant())
+        fail(where + " writes '" + out + "', which is a constant");
+    if (!supported) ++report.unsupported[node.op_type];
+    graph.nodes.push_back(std::move(node));
+  }
+
+  std::string source_;
+  const ImportOptions& options_;
+};
+
+}  // namespace
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& source,
+                        const ImportOptions& options, ImportReport* report) {
+  return Importer(source, options).run(bytes, report);
+}
+
+Graph import_onnx_file(const std::string& path, const ImportOptions& options,
+                       ImportReport* report) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw GraphError(path + ": cannot open the file");
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw GraphError(path + ": cannot read the file (not a regular file?)");
+  if (size > kMaxModelBytes)
+    throw GraphError(path + ": " + std::to_string(size) + " bytes, above the " +
+                     std::to_string(kMaxModelBytes) + " bytes a protobuf model may have");
+  in.seekg(0);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!in.read(bytes.data(), size)) throw GraphError(path + ": cannot read the file");
+  return import_onnx_bytes(bytes, path, options, report);
+}
+
+}  // namespace webtune::graph
