@@ -182,7 +182,7 @@ TEST(GraphImport, BadModelsAreRefusedWithAClearMessage) {
 
   // A shape ONNX cannot infer: an operator of a foreign domain.
   m = small_model();
-  m.mutable_graph()->mutable_node(1)->set_domain("com.example");
+  m.mutable_graph()->mutable_node(0)->set_domain("com.example");  // "C" gets no shape
   auto* opset = m.add_opset_import();
   opset->set_domain("com.example");
   opset->set_version(1);
