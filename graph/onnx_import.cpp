@@ -4,6 +4,7 @@
 
 #include "graph/onnx_import.hpp"
 
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -47,7 +48,8 @@ std::optional<DataType> data_type_of(int32_t type) {
 
 class Importer {
  public:
-  Importer(std::string source, const ImportOptions& options) : source_(std::move(source)), options_(options) {}
+  Importer(std::string source, const ImportOptions& options)
+      : source_(std::move(source)), options_(options) {}
 
   Graph run(const std::string& bytes, ImportReport* report) {
     onnx::ModelProto model;
@@ -55,8 +57,9 @@ class Importer {
     // graph (e.g. a random protobuf) is refused below.
     if (bytes.empty()) fail("the file is empty, not an ONNX model");
     if (!model.ParseFromString(bytes))
-      fail("not an ONNX model (the protobuf ModelProto does not parse: truncated or another "
-           "format)");
+      fail(
+          "not an ONNX model (the protobuf ModelProto does not parse: truncated or another "
+          "format)");
     if (!model.has_graph() || model.ir_version() <= 0)
       fail("not an ONNX model (no graph or no ir_version)");
 
@@ -70,14 +73,23 @@ class Importer {
       if (opset.domain().empty() || opset.domain() == "ai.onnx") r.opset = opset.version();
     if (r.opset == 0) fail("the model imports no opset of the default ONNX domain");
     if (r.opset < kMinOpset || r.opset > kMaxOpset)
-      fail("opset " + std::to_string(r.opset) + " of the default domain is outside what webtune "
-           "reads (" + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+      fail("opset " + std::to_string(r.opset) +
+           " of the default domain is outside what webtune "
+           "reads (" +
+           std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
 
     onnx::GraphProto& g = *model.mutable_graph();
     std::set<std::string> initializer_names;
     for (const auto& init : g.initializer()) initializer_names.insert(init.name());
     bind_input_dims(g, initializer_names);
 
+    try {
+      // ONNX's checker first: node arities, attribute kinds and names against the operator
+      // schemas, so that shape inference never sees a structurally broken node.
+      onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      fail(std::string("the ONNX checker refuses the model: ") + e.what());
+    }
     try {
       // Strict mode: a node whose inputs contradict its schema is refused with ONNX's message.
       onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*strict_mode=*/1,
@@ -126,7 +138,8 @@ class Importer {
     for (auto& input : *g.mutable_input()) {
       if (initializers.count(input.name())) continue;
       if (!input.type().has_tensor_type())
-        fail("graph input '" + input.name() + "' is not a tensor (sequences and maps are not "
+        fail("graph input '" + input.name() +
+             "' is not a tensor (sequences and maps are not "
              "supported)");
       auto* tensor_type = input.mutable_type()->mutable_tensor_type();
       if (!tensor_type->has_shape())
@@ -153,8 +166,10 @@ class Importer {
     std::vector<int64_t> shape;
     for (const auto& dim : tensor_type.shape().dim()) {
       if (!dim.has_dim_value() || dim.dim_value() < 0)
-        fail(what + " '" + value.name() + "' has a dimension that stays unknown after ONNX "
-             "shape inference" + (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : ""));
+        fail(what + " '" + value.name() +
+             "' has a dimension that stays unknown after ONNX "
+             "shape inference" +
+             (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : ""));
       shape.push_back(dim.dim_value());
     }
     return shape;
@@ -179,7 +194,8 @@ class Importer {
     const std::string name = what + " '" + proto.name() + "'";
     if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL ||
         proto.external_data_size() > 0)
-      fail(name + " keeps its data in an external file; webtune reads self-contained models "
+      fail(name +
+           " keeps its data in an external file; webtune reads self-contained models "
            "(onnx.save_model(..., save_as_external_data=False))");
     if (proto.has_segment()) fail(name + " is segmented; webtune reads whole tensors");
     auto type = data_type_of(proto.data_type());
@@ -206,8 +222,9 @@ class Importer {
       std::vector<float> data;
       if (raw) {
         const std::string& bytes = proto.raw_data();
-        if (bytes.size() % 4) fail(name + " has " + std::to_string(bytes.size()) +
-                                   " bytes of raw data, not a whole number of float32");
+        if (bytes.size() % 4)
+          fail(name + " has " + std::to_string(bytes.size()) +
+               " bytes of raw data, not a whole number of float32");
         check_count(static_cast<int64_t>(bytes.size() / 4));
         data.resize(bytes.size() / 4);
         std::memcpy(data.data(), bytes.data(), bytes.size());  // little-endian hosts only
@@ -221,8 +238,10 @@ class Importer {
       const size_t width = *type == DataType::kInt64 ? 8 : (*type == DataType::kInt32 ? 4 : 1);
       if (raw) {
         const std::string& bytes = proto.raw_data();
-        if (bytes.size() % width) fail(name + " has raw data of a size that is not a whole "
-                                       "number of elements");
+        if (bytes.size() % width)
+          fail(name +
+               " has raw data of a size that is not a whole "
+               "number of elements");
         check_count(static_cast<int64_t>(bytes.size() / width));
         data.resize(bytes.size() / width);
         for (size_t i = 0; i < data.size(); ++i) {
@@ -290,9 +309,8 @@ class Importer {
   }
 
   void add_node(Graph& graph, const onnx::NodeProto& proto, int index, ImportReport& report) {
-    const std::string where =
-        proto.op_type() + (proto.name().empty() ? " #" + std::to_string(index)
-                                                : " '" + proto.name() + "'");
+    const std::string where = proto.op_type() + (proto.name().empty() ? " #" + std::to_string(index)
+                                                                      : " '" + proto.name() + "'");
     const bool default_domain = proto.domain().empty() || proto.domain() == "ai.onnx";
     if (default_domain && proto.op_type() == "Constant") {
       add_constant_node(graph, proto, where);

@@ -10,12 +10,32 @@ namespace webtune::graph {
 const std::vector<std::string>& supported_operators() {
   // Keep sorted: is_supported_operator() searches it. Every entry has a kernel in executor.cpp.
   static const std::vector<std::string> ops = {
-      "Add",        "AveragePool", "BatchNormalization", "Clip",        "Concat",
-      "Conv",       "Div",         "Dropout",            "Flatten",     "FusedConv",
-      "FusedGemm",  "FusedMatMul", "Gemm",               "GlobalAveragePool",
-      "HardSigmoid", "HardSwish",  "Identity",           "MatMul",      "MaxPool",
-      "Mul",        "Relu",        "Reshape",            "Sigmoid",     "Softmax",
-      "Sub",        "Transpose",
+      "Add",
+      "AveragePool",
+      "BatchNormalization",
+      "Clip",
+      "Concat",
+      "Conv",
+      "Div",
+      "Dropout",
+      "Flatten",
+      "FusedConv",
+      "FusedGemm",
+      "FusedMatMul",
+      "Gemm",
+      "GlobalAveragePool",
+      "HardSigmoid",
+      "HardSwish",
+      "Identity",
+      "MatMul",
+      "MaxPool",
+      "Mul",
+      "Relu",
+      "Reshape",
+      "Sigmoid",
+      "Softmax",
+      "Sub",
+      "Transpose",
   };
   return ops;
 }

@@ -29,8 +29,8 @@ std::string read_bytes(const fs::path& path) {
   return s.str();
 }
 
-#define SKIP_WITHOUT_SHARED()                                                                   \
-  if (!fs::exists(kShared / "resnet18.onnx"))                                                   \
+#define SKIP_WITHOUT_SHARED()                                                               \
+  if (!fs::exists(kShared / "resnet18.onnx"))                                               \
   GTEST_SKIP() << "../shared/models is absent (a user's clone has none): the real PyTorch " \
                   "exports are not tested here"
 
@@ -141,11 +141,20 @@ TEST(GraphImport, RawDataAndConstantNodesBecomeConstants) {
 
 TEST(GraphImport, SymbolicDimensionsNeedABinding) {
   onnx::ModelProto m = small_model();
-  auto* dim = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
-                  ->mutable_shape()->mutable_dim(0);
+  auto* dim = m.mutable_graph()
+                  ->mutable_input(0)
+                  ->mutable_type()
+                  ->mutable_tensor_type()
+                  ->mutable_shape()
+                  ->mutable_dim(0);
   dim->set_dim_param("batch");
-  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()
-      ->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  m.mutable_graph()
+      ->mutable_output(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("batch");
   const std::string message = refusal(bytes_of(m));
   EXPECT_NE(message.find("symbolic dimension 'batch'"), std::string::npos) << message;
   EXPECT_NE(message.find("--dim batch=1"), std::string::npos) << message;
@@ -160,8 +169,9 @@ TEST(GraphImport, BadModelsAreRefusedWithAClearMessage) {
   // An initializer whose data does not fill its shape.
   onnx::ModelProto m = small_model();
   m.mutable_graph()->mutable_initializer(0)->add_float_data(1.0f);
-  EXPECT_NE(refusal(bytes_of(m)).find("initializer 'W' holds 55 values but its shape [3,2,3,3] has 54"),
-            std::string::npos)
+  EXPECT_NE(
+      refusal(bytes_of(m)).find("initializer 'W' holds 55 values but its shape [3,2,3,3] has 54"),
+      std::string::npos)
       << refusal(bytes_of(m));
 
   // A cycle: Relu reads its own output through a second node.
@@ -174,10 +184,7 @@ TEST(GraphImport, BadModelsAreRefusedWithAClearMessage) {
   back->add_input("Y");
   back->add_output("Y2");
   const std::string cycle = refusal(bytes_of(m));
-  EXPECT_TRUE(cycle.find("cycle") != std::string::npos ||
-              cycle.find("shape inference") != std::string::npos ||
-              cycle.find("unknown") != std::string::npos)
-      << cycle;
+  EXPECT_NE(cycle.find("topologically sorted"), std::string::npos) << cycle;
   EXPECT_NE(cycle, "(imported)");
 
   // A shape ONNX cannot infer: an operator of a foreign domain.
@@ -228,17 +235,24 @@ TEST(GraphImport, SharedPyTorchExportsImport) {
   EXPECT_EQ(report.opset, 13);
   EXPECT_TRUE(report.unsupported.empty());
   // ../shared/models/README.md's table.
-  EXPECT_EQ(r.op_counts(),
-            (std::map<std::string, int>{{"Conv", 20}, {"Relu", 17}, {"Add", 8}, {"MaxPool", 1},
-                                        {"GlobalAveragePool", 1}, {"Flatten", 1}, {"Gemm", 1}}));
+  EXPECT_EQ(r.op_counts(), (std::map<std::string, int>{{"Conv", 20},
+                                                       {"Relu", 17},
+                                                       {"Add", 8},
+                                                       {"MaxPool", 1},
+                                                       {"GlobalAveragePool", 1},
+                                                       {"Flatten", 1},
+                                                       {"Gemm", 1}}));
   EXPECT_EQ(r.tensor(r.inputs.at(0)).shape, (std::vector<int64_t>{1, 3, 224, 224}));
   EXPECT_EQ(r.tensor(r.outputs.at(0)).shape, (std::vector<int64_t>{1, 1000}));
 
   Graph mb = import_onnx_file((kShared / "mobilenet_v2.onnx").string(), {}, &report);
   EXPECT_TRUE(report.unsupported.empty());
-  EXPECT_EQ(mb.op_counts(),
-            (std::map<std::string, int>{{"Conv", 52}, {"Clip", 35}, {"Add", 10},
-                                        {"GlobalAveragePool", 1}, {"Flatten", 1}, {"Gemm", 1}}));
+  EXPECT_EQ(mb.op_counts(), (std::map<std::string, int>{{"Conv", 52},
+                                                        {"Clip", 35},
+                                                        {"Add", 10},
+                                                        {"GlobalAveragePool", 1},
+                                                        {"Flatten", 1},
+                                                        {"Gemm", 1}}));
   int depthwise = 0;
   for (const Node& n : mb.nodes)
     if (n.op_type == "Conv" && n.get_int("group", 1) > 1) ++depthwise;
@@ -262,8 +276,9 @@ TEST(GraphImport, TruncatedCopiesOfTheRealModelsAreRefused) {
 
 TEST(GraphImport, EveryLibonnxTestdataNodeModelImportsOrIsRefused) {
   if (!fs::exists(kTestData))
-    GTEST_SKIP() << kTestData << " is absent (Debian's libonnx-testdata; scripts/install-deps "
-                                 "installs it)";
+    GTEST_SKIP() << kTestData
+                 << " is absent (Debian's libonnx-testdata; scripts/install-deps "
+                    "installs it)";
   int imported = 0, refused = 0, cases = 0;
   for (const auto& entry : fs::directory_iterator(kTestData)) {
     const fs::path model = entry.path() / "model.onnx";

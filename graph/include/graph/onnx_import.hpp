@@ -7,8 +7,10 @@
 ///    raw_data is read as little-endian, as onnx.proto specifies);
 ///  - every other node stays a node with its INT, FLOAT, STRING, INTS and FLOATS attributes;
 ///  - graph inputs that are initializers (IR version < 4 lists them) are constants, not inputs.
-/// The result is sorted topologically (ONNX requires it; a file that breaks the rule is sorted,
-/// and one with a cycle refused) and validate()d.
+/// ONNX's checker (onnx::checker::check_model) runs before shape inference: it refuses
+/// structurally broken nodes (arity, attribute kinds against the operator schemas) and a graph
+/// whose nodes are not in topological order (ONNX requires it; a cycle breaks it). The result is
+/// validate()d.
 ///
 /// Operators the reference executor cannot run (operators.hpp) are kept as nodes and counted in
 /// ImportReport::unsupported, so a caller can still list the tasks it can tune; they are not an
@@ -16,7 +18,8 @@
 /// field): a file that is not a ModelProto (truncated, empty, another format), a model without a
 /// graph, an opset of the default domain outside [kMinOpset, kMaxOpset], external data, a tensor
 /// of another element type than float32 / int64 / int32 / bool, a shape that stays unknown after
-/// inference (a symbolic input dimension without a binding names the dimension), an initializer
+/// inference (a symbolic input dimension without a binding names the dimension), what ONNX's
+/// checker refuses, an initializer
 /// whose data does not fill its shape, a tensor- or graph-valued attribute on a supported
 /// operator, a cycle, and shape inference's own errors.
 
@@ -44,7 +47,7 @@ struct ImportOptions {
 /// What the importer saw, for `webtune import`'s summary.
 struct ImportReport {
   int64_t ir_version = 0;
-  int64_t opset = 0;  ///< of the default domain
+  int64_t opset = 0;     ///< of the default domain
   std::string producer;  ///< producer_name and producer_version, e.g. "pytorch 2.11.0"
   /// Op types the reference executor does not run, with their node counts.
   std::map<std::string, int> unsupported;
