@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -107,7 +108,17 @@ class Importer {
       add_value(graph, input, "graph input");
       graph.inputs.push_back(input.name());
     }
-    for (const auto& value : g.value_info()) add_value(graph, value, "value");
+    // Intermediate values are named with the node that writes them ("output of Conv 'c1'").
+    std::map<std::string, std::string> writer;
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const std::string& out : g.node(i).output())
+        writer[out] =
+            "output of " + g.node(i).op_type() +
+            (g.node(i).name().empty() ? " #" + std::to_string(i) : " '" + g.node(i).name() + "'");
+    for (const auto& value : g.value_info()) {
+      auto it = writer.find(value.name());
+      add_value(graph, value, "value", it == writer.end() ? "" : " (" + it->second + ")");
+    }
     for (const auto& output : g.output()) {
       if (!graph.has_tensor(output.name())) add_value(graph, output, "graph output");
       graph.outputs.push_back(output.name());
@@ -159,34 +170,36 @@ class Importer {
     }
   }
 
-  std::vector<int64_t> shape_of(const onnx::ValueInfoProto& value, const std::string& what) {
+  std::vector<int64_t> shape_of(const onnx::ValueInfoProto& value, const std::string& what,
+                                const std::string& origin) {
     const auto& tensor_type = value.type().tensor_type();
     if (!tensor_type.has_shape())
-      fail(what + " '" + value.name() + "' has no shape after ONNX shape inference");
+      fail(what + " '" + value.name() + "'" + origin + " has no shape after ONNX shape inference");
     std::vector<int64_t> shape;
     for (const auto& dim : tensor_type.shape().dim()) {
       if (!dim.has_dim_value() || dim.dim_value() < 0)
-        fail(what + " '" + value.name() +
-             "' has a dimension that stays unknown after ONNX "
-             "shape inference" +
+        fail(what + " '" + value.name() + "'" + origin +
+             " has a dimension that stays unknown after ONNX shape inference" +
              (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : ""));
       shape.push_back(dim.dim_value());
     }
     return shape;
   }
 
-  void add_value(Graph& graph, const onnx::ValueInfoProto& value, const std::string& what) {
+  void add_value(Graph& graph, const onnx::ValueInfoProto& value, const std::string& what,
+                 const std::string& origin = "") {
     if (graph.has_tensor(value.name())) return;  // a constant, or listed twice
-    if (!value.type().has_tensor_type()) fail(what + " '" + value.name() + "' is not a tensor");
+    if (!value.type().has_tensor_type())
+      fail(what + " '" + value.name() + "'" + origin + " is not a tensor");
     const int32_t elem = value.type().tensor_type().elem_type();
     auto type = data_type_of(elem);
     if (!type)
-      fail(what + " '" + value.name() + "' is " + element_type_name(elem) +
+      fail(what + " '" + value.name() + "'" + origin + " is " + element_type_name(elem) +
            "; webtune reads float32 models (with int64 / int32 / bool shapes and indices)");
     Tensor t;
     t.name = value.name();
     t.type = *type;
-    t.shape = shape_of(value, what);
+    t.shape = shape_of(value, what, origin);
     graph.tensors[t.name] = std::move(t);
   }
 
