@@ -4,9 +4,7 @@
 
 #include "graph/onnx_import.hpp"
 
-#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <cstring>
 #include <fstream>
@@ -15,6 +13,7 @@
 #include <sstream>
 
 #include "graph/operators.hpp"
+#include "onnx_inference.hpp"
 
 namespace webtune::graph {
 namespace {
@@ -84,20 +83,13 @@ class Importer {
     for (const auto& init : g.initializer()) initializer_names.insert(init.name());
     bind_input_dims(g, initializer_names);
 
+    // The checker, then ONNX shape inference (strict, with data propagation), in a child
+    // process: libonnx crashes on some malformed models (onnx_inference.hpp).
     try {
-      // ONNX's checker first: node arities, attribute kinds and names against the operator
-      // schemas, so that shape inference never sees a structurally broken node.
-      onnx::checker::check_model(model);
-    } catch (const std::exception& e) {
-      fail(std::string("the ONNX checker refuses the model: ") + e.what());
-    }
-    try {
-      // Strict mode: a node whose inputs contradict its schema is refused with ONNX's message.
-      onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*strict_mode=*/1,
-                                            /*data_prop=*/true);
-      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
-    } catch (const std::exception& e) {
-      fail(std::string("ONNX shape inference failed: ") + e.what());
+      if (std::string why = detail::check_and_infer_shapes(model); !why.empty()) fail(why);
+    } catch (const std::runtime_error& e) {
+      if (dynamic_cast<const GraphError*>(&e)) throw;
+      fail(e.what());
     }
 
     Graph graph;

@@ -196,6 +196,19 @@ TEST(GraphImport, BadModelsAreRefusedWithAClearMessage) {
   const std::string unknown = refusal(bytes_of(m));
   EXPECT_NE(unknown.find("unknown"), std::string::npos) << unknown;
 
+  // A zero stride: libonnx 1.12's Conv shape inference divides by it (SIGFPE, found by
+  // fuzz/onnx_model_fuzzer). Inference runs in a child process, so this is a refusal.
+  m = small_model();
+  auto* strides = m.mutable_graph()->mutable_node(0)->add_attribute();
+  strides->set_name("strides");
+  strides->set_type(onnx::AttributeProto_AttributeType_INTS);
+  strides->add_ints(2);
+  strides->add_ints(0);
+  const std::string crashed = refusal(bytes_of(m));
+  EXPECT_NE(crashed.find("shape inference crashed on this model (signal 8, SIGFPE)"),
+            std::string::npos)
+      << crashed;
+
   // Element types webtune does not run.
   m = small_model();
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
