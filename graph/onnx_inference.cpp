@@ -65,6 +65,9 @@ std::string check_and_infer_shapes(onnx::ModelProto& model) {
     throw std::runtime_error(std::string("shape inference: fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    // Die by the signal itself: handlers inherited from the parent (a sanitizer's, libFuzzer's,
+    // a crash reporter's) would report the child's crash as the parent's.
+    for (int sig : {SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);
     ::close(fds[0]);
     write_all(fds[1], infer_in_child(model));
     ::close(fds[1]);
