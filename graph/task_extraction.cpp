@@ -75,6 +75,13 @@ std::optional<Workload> conv_workload(const Graph& graph, const Node& node, std:
   wl.kernel_w = g.kernel[1];
   wl.stride = g.strides[0];
   wl.pad = g.pads[0];
+  // A plain Conv's own B is part of what the node computes: the workload has a bias.
+  if (node.op_type == "Conv" && node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    if (graph.tensor(node.inputs[2]).shape != std::vector<int64_t>{out_channels})
+      return refuse(why, "its B input '" + node.inputs[2] + "' is not [" +
+                             std::to_string(out_channels) + "]");
+    wl.epilogue.bias = true;
+  }
   return wl;
 }
 
@@ -93,10 +100,6 @@ std::optional<Workload> dense_workload(const Graph& graph, const Node& node, std
     if (node.get_float("alpha", 1.0f) != 1.0f)
       return refuse(why, "alpha = " + std::to_string(node.get_float("alpha", 1.0f)) +
                              ": a tuned dense has alpha = 1");
-    if (node.op_type == "Gemm" && node.inputs.size() > 2 && !node.inputs[2].empty())
-      return refuse(why, "its C input '" + node.inputs[2] +
-                             "' is not fused into a bias epilogue (fuse_bias takes a float "
-                             "constant [N] or [1,N] with alpha = 1)");
   }
   const int64_t m = a[0], k = a[1];
   const int64_t kb = trans_b ? b[1] : b[0], n = trans_b ? b[0] : b[1];
@@ -108,6 +111,16 @@ std::optional<Workload> dense_workload(const Graph& graph, const Node& node, std
   wl.m = m;
   wl.n = n;
   wl.k = k;
+  // A plain Gemm's C is part of what the node computes: a bias when it is one value per
+  // output column (as fuse_bias would make it), else no workload fits.
+  if (node.op_type == "Gemm" && node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    const Tensor& c = graph.tensor(node.inputs[2]);
+    if (!c.is_constant() || !detail::per_channel_values(c, {m, n}, 1))
+      return refuse(why, "its C input '" + c.name + "' " + shape_text(c.shape) +
+                             " is not a float constant of one value per output column, so no "
+                             "bias epilogue holds it");
+    wl.epilogue.bias = true;
+  }
   return wl;
 }
 
@@ -122,7 +135,7 @@ std::optional<Workload> workload_of(const Graph& graph, const Node& node, std::s
     std::optional<Workload> wl =
         conv ? conv_workload(graph, node, why) : dense_workload(graph, node, why);
     if (!wl) return wl;
-    wl->epilogue = node.epilogue;
+    if (detail::is_fused_op(node)) wl->epilogue = node.epilogue;
     wl->validate();
     // The graph's output shape must be the workload's: a check of the mapping above.
     if (node.outputs.empty() || node.outputs[0].empty() ||

@@ -12,10 +12,12 @@
 ///    group == C == M (W [C,1,kH,kW]) → depthwise_conv2d. Needs dilation 1, one stride for both
 ///    axes and one pad on all four sides (auto_pad resolved first); kH and kW may differ.
 ///  - Gemm / FusedGemm with transA = 0 → dense M, N, K of A[M,K]·B: transB = 1 means B is stored
-///    [N,K], still dense M, N, K (the deployment transposes the weight once). A plain Gemm needs
-///    alpha = 1 and no C (a C that fuse_bias could not turn into a bias is not in the kernel).
+///    [N,K], still dense M, N, K (the deployment transposes the weight once). alpha must be 1.
 ///  - MatMul / FusedMatMul with 2-D A [M,K] and B [K,N] → dense.
-/// The epilogue is the fused node's (empty for a plain one).
+/// The epilogue is the fused node's. A plain node's is empty, except that its own bias is part
+/// of what it computes: a Conv's B gives epilogue.bias, and so does a Gemm's C when it is a
+/// float constant of one value per output column (beta is ignored: the workload only says that
+/// a bias exists); any other C means no workload fits.
 
 #include <optional>
 #include <string>
@@ -32,8 +34,9 @@ namespace webtune::graph {
 /// The codegen workload of a (fused or plain) Conv / Gemm / MatMul node, or nullopt with `why`
 /// set when it does not fit a Workload (another op type, a grouped non-depthwise conv,
 /// dilation ≠ 1, strides differing per axis, asymmetric or per-axis pads, a 1-D or 3-D conv,
-/// transA, alpha ≠ 1, an unfused C, a batched MatMul, shapes beyond Workload::validate's
-/// bounds). The workload's name is left empty. Raises nothing for a valid graph.
+/// transA, alpha ≠ 1, a Gemm's C that is no per-column bias, a batched MatMul, shapes beyond
+/// Workload::validate's bounds). The workload's name is left empty. Raises nothing for a valid
+/// graph.
 std::optional<Workload> workload_of(const Graph& graph, const Node& node,
                                     std::string* why = nullptr);
 
