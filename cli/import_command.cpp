@@ -117,14 +117,14 @@ void print_summary(const ImportArgs& args, const graph::Graph& graph,
     nodes += t.weight;
     total_mflop += t.weight * t.workload.flops() / 1e6;
   }
-  std::printf("\n%zu tasks (%d nodes, %.1f MFLOP per run)\n", extraction.tasks.size(), nodes,
-              total_mflop);
+  std::printf("\n%zu task%s (%d node%s, %.1f MFLOP per run)\n", extraction.tasks.size(),
+              extraction.tasks.size() == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", total_mflop);
   if (extraction.tasks.empty()) return;
-  std::printf("  %-22s %-17s %-26s %-28s %6s %10s\n", "name", "op", "shapes", "epilogue", "weight",
+  std::printf("  %-20s %-17s %-28s %-24s %6s %10s\n", "name", "op", "shapes", "epilogue", "weight",
               "MFLOP");
   for (const graph::ExtractedTask& t : extraction.tasks) {
     const std::string suffix = t.workload.epilogue.suffix();
-    std::printf("  %-22s %-17s %-26s %-28s %6d %10.2f\n", t.workload.name.c_str(),
+    std::printf("  %-20s %-17s %-28s %-24s %6d %10.2f\n", t.workload.name.c_str(),
                 std::string(op_name(t.workload.op)).c_str(), shapes_text(t.workload).c_str(),
                 suffix.empty() ? "-" : suffix.substr(1).c_str(), t.weight,
                 t.workload.flops() / 1e6);
@@ -156,7 +156,8 @@ void run_import(const ImportArgs& args) {
     }
     print_summary(args, graph, report, ops_before, passes ? &*passes : nullptr, extraction);
     if (!args.output.empty())
-      spdlog::info("wrote {} tasks to {}", extraction.tasks.size(), args.output);
+      spdlog::info("wrote {} task{} to {}", extraction.tasks.size(),
+                   extraction.tasks.size() == 1 ? "" : "s", args.output);
   } catch (const graph::GraphError& e) {
     spdlog::error("import: {}", e.what());
     throw CLI::RuntimeError(2);
@@ -179,7 +180,8 @@ void add_import_command(CLI::App& app) {
                   "*=VALUE binds every symbolic dimension not named (repeatable)")
       ->check(CLI::Validator(check_dim, "NAME=VALUE"));
   cmd->add_flag("--no-fusion", args->no_fusion,
-                "skip the fusion passes: one plain task per Conv / Gemm / MatMul shape");
+                "skip the fusion passes: one task per Conv / Gemm / MatMul shape, with only the "
+                "nodes' own bias inputs as epilogue");
   cmd->callback([args] { run_import(*args); });
 }
 
