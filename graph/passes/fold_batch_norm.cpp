@@ -50,7 +50,9 @@ int try_fold(detail::Sweep& sweep, size_t index) {
   if (!p || !sweep.free(*p) || !sweep.uses.fusable(x)) return 0;
   const Node& conv = graph.nodes[*p];
   if (conv.op_type != "Conv" && conv.op_type != "FusedConv") return 0;
-  if (!detail::can_take_bias(conv) || conv.outputs.size() != 1 || conv.inputs.size() < 2) return 0;
+  if (!detail::can_take_bias(conv) || conv.outputs.size() != 1 || conv.inputs.size() < 2 ||
+      conv.inputs[1].empty())
+    return 0;
   const Tensor& weight = graph.tensor(conv.inputs[1]);
   if (!weight.float_data || weight.shape.size() != 4) return 0;
   const int64_t channels = weight.shape[0];
