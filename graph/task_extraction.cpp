@@ -111,14 +111,10 @@ std::optional<Workload> dense_workload(const Graph& graph, const Node& node, std
   wl.m = m;
   wl.n = n;
   wl.k = k;
-  // A plain Gemm's C is part of what the node computes: a bias when it is one value per
-  // output column (as fuse_bias would make it), else no workload fits.
+  // A plain Gemm's C is part of what the node computes: a bias when fuse_bias could make it
+  // one (detail::gemm_bias), else no workload fits.
   if (node.op_type == "Gemm" && node.inputs.size() > 2 && !node.inputs[2].empty()) {
-    const Tensor& c = graph.tensor(node.inputs[2]);
-    if (!c.is_constant() || !detail::per_channel_values(c, {m, n}, 1))
-      return refuse(why, "its C input '" + c.name + "' " + shape_text(c.shape) +
-                             " is not a float constant of one value per output column, so no "
-                             "bias epilogue holds it");
+    if (!detail::gemm_bias(graph, node, {m, n}, why)) return std::nullopt;
     wl.epilogue.bias = true;
   }
   return wl;

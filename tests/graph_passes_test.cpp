@@ -507,6 +507,23 @@ TEST(FuseBias, DenseBiasesFromMatMulAddAndGemmC) {
   expect_same_outputs(b.g, g);
 }
 
+TEST(FuseBias, AComputedGemmCOfNWithBetaOneIsTheBiasItself) {
+  Builder b;
+  const std::string gemm =
+      b.node("Gemm", {b.input("A", {2, 3}), b.constant("B", {3, 4}), b.input("C", {4})}, {2, 4});
+  b.output(gemm);
+  Graph g = b.g;
+  EXPECT_EQ(fuse_bias(g), 1);
+  ASSERT_EQ(ops(g), Strings{"FusedGemm"});
+  EXPECT_EQ(g.nodes[0].inputs, (Strings{"A", "B", "C"}));
+  expect_same_outputs(b.g, g);
+  // With beta 2 it would need a multiply: not fused.
+  g = b.g;
+  g.nodes[0].attributes["beta"] = 2.0f;
+  EXPECT_EQ(fuse_bias(g), 0);
+  EXPECT_EQ(ops(g), Strings{"Gemm"});
+}
+
 TEST(FuseBias, RefusesWhatIsNoPerChannelBias) {
   // variant 0: [3] (broadcasts along W, not C); 1: [1,3,5,5] (varies per pixel); 2: the conv's
   // output read twice; 3: the conv's output a graph output; 4: a non-constant [1,3,1,1];
@@ -927,7 +944,7 @@ TEST(WorkloadOf, MapsConvolutionsAndDenseAndSaysWhyNot) {
   b.node("MatMul", {a, b.constant("B", {3, 5})}, {2, 5});
   b.node("Gemm", {b.input("At", {3, 2}), "B"}, {2, 5}, {{"transA", int64_t{1}}});
   b.node("Gemm", {a, "B", b.constant("C", {1, 5})}, {2, 5});  // a plain Gemm's own bias
-  b.node("Gemm", {a, "B", b.input("Cin", {2, 5})}, {2, 5});
+  b.node("Gemm", {a, "B", b.input("Cin", {2, 5})}, {2, 5});   // a computed C varying along M
   b.node("MatMul", {b.input("A3", {4, 2, 3}), "B"}, {4, 2, 5});
   b.node("Gemm", {a, "B"}, {2, 5}, {{"alpha", 0.5f}});
   const char* expected[] = {"dense_2_5_3",   "dense_2_5_3", "transA", "dense_2_5_3+bias",
@@ -992,6 +1009,49 @@ TEST(ExtractTasks, MergesByKeyCountsWeightsAndWritesAWorkloadFileThatLoadsBack) 
   EXPECT_NE(text.str().find("\"nodes\":[\"conv0\",\"conv1\",\"conv2\"]"), std::string::npos)
       << text.str();
   fs::remove(path);
+}
+
+TEST(FusionPasses, EveryLibonnxTestdataNodeModelThatImportsSurvivesThePassesAndExtraction) {
+  const fs::path data = "/usr/share/libonnx-testdata/data/node";
+  if (!fs::exists(data))
+    GTEST_SKIP() << data
+                 << " is absent (Debian's libonnx-testdata; scripts/install-deps "
+                    "installs it)";
+  int imported = 0, tasks = 0, not_tunable = 0;
+  for (const auto& entry : fs::directory_iterator(data)) {
+    const fs::path model = entry.path() / "model.onnx";
+    if (!fs::exists(model)) continue;
+    Graph g;
+    try {
+      g = import_onnx_file(model.string());
+    } catch (const GraphError&) {
+      continue;  // graph_import_test checks the refusals
+    }
+    ++imported;
+    SCOPED_TRACE(model.string());
+    const Graph before = g;
+    EXPECT_NO_THROW(run_fusion_passes(g));
+    EXPECT_NO_THROW(g.validate());
+    EXPECT_EQ(g.outputs, before.outputs);
+    Extraction ex;
+    EXPECT_NO_THROW(ex = extract_tasks(g));
+    tasks += static_cast<int>(ex.tasks.size());
+    not_tunable += static_cast<int>(ex.not_tunable.size());
+    for (const auto& [node, why] : ex.not_tunable) EXPECT_FALSE(why.empty()) << node;
+  }
+  // Debian 12's libonnx-testdata (ONNX 1.12): 706 cases import. Their weights and biases are
+  // graph inputs, so nothing fuses. 7 tasks: basic_conv_with/without_padding,
+  // conv_with_strides_padding / _no_padding, conv_with_autopad_same, gemm_default_no_bias,
+  // matmul_2d. 13 nodes not tunable: conv_with_strides_and_asymmetric_padding, gemm_transposeA
+  // and gemm_all_attributes (transA), gemm_alpha, matmul_3d / _4d (batched), and 7 Gemms whose
+  // computed C is [1,N], [M,N], [1] or a scalar (gemm_beta, gemm_transposeB,
+  // gemm_default_zero_bias, _vector_bias, _matrix_bias, _single_elem_vector_bias,
+  // _scalar_bias).
+  EXPECT_GE(imported, 700);
+  EXPECT_EQ(tasks, 7);
+  EXPECT_EQ(not_tunable, 13);
+  std::printf("libonnx-testdata: %d models imported, %d tasks, %d nodes not tunable\n", imported,
+              tasks, not_tunable);
 }
 
 // ---------------------------------------------------------------------------------------------

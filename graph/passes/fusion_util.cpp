@@ -165,10 +165,9 @@ std::optional<Node> fused_form(Graph& graph, const Node& node, std::string* why)
     if (!has_rank(graph, input(0), 2) || !has_rank(graph, input(1), 2) ||
         !has_rank(graph, output, 2))
       return refuse(why, "its inputs or output are not 2-D");
-    float alpha = 1, beta = 1;
+    float alpha = 1;
     try {
       alpha = node.get_float("alpha", 1.0f);
-      beta = node.get_float("beta", 1.0f);
     } catch (const std::invalid_argument& e) {
       return refuse(why, e.what());
     }
@@ -180,20 +179,12 @@ std::optional<Node> fused_form(Graph& graph, const Node& node, std::string* why)
     fused.attributes.erase("alpha");
     fused.attributes.erase("beta");
     if (!input(2).empty()) {
-      const Tensor& c = graph.tensor(input(2));
       const std::vector<int64_t>& out_shape = graph.tensor(output).shape;
-      std::optional<std::vector<float>> values;
-      if (c.is_constant()) values = per_channel_values(c, out_shape, 1);
-      if (!values)
-        return refuse(why, "its C input '" + c.name + "' " + shape_text(c.shape) +
-                               " is not a float constant of one value per output column (shape "
-                               "[N] or [1,N])");
-      if (beta == 1.0f && c.shape == std::vector<int64_t>{out_shape[1]}) {
-        fused.inputs.push_back(c.name);
-      } else {
-        for (float& v : *values) v *= beta;
-        fused.inputs.push_back(add_constant(graph, c.name + "_bias", {out_shape[1]}, *values));
-      }
+      std::optional<GemmBias> bias = gemm_bias(graph, node, out_shape, why);
+      if (!bias) return std::nullopt;
+      fused.inputs.push_back(
+          bias->values ? add_constant(graph, bias->tensor + "_bias", {out_shape[1]}, *bias->values)
+                       : bias->tensor);
       fused.epilogue.bias = true;
     }
     return fused;
@@ -208,6 +199,35 @@ std::optional<Node> fused_form(Graph& graph, const Node& node, std::string* why)
     return fused;
   }
   return refuse(why, node.op_type + " is not a Conv, Gemm or MatMul");
+}
+
+std::optional<GemmBias> gemm_bias(const Graph& graph, const Node& gemm,
+                                  const std::vector<int64_t>& output_shape, std::string* why) {
+  auto fail = [why](std::string reason) -> std::optional<GemmBias> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (gemm.inputs.size() < 3 || gemm.inputs[2].empty() || output_shape.size() != 2)
+    return fail("it has no C input");
+  const Tensor& c = graph.tensor(gemm.inputs[2]);
+  float beta = 1;
+  try {
+    beta = gemm.get_float("beta", 1.0f);
+  } catch (const std::invalid_argument& e) {
+    return fail(e.what());
+  }
+  const std::string what = "its C input '" + c.name + "' " + shape_text(c.shape);
+  if (c.type != DataType::kFloat32) return fail(what + " is not float");
+  const bool vector = c.shape == std::vector<int64_t>{output_shape[1]};
+  if (vector && beta == 1.0f) return GemmBias{c.name, std::nullopt};
+  if (!c.is_constant())
+    return fail(what +
+                " is computed by the graph: only a [N] vector with beta = 1 is a bias "
+                "then");
+  std::optional<std::vector<float>> values = per_channel_values(c, output_shape, 1);
+  if (!values) return fail(what + " varies along M: it is no bias of one value per column");
+  for (float& v : *values) v *= beta;
+  return GemmBias{c.name, std::move(values)};
 }
 
 bool can_take_bias(const Node& node) {

@@ -90,13 +90,24 @@ bool is_main_op(const Node& node);
 ///  - Conv → FusedConv for a 2-D convolution (4-D X, W and output); its B input, when given
 ///    (1-D [M] by ONNX's spec), becomes the epilogue's bias; auto_pad is resolved into explicit
 ///    pads, and group, strides, dilations, kernel_shape are written out;
-///  - Gemm → FusedGemm when alpha = 1 and C is absent, or a float constant whose values vary at
-///    most along N (shape [N], [1,N], [1], scalar ...): C·beta expanded to [N] becomes the bias
-///    (a new constant, except when beta = 1 and C is already [N]); transA / transB are kept;
-///    a Gemm with alpha ≠ 1, or another C, has no fused form (it stays a plain Gemm);
+///  - Gemm → FusedGemm when alpha = 1 and C is absent or gemm_bias takes it (a new constant
+///    unless C is already the [N] bias); transA / transB are kept; a Gemm with alpha ≠ 1, or
+///    another C, has no fused form (it stays a plain Gemm);
 ///  - MatMul → FusedMatMul when both inputs are 2-D (a batched MatMul is not fused).
 /// Any constant it needs is added to `graph` only on success.
 std::optional<Node> fused_form(Graph& graph, const Node& node, std::string* why = nullptr);
+
+/// How a Gemm's C input becomes a 1-D bias [N]: the tensor itself (`values` empty) when it is
+/// already a [N] float vector and beta = 1 (a computed C included), else `values` = beta·C
+/// expanded to [N] for a float constant with one value per output column ([N], [1,N], [1],
+/// scalar). Nullopt with `why` otherwise (a C that varies along M, a computed C of another
+/// shape or with beta ≠ 1). `output_shape` is the Gemm's [M,N].
+struct GemmBias {
+  std::string tensor;
+  std::optional<std::vector<float>> values;
+};
+std::optional<GemmBias> gemm_bias(const Graph& graph, const Node& gemm,
+                                  const std::vector<int64_t>& output_shape, std::string* why);
 
 /// Whether the epilogue of a main node can still take each part, in Epilogue's op order.
 bool can_take_bias(const Node& node);        ///< no activation, no residual (bias comes first)

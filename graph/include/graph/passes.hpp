@@ -22,9 +22,10 @@
 ///    node list stays topologically sorted;
 ///  - what is not fused stays a graph node, unchanged; constants nothing reads any more are
 ///    removed, new constants get fresh names (an original constant may be shared);
-///  - a Gemm with alpha ≠ 1, or a C that is not a float constant with one value per output
-///    column, has no fused form: it stays a plain Gemm and nothing fuses into it; a MatMul is
-///    fused only when both inputs are 2-D; a Conv only when it is 2-D (4-D tensors).
+///  - a Gemm with alpha ≠ 1, or a C that is neither a float constant with one value per output
+///    column nor a computed [N] vector with beta = 1, has no fused form: it stays a plain Gemm and
+///    nothing fuses into it; a MatMul is fused only when both inputs are 2-D; a Conv only when it
+///    is 2-D (4-D tensors).
 /// Each pass returns how many rewrites it made and raises nothing for a valid graph.
 
 #include <string>
@@ -46,12 +47,12 @@ int fold_batch_norm(Graph& graph);
 
 /// graph/passes/fuse_bias.cpp. (1) Every Conv with its B input and every Gemm with a C input
 /// becomes its fused form with epilogue.bias (Gemm: only with alpha = 1 and C a float constant
-/// of [N], [1,N] or one value; C·beta becomes the bias). (2) A Conv / Gemm / MatMul (plain, or
-/// fused with no activation and no residual yet) whose output is read only by an Add of a float
-/// constant broadcast as one value per output channel ([1,C,1,1], [C,1,1], [1] ... for a conv;
-/// [N], [1,N], [1] for a 2-D Gemm / MatMul output), in either operand order: the Add becomes the
-/// bias, added to an existing constant bias (a new constant) or as a new one. Returns the number
-/// of nodes that got a bias.
+/// of [N], [1,N] or one value, whose C·beta becomes the bias, or a computed [N] with beta = 1). (2)
+/// A Conv / Gemm / MatMul (plain, or fused with no activation and no residual yet) whose output is
+/// read only by an Add of a float constant broadcast as one value per output channel ([1,C,1,1],
+/// [C,1,1], [1] ... for a conv; [N], [1,N], [1] for a 2-D Gemm / MatMul output), in either operand
+/// order: the Add becomes the bias, added to an existing constant bias (a new constant) or as a new
+/// one. Returns the number of nodes that got a bias.
 int fuse_bias(Graph& graph);
 
 /// graph/passes/fuse_activation.cpp. An activation reading the output of a main node without an

@@ -15,9 +15,9 @@
 ///    [N,K], still dense M, N, K (the deployment transposes the weight once). alpha must be 1.
 ///  - MatMul / FusedMatMul with 2-D A [M,K] and B [K,N] → dense.
 /// The epilogue is the fused node's. A plain node's is empty, except that its own bias is part
-/// of what it computes: a Conv's B gives epilogue.bias, and so does a Gemm's C when it is a
-/// float constant of one value per output column (beta is ignored: the workload only says that
-/// a bias exists); any other C means no workload fits.
+/// of what it computes: a Conv's B gives epilogue.bias, and so does a Gemm's C when fuse_bias
+/// could make it a bias (a float constant of one value per output column, or a computed [N]
+/// with beta = 1); any other C means no workload fits.
 
 #include <optional>
 #include <string>
