@@ -28,5 +28,7 @@ void add_serve_command(CLI::App& app);
 void add_farm_command(CLI::App& app);
 /// `webtune artifact`: the kernel artifact JSON of a tuned config, out of the records.
 void add_artifact_command(CLI::App& app);
+/// `webtune import`: an ONNX model's fused graph and tuning tasks (and their workload file).
+void add_import_command(CLI::App& app);
 
 }  // namespace webtune::cli
