@@ -53,6 +53,8 @@ onnx::ModelProto small_model(bool symbolic) {
   auto* y = g->add_output();
   y->set_name("Y");
   y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  // ONNX's checker requires a shape on graph outputs; its dimensions may stay unknown.
+  for (int i = 0; i < 4; ++i) y->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim();
   auto constant = [g](const std::string& name, std::vector<int64_t> dims) {
     auto* t = g->add_initializer();
     t->set_name(name);
