@@ -4,13 +4,17 @@
 ///
 /// Asserts: only graph::GraphError escapes, with a message; a graph that imports passes
 /// validate(), every tensor has a known shape and every constant holds exactly its shape's
-/// element count. The seed corpus (fuzz/corpus/onnx_model/) is small node models of Debian's
-/// libonnx-testdata, one per operator family the importer meets in real models.
+/// element count; the fusion passes and task extraction then run on it (what `webtune import`
+/// does), throwing only GraphError, and every task's workload validates. The seed corpus
+/// (fuzz/corpus/onnx_model/) is small node models of Debian's libonnx-testdata, one per operator
+/// family the importer meets in real models.
 #include <cstdint>
 #include <string>
 
 #include "fuzz_common.hpp"
 #include "graph/onnx_import.hpp"
+#include "graph/passes.hpp"
+#include "graph/task_extraction.hpp"
 
 using webtune::fuzz::check;
 using webtune::fuzz::throws_only;
@@ -33,6 +37,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (t.int_data)
       check(static_cast<int64_t>(t.int_data->size()) == t.elements(),
             "constant '" + name + "' does not fill its shape");
+  }
+  if (!throws_only<graph::GraphError>("run_fusion_passes", [&] { graph::run_fusion_passes(g); }))
+    return 0;
+  graph::Extraction extraction;
+  if (!throws_only<graph::GraphError>("extract_tasks",
+                                      [&] { extraction = graph::extract_tasks(g); }))
+    return 0;
+  for (const auto& task : extraction.tasks) {
+    throws_only<>("Workload::validate", [&] { task.workload.validate(); });
+    check(task.weight >= 1, "task " + task.workload.key() + " has weight < 1");
   }
   return 0;
 }
