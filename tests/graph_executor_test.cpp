@@ -339,8 +339,8 @@ INSTANTIATE_TEST_SUITE_P(
                  {1, 0, 0, 2},
                  "",
                  false},
-        ConvCase{"same_upper", 1, 2, 6, 7, 3, 4, 3, 1, {2, 2}, {1, 1}, {}, "SAME_UPPER", true},
-        ConvCase{"same_lower", 1, 2, 6, 7, 3, 4, 3, 1, {2, 2}, {1, 1}, {}, "SAME_LOWER", true},
+        ConvCase{"same_upper", 1, 2, 6, 7, 3, 3, 4, 1, {2, 2}, {1, 1}, {}, "SAME_UPPER", true},
+        ConvCase{"same_lower", 1, 2, 6, 7, 3, 3, 4, 1, {2, 2}, {1, 1}, {}, "SAME_LOWER", true},
         ConvCase{"valid", 1, 2, 6, 7, 3, 3, 2, 1, {2, 1}, {1, 1}, {}, "VALID", true},
         ConvCase{"pointwise", 1, 8, 5, 5, 4, 1, 1, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", true}),
     [](const auto& info) { return info.param.name; });
@@ -532,6 +532,23 @@ TEST(GraphExecutor, MaxPoolWithPadsCeilModeAndIndices) {
   EXPECT_EQ(out.at("C").data, (std::vector<float>{10, 11, 14, 15}));
   // (h, w) -> w·4 + h: 10 = (2,2) -> 10, 11 = (2,3) -> 14, 14 = (3,2) -> 11, 15 -> 15.
   EXPECT_EQ(out.at("T").ints, (Ints{10, 14, 11, 15}));
+}
+
+TEST(GraphExecutor, CeilModeDropsAWindowStartingInTheEndPadding) {
+  // 1-D input 3, kernel 2, stride 2, pads [1, 1], ceil_mode: windows start at -1, 1 and 3 (in
+  // input coordinates); the last starts past the input, in the end padding, and is dropped
+  // (PyTorch's and onnxruntime's rule, the ONNX docs' from opset 19 on): 2 outputs, not 3.
+  Builder b;
+  b.input("X", {1, 1, 3}).output("Y", {1, 1, 2}).output("A", {1, 1, 2});
+  const std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{2}},
+                                                  {"strides", Ints{2}},
+                                                  {"pads", Ints{1, 1}},
+                                                  {"ceil_mode", int64_t{1}}};
+  b.node("MaxPool", {"X"}, {"Y"}, attrs);
+  b.node("AveragePool", {"X"}, {"A"}, attrs);
+  ValueMap out = execute(b.g, {{"X", Value::floats({1, 1, 3}, {4, 2, 6})}});
+  EXPECT_EQ(out.at("Y").data, (std::vector<float>{4, 6}));
+  EXPECT_EQ(out.at("A").data, (std::vector<float>{4, 4}));
 }
 
 TEST(GraphExecutor, MaxPoolDilations) {
@@ -905,7 +922,7 @@ Value value_of_proto(const onnx::TensorProto& t) {
     case onnx::TensorProto_DataType_FLOAT:
       if (t.has_raw_data()) {
         v.data.resize(raw.size() / 4);
-        std::memcpy(v.data.data(), raw.data(), v.data.size() * 4);
+        if (!raw.empty()) std::memcpy(v.data.data(), raw.data(), v.data.size() * 4);
       } else {
         v.data.assign(t.float_data().begin(), t.float_data().end());
       }
@@ -914,7 +931,7 @@ Value value_of_proto(const onnx::TensorProto& t) {
       v.type = DataType::kInt64;
       if (t.has_raw_data()) {
         v.ints.resize(raw.size() / 8);
-        std::memcpy(v.ints.data(), raw.data(), v.ints.size() * 8);
+        if (!raw.empty()) std::memcpy(v.ints.data(), raw.data(), v.ints.size() * 8);
       } else {
         v.ints.assign(t.int64_data().begin(), t.int64_data().end());
       }
