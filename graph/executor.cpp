@@ -1,0 +1,234 @@
+/// \file executor.cpp
+/// The reference executor's driver (executor.hpp): checks the inputs, finds a kernel per node
+/// (graph/kernels/), runs the nodes in order, checks each output's shape against the graph's,
+/// and frees intermediates after their last reader.
+
+#include "graph/executor.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "kernels/kernels.hpp"
+
+namespace webtune::graph {
+
+int64_t Value::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Value Value::floats(std::vector<int64_t> shape, std::vector<float> data) {
+  Value v;
+  v.shape = std::move(shape);
+  v.data = std::move(data);
+  return v;
+}
+
+Value Value::int64s(std::vector<int64_t> shape, std::vector<int64_t> ints) {
+  Value v;
+  v.shape = std::move(shape);
+  v.ints = std::move(ints);
+  v.type = DataType::kInt64;
+  return v;
+}
+
+namespace kernels {
+
+void fail(const std::string& message) {
+  throw GraphError(message);
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+int64_t normalize_axis(int64_t axis, size_t rank, const char* what, int64_t extra) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r + extra)
+    fail(std::string(what) + " " + std::to_string(axis) + " is outside [" + std::to_string(-r) +
+         ", " + std::to_string(r + extra - 1) + "] for a rank-" + std::to_string(r) + " input");
+  return axis < 0 ? axis + r : axis;
+}
+
+const Value& KernelContext::input(size_t i, const char* what) const {
+  if (i >= inputs.size() || inputs[i] == nullptr)
+    fail(std::string("needs input ") + std::to_string(i) + " (" + what + ")");
+  return *inputs[i];
+}
+
+const Value& KernelContext::float_input(size_t i, const char* what) const {
+  const Value& v = input(i, what);
+  if (!v.is_float())
+    fail(std::string("input ") + std::to_string(i) + " (" + what + ", '" + node.inputs[i] +
+         "') is " + std::string(data_type_name(v.type)) + "; this operator runs on float32");
+  return v;
+}
+
+}  // namespace kernels
+
+namespace {
+
+using Kernel = void (*)(kernels::KernelContext&);
+
+const std::map<std::string, Kernel>& kernel_table() {
+  static const std::map<std::string, Kernel> table = {
+      {"Add", kernels::binary},
+      {"AveragePool", kernels::average_pool},
+      {"BatchNormalization", kernels::batch_normalization},
+      {"Clip", kernels::clip},
+      {"Concat", kernels::concat},
+      {"Conv", kernels::conv},
+      {"Div", kernels::binary},
+      {"Dropout", kernels::dropout},
+      {"Flatten", kernels::flatten},
+      {"FusedConv", kernels::conv},
+      {"FusedGemm", kernels::gemm},
+      {"FusedMatMul", kernels::matmul},
+      {"Gemm", kernels::gemm},
+      {"GlobalAveragePool", kernels::global_average_pool},
+      {"HardSigmoid", kernels::unary},
+      {"HardSwish", kernels::unary},
+      {"Identity", kernels::identity},
+      {"MatMul", kernels::matmul},
+      {"MaxPool", kernels::max_pool},
+      {"Mul", kernels::binary},
+      {"Relu", kernels::unary},
+      {"Reshape", kernels::reshape},
+      {"Sigmoid", kernels::unary},
+      {"Softmax", kernels::softmax},
+      {"Sub", kernels::binary},
+      {"Transpose", kernels::transpose},
+  };
+  return table;
+}
+
+bool is_int_type(DataType type) {
+  return type != DataType::kFloat32;
+}
+
+/// A constant's data as a Value.
+Value value_of_constant(const Tensor& t) {
+  Value v;
+  v.shape = t.shape;
+  v.type = t.type;
+  if (t.float_data)
+    v.data = *t.float_data;
+  else
+    v.ints = *t.int_data;
+  return v;
+}
+
+/// Checks that `v` is a well-formed value of `t`'s shape and element kind; `what` names it.
+void check_value(const Value& v, const Tensor& t, const std::string& what) {
+  if (v.shape != t.shape)
+    throw GraphError(what + " has shape " + kernels::shape_text(v.shape) + " but the graph says " +
+                     kernels::shape_text(t.shape));
+  if (is_int_type(v.type) != is_int_type(t.type))
+    throw GraphError(what + " is " + std::string(data_type_name(v.type)) + " but the graph says " +
+                     std::string(data_type_name(t.type)));
+  const size_t size = v.is_float() ? v.data.size() : v.ints.size();
+  if (static_cast<int64_t>(size) != v.elements())
+    throw GraphError(what + " holds " + std::to_string(size) + " values but its shape " +
+                     kernels::shape_text(v.shape) + " has " + std::to_string(v.elements()));
+}
+
+}  // namespace
+
+std::vector<std::string> executable_operators() {
+  std::vector<std::string> ops;
+  for (const auto& [op, kernel] : kernel_table()) ops.push_back(op);
+  return ops;  // std::map keeps them sorted
+}
+
+ValueMap execute(const Graph& graph, const ValueMap& inputs, const ExecuteOptions& options) {
+  graph.validate();
+  const auto& table = kernel_table();
+  // Refuse unsupported operators before running anything (a model's first Conv may take a while).
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    if (!table.count(graph.nodes[i].op_type))
+      throw GraphError(graph.nodes[i].describe(i) + ": operator '" + graph.nodes[i].op_type +
+                       "' is not supported by the reference executor (graph/operators.hpp)");
+
+  std::map<std::string, Value> env;
+  for (const std::string& name : graph.inputs) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw GraphError("graph input '" + name + "' is missing");
+    check_value(it->second, graph.tensor(name), "graph input '" + name + "'");
+    env[name] = it->second;
+  }
+  for (const auto& [name, value] : inputs)
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end())
+      throw GraphError("'" + name + "' is not an input of the graph" +
+                       (graph.has_tensor(name) && graph.tensor(name).is_constant()
+                            ? " (it is a constant)"
+                            : ""));
+
+  // Last reader of every tensor, so intermediates can be dropped once read for the last time.
+  std::map<std::string, size_t> last_use;
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const std::string& in : graph.nodes[i].inputs) last_use[in] = i;
+  const std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());
+
+  // Constants are turned into Values when first read and kept (they may be read again).
+  auto lookup = [&](const std::string& name) -> const Value* {
+    auto it = env.find(name);
+    if (it != env.end()) return &it->second;
+    const Tensor& t = graph.tensor(name);
+    if (!t.is_constant()) return nullptr;
+    return &env.emplace(name, value_of_constant(t)).first->second;
+  };
+
+  ValueMap result;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    kernels::KernelContext ctx{node, {}, {}, {}, options.opset};
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) {
+        ctx.inputs.push_back(nullptr);
+        continue;
+      }
+      const Value* v = lookup(in);
+      if (!v) throw GraphError(node.describe(i) + ": input '" + in + "' has no value");
+      ctx.inputs.push_back(v);
+    }
+    ctx.outputs.resize(node.outputs.size());
+    for (const std::string& out : node.outputs)
+      ctx.output_types.push_back(out.empty() ? DataType::kFloat32 : graph.tensor(out).type);
+    try {
+      table.at(node.op_type)(ctx);
+      for (size_t o = 0; o < node.outputs.size(); ++o)
+        if (!node.outputs[o].empty())
+          check_value(ctx.outputs[o], graph.tensor(node.outputs[o]),
+                      "output " + std::to_string(o) + " ('" + node.outputs[o] + "')");
+    } catch (const std::exception& e) {
+      // GraphError from kernels, std::invalid_argument from Node::get_* (wrong attribute kind).
+      throw GraphError(node.describe(i) + ": " + e.what());
+    }
+    for (size_t o = 0; o < node.outputs.size(); ++o)
+      if (!node.outputs[o].empty()) env[node.outputs[o]] = std::move(ctx.outputs[o]);
+    if (options.keep_intermediates)
+      for (const std::string& out : node.outputs)
+        if (!out.empty()) result[out] = env.at(out);
+    // Drop what no later node reads (graph outputs stay; a constant would be made again).
+    for (const std::string& in : node.inputs)
+      if (!in.empty() && last_use[in] == i && !outputs.count(in)) env.erase(in);
+  }
+  for (const std::string& name : graph.outputs) {
+    const Value* v = lookup(name);
+    if (!v) throw GraphError("graph output '" + name + "' has no value");
+    result[name] = *v;
+  }
+  return result;
+}
+
+}  // namespace webtune::graph
