@@ -28,5 +28,7 @@ void add_serve_command(CLI::App& app);
 void add_farm_command(CLI::App& app);
 /// `webtune artifact`: the kernel artifact JSON of a tuned config, out of the records.
 void add_artifact_command(CLI::App& app);
+/// `webtune zoo`: a standard architecture (ResNet-18, MobileNet-v2) as ONNX with seeded weights.
+void add_zoo_command(CLI::App& app);
 
 }  // namespace webtune::cli
