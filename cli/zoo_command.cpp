@@ -3,7 +3,7 @@
 /// architecture as an ONNX model with seeded weights (graph/zoo.hpp), so that a model job runs
 /// on a machine with nothing downloaded. Prints one line to stdout:
 ///
-///   resnet18 -> resnet18.onnx: 46749121 bytes, 11684712 parameters (seed 1, batch 1)
+///   resnet18 -> resnet18.onnx: 46749205 bytes, 11684712 parameters (seed 1, batch 1)
 ///
 /// An unknown model name is an error on stderr that lists the zoo's models, exit status 2 (as
 /// `measure` ends a build that fails with 2). The file is written beside its final name and
