@@ -30,5 +30,7 @@ void add_farm_command(CLI::App& app);
 void add_artifact_command(CLI::App& app);
 /// `webtune import`: an ONNX model's fused graph and tuning tasks (and their workload file).
 void add_import_command(CLI::App& app);
+/// `webtune zoo`: a standard architecture (ResNet-18, MobileNet-v2) as ONNX with seeded weights.
+void add_zoo_command(CLI::App& app);
 
 }  // namespace webtune::cli
