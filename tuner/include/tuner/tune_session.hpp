@@ -62,7 +62,7 @@ struct TuneOptions {
   Target target = Target::kGlesFrag;
   std::string tuner = "xgb";
   /// Per task, including trials of earlier runs (resume); 0 = no per-task cap (only with
-  /// total_trials).
+  /// total_trials; `webtune tune --total-trials N` without --trials sets 0).
   int trials = 200;
   /// > 0: the session stops once its tasks' trials (earlier runs' included) sum to this; the
   /// scheduler decides which tasks they go to. 0 = no total budget.
