@@ -1,6 +1,10 @@
 /// \file tune_command.cpp
 /// `webtune tune --workload FILE [--tasks C2,C4] --target gles-frag --trials 200 --db webtune.db
-/// [--tracker ws://...]`: tunes a model's tasks on the farm and records every trial. Without
+/// [--tracker ws://...]`: tunes a model's tasks on the farm and records every trial.
+/// `--total-trials N` gives the whole tuning one budget that the task scheduler (`--schedule
+/// gradient`, Ansor's, the default then; or round-robin) spends where it cuts the estimated model
+/// latency most; `--model-name NAME` records the tuning as a model run whose estimated latency
+/// the dashboard plots (tuner/tune_session.hpp). Without
 /// --tracker it starts an embedded tracker and --local-agents native agents (headless Chromium
 /// tabs for --target webgl2), and prints the URL of the tracker's dashboard over the records
 /// (kept up --linger seconds after the tuning).
@@ -40,6 +44,7 @@ struct TuneArgs {
   double reconnect_timeout_s = 600;
   double lease_margin_s = 30;
   TuneOptions options;
+  bool trials_given = false, schedule_given = false;  // set from the parsed options
 };
 
 /// The signal that asked the tuning to stop (0: none). Set by the handler, read by the runner's
@@ -62,6 +67,12 @@ void install_stop_handlers() {
 }
 
 void run_tune(TuneArgs& args) {
+  // A total budget without --trials puts no cap on a task, and lets the gradient scheduler
+  // decide unless --schedule says otherwise.
+  if (args.options.total_trials > 0) {
+    if (!args.trials_given) args.options.trials = 0;
+    if (!args.schedule_given) args.options.schedule = "gradient";
+  }
   if (!args.ca_file.empty()) tracker::set_tracker_ca_file(args.ca_file);
   const TuneTarget target = tune_target_from_name(args.target);
   args.options.target = target.kernel;
@@ -97,18 +108,28 @@ void run_tune(TuneArgs& args) {
 
   RecordStore store(args.db);
   store.upsert_device(device_key, device_json);
-  std::printf("tuning %zu task(s) on %s (%s) with %s, %d trials each; records in %s\n",
+  std::string budget;
+  if (args.options.total_trials > 0)
+    budget =
+        std::to_string(args.options.total_trials) + " trials in total" +
+        (args.options.trials > 0 ? " (at most " + std::to_string(args.options.trials) + " per task)"
+                                 : "");
+  else
+    budget = std::to_string(args.options.trials) + " trials each";
+  const std::string schedule =
+      args.options.schedule == "latency" ? "gradient" : args.options.schedule;
+  std::printf("tuning %zu task(s) on %s (%s) with %s, %s, %s schedule; records in %s\n",
               tasks.size(), args.target.c_str(), device_key.c_str(), args.options.tuner.c_str(),
-              args.options.trials, args.db.c_str());
+              budget.c_str(), schedule.c_str(), args.db.c_str());
   const bool tty = isatty(fileno(stdout));
   int lines_printed = 0;
   TuneSession session(store, runner, device_key, limits, args.options);
-  auto progress = [&](const std::vector<TaskProgress>& all) {
-    const std::string text = format_progress(all, args.options.trials);
+  auto progress = [&](const SessionProgress& all) {
+    const std::string text = format_progress(all);
     if (tty && lines_printed > 0) std::printf("\033[%dA", lines_printed);  // redraw in place
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
-    lines_printed = static_cast<int>(all.size());
+    lines_printed = static_cast<int>(all.tasks.size()) + 1;  // the tasks and the model line
     if (!tty) std::puts("");
   };
   std::vector<TaskProgress> result = session.run(tasks, progress);
@@ -149,9 +170,19 @@ void add_tune_command(CLI::App& app) {
       ->required();
   cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
   cmd->add_option("--target", args->target, tune_target_help())->capture_default_str();
-  cmd->add_option("--trials", args->options.trials, "trials per task")
-      ->check(int_range(1, 1'000'000))
-      ->capture_default_str();
+  CLI::Option* trials =
+      cmd->add_option("--trials", args->options.trials,
+                      "trials per task, earlier runs' included (with --total-trials: a cap per "
+                      "task, none unless given)")
+          ->check(int_range(1, 1'000'000))
+          ->capture_default_str();
+  cmd->add_option("--total-trials", args->options.total_trials,
+                  "trials for all the tasks together, earlier runs' included; the --schedule "
+                  "decides which tasks get them")
+      ->check(int_range(1, 1'000'000'000));
+  cmd->add_option("--model-name", args->options.model_name,
+                  "record the tuning as a model run of this name: its estimated latency (sum of "
+                  "occurrences x best time) after every batch, plotted on the dashboard");
   cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();
   cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
   cmd->add_option("--tracker", args->tracker,
@@ -183,8 +214,13 @@ void add_tune_command(CLI::App& app) {
       ->check(int_range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "search and input seed")->capture_default_str();
-  cmd->add_option("--schedule", args->options.schedule, "round-robin or latency")
-      ->capture_default_str();
+  CLI::Option* schedule =
+      cmd->add_option("--schedule", args->options.schedule,
+                      "which task gets the next batch: gradient (Ansor's task scheduler: where "
+                      "the estimated model latency drops most; the default with --total-trials) "
+                      "or round-robin (the default otherwise); latency is gradient's older name")
+          ->check(CLI::IsMember({"gradient", "round-robin", "latency"}))
+          ->capture_default_str();
   cmd->add_flag("--transfer", args->options.transfer,
                 "warm-start the cost model from records of other workloads");
   cmd->add_option("--number", args->options.measure.number,
@@ -218,7 +254,9 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--lease-margin", args->lease_margin_s,
                   "seconds added to --run-timeout for a job's lease (compile and transfer)")
       ->capture_default_str();
-  cmd->callback([args] {
+  cmd->callback([args, trials, schedule] {
+    args->trials_given = trials->count() > 0;
+    args->schedule_given = schedule->count() > 0;
     install_stop_handlers();
     try {
       run_tune(*args);

@@ -118,6 +118,45 @@ bj::object agents(const RecordStore* store, const tracker::TrackerState* live) {
                     {"recorded", std::move(recorded)}};
 }
 
+bj::object estimate_json(const ModelEstimate& e) {
+  return bj::object{{"trials", e.trials},
+                    {"elapsed_s", e.elapsed_s},
+                    {"latency_ms", e.latency_ms},
+                    {"timestamp", e.timestamp}};
+}
+
+bj::object model_run_json(const ModelRunInfo& run) {
+  bj::array jobs;
+  for (const ModelRunJob& j : run.jobs)
+    jobs.push_back(bj::object{{"job", j.job_id}, {"task", j.task_name}, {"weight", j.weight}});
+  return bj::object{{"id", run.id},
+                    {"model", run.model},
+                    {"target", target_name(run.target)},
+                    {"device_key", run.device_key},
+                    {"schedule", run.schedule},
+                    {"total_trials", run.total_trials},
+                    {"started", run.started},
+                    {"jobs", std::move(jobs)},
+                    {"estimates", run.estimates},
+                    {"latest", run.latest ? bj::value(estimate_json(*run.latest)) : nullptr}};
+}
+
+/// /api/models/{id}[/estimates]: `rest` is what follows "/api/models/".
+tracker::HttpResponse model_route(const RecordStore* store, std::string_view rest,
+                                  const RequestTarget& target) {
+  const size_t slash = rest.find('/');
+  const std::string_view tail =
+      slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  if (!tail.empty() && tail != "/estimates") return json_error(404, "not found: " + target.path);
+  const int64_t id = parse_count(rest.substr(0, slash), "the model run id");
+  std::optional<ModelRunInfo> run = store ? store->model_run(id) : std::nullopt;
+  if (!run) return json_error(404, "no model run " + std::to_string(id));
+  if (tail.empty()) return json_ok(model_run_json(*run));
+  bj::array estimates;
+  for (const ModelEstimate& e : store->model_estimates(id)) estimates.push_back(estimate_json(e));
+  return json_ok(bj::object{{"run", id}, {"estimates", std::move(estimates)}});
+}
+
 /// /api/jobs/{id}[/trials]: `rest` is what follows "/api/jobs/".
 tracker::HttpResponse job_route(const RecordStore* store, std::string_view rest,
                                 const RequestTarget& target) {
@@ -136,6 +175,9 @@ tracker::HttpResponse job_route(const RecordStore* store, std::string_view rest,
       errors.push_back(bj::object{
           {"error_no", static_cast<int>(error)}, {"error", error_name(error)}, {"count", count}});
     o["errors_by_error_no"] = std::move(errors);
+    bj::array runs;
+    for (int64_t run : store->model_runs_of_job(id)) runs.emplace_back(run);
+    o["model_runs"] = std::move(runs);
     o["best"] = nullptr;
     for (const BestRecord& b :
          store->best(job->workload.key(), std::string(target_name(job->target))))
@@ -218,6 +260,14 @@ tracker::HttpResponse ApiRouter::route(std::string_view method, const RequestTar
     constexpr std::string_view kJobs = "/api/jobs/";
     if (path.starts_with(kJobs)) return job_route(store_, path.substr(kJobs.size()), target);
     if (path == "/api/best") return best_route(store_, target);
+    if (path == "/api/models") {
+      bj::array runs;
+      if (store_)
+        for (const ModelRunInfo& r : store_->model_runs()) runs.push_back(model_run_json(r));
+      return json_ok(bj::object{{"models", std::move(runs)}});
+    }
+    constexpr std::string_view kModels = "/api/models/";
+    if (path.starts_with(kModels)) return model_route(store_, path.substr(kModels.size()), target);
   } catch (const BadRequest& e) {
     return json_error(400, e.what());
   }

@@ -206,6 +206,9 @@ TEST_F(CliInputTest, NumericOptionsOutOfRangeExitNonZeroNamingTheOption) {
   expect_refused(with(tune, {"--early-stopping", "0"}), {"--early-stopping"});
   expect_refused(with(tune, {"--timeout", "-1"}), {"--timeout"});
   expect_refused(with(tune, {"--linger", "-1"}), {"--linger"});
+  expect_refused(with(tune, {"--total-trials", "0"}), {"--total-trials"});
+  expect_refused(with(tune, {"--total-trials", "-100"}), {"--total-trials"});
+  expect_refused(with(tune, {"--schedule", "fastest-first"}), {"--schedule", "fastest-first"});
   EXPECT_FALSE(fs::exists(db)) << "a refused tune created its records file";
 
   const std::vector<std::string> measure = {"measure", "--workload", "dense:8,8,8"};

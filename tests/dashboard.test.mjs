@@ -1,9 +1,10 @@
 // The dashboard in headless Chromium (puppeteer-core) while a small real tuning runs: `webtune
 // tune` with its embedded tracker and one native agent on llvmpipe serves the dashboard for its
 // records file. The convergence plot must hold as many points as the job has trials recorded
-// (read back through the API), the agent list must show the live agent, and a screenshot goes to
-// $WEBTUNE_ARTIFACTS/dashboard.png. Then `webtune serve` on the same file shows the same job
-// without a tracker.
+// (read back through the API), the agent list must show the live agent, the model run's plot
+// (the tuning is recorded as model run "tiny") one point per estimate recorded, and a screenshot
+// goes to $WEBTUNE_ARTIFACTS/dashboard.png. Then `webtune serve` on the same file shows the same
+// job without a tracker.
 //
 // Run by ctest (tests/CMakeLists.txt) as `node --test`, with WEBTUNE_BINARY, WEBTUNE_ARTIFACTS
 // and CHROMIUM set.
@@ -97,7 +98,7 @@ test('the dashboard follows a live tuning and shows every trial', { timeout: 240
   const tune = start(['--log-level', 'warn', 'tune', '--workload', 'dense:32,32,32',
                       '--target', 'gles-frag', '--tuner', 'random', '--trials', String(TRIALS),
                       '--batch', '2', '--min-repeat-ms', '100', '--local-agents', '1',
-                      '--db', db, '--linger', '120'], 'webtune tune');
+                      '--db', db, '--linger', '120', '--model-name', 'tiny'], 'webtune tune');
   children.push(tune);
   const [, url] = await waitForOutput(tune, /dashboard: (http:\/\/\S+)/, 'webtune tune');
   await page.goto(url);
@@ -152,6 +153,37 @@ test('the dashboard follows a live tuning and shows every trial', { timeout: 240
   const detail = await getJson(new URL(`/api/jobs/${job.id}`, url));
   assert.ok(detail.best, 'a best trial');
   assert.match(bestConfig, new RegExp(`"index": ${detail.best.config_index}\\b`));
+
+  // The model run: the API returns the estimates recorded (one per batch of 2 from the first
+  // with a success on), and the page plots each of them.
+  const { models } = await getJson(new URL('/api/models', url));
+  assert.equal(models.length, 1);
+  assert.equal(models[0].model, 'tiny');
+  assert.deepEqual(models[0].jobs.map((j) => j.job), [job.id]);
+  assert.deepEqual(detail.model_runs, [models[0].id]);
+  const { estimates } = await getJson(new URL(`/api/models/${models[0].id}/estimates`, url));
+  assert.ok(estimates.length >= 1 && estimates.length <= TRIALS / 2, `${estimates.length}`);
+  const first = TRIALS - 2 * (estimates.length - 1);
+  assert.deepEqual(estimates.map((e) => e.trials),
+                   Array.from({ length: estimates.length }, (_, i) => first + 2 * i),
+                   'one estimate per batch');
+  const bestMs = 2 * 32 * 32 * 32 / (detail.best.gflops * 1e9) * 1e3;
+  assert.ok(Math.abs(estimates.at(-1).latency_ms - bestMs) <= 1e-9 * bestMs,
+            `${estimates.at(-1).latency_ms} ms, the best trial's ${bestMs}`);
+  await page.waitForFunction(
+      (n) => Number(document.getElementById('model-plot').dataset.points) === n,
+      { timeout: 15_000 }, estimates.length);
+  const modelPlot = await page.$eval('#model-detail', (el) => ({
+    hidden: el.hidden,
+    run: Number(el.querySelector('#model-plot').dataset.run),
+    canvas: !!el.querySelector('#model-plot canvas'),
+    title: el.querySelector('#model-title').textContent,
+  }));
+  assert.equal(modelPlot.hidden, false);
+  assert.equal(modelPlot.run, models[0].id);
+  assert.ok(modelPlot.canvas, 'uPlot drew the model plot');
+  assert.match(modelPlot.title, /tiny/);
+  assert.match(modelPlot.title, /estimated latency [0-9.]+ ms after 16 trials/);
 
   await page.screenshot({ path: join(artifacts, 'dashboard.png'), fullPage: true });
   assert.deepEqual(pageErrors, []);

@@ -131,9 +131,9 @@ class RecordsTest : public testing::Test {
 TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   { RecordStore store(path_); }
   EXPECT_EQ(query_text(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "2");
-  for (const char* table :
-       {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials", "verifications"}) {
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
+  for (const char* table : {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials",
+                            "verifications", "model_runs", "model_run_jobs", "model_estimates"}) {
     EXPECT_EQ(query_text(path_, std::string("SELECT count(*) FROM sqlite_master WHERE type = "
                                             "'table' AND name = '") +
                                     table + "'"),
@@ -142,7 +142,7 @@ TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   }
   // Reopening an up-to-date file leaves it alone.
   { RecordStore store(path_); }
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "2");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
 }
 
 TEST_F(RecordsTest, RefusesNewerSchemaVersion) {
@@ -1049,13 +1049,14 @@ TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
   }
   // Turn the file into what webtune wrote before version 2.
   exec_sql(path_,
+           "DROP TABLE model_estimates; DROP TABLE model_run_jobs; DROP TABLE model_runs; "
            "DROP TABLE verifications; ALTER TABLE trials DROP COLUMN agent_session; "
            "ALTER TABLE trials DROP COLUMN attempt; ALTER TABLE trials DROP COLUMN received; "
            "PRAGMA user_version = 1;");
   ASSERT_EQ(query_text(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'verifications'"),
             "0");
   RecordStore store(path_);
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "2");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
   const std::vector<TrialRecord> trials = store.trials(job);
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_EQ(trials[0].result.costs, std::vector<double>{1e-3});
@@ -1073,6 +1074,88 @@ TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
   ASSERT_EQ(store.best().size(), 1u);
   ASSERT_TRUE(store.best()[0].verification.has_value());
   EXPECT_EQ(store.best()[0].verification->verdict, "verified");
+}
+
+TEST_F(RecordsTest, ModelRunsKeepTheirJobsWeightsAndEstimates) {
+  RecordStore store(path_);
+  const int64_t c2 = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2");
+  const int64_t d1 = store.open_job(depthwise_d1(), Target::kGlesFrag, kDevice, "D1");
+  const int64_t other = store.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
+  const int64_t run = store.open_model_run("resnet18", Target::kGlesFrag, kDevice, "gradient", 480);
+  store.add_model_run_job(run, c2, 2);
+  store.add_model_run_job(run, d1, 1);
+  store.add_model_run_job(run, d1, 3);  // the model lists D1 twice: the weights add up
+  store.add_model_estimate(run, {32, 1.5, 4.25, 1700000000});
+  store.add_model_estimate(run, {48, 2.5, 3.75, 0});
+
+  const std::optional<ModelRunInfo> info = store.model_run(run);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->model, "resnet18");
+  EXPECT_EQ(info->target, Target::kGlesFrag);
+  EXPECT_EQ(info->device_key, kDevice);
+  EXPECT_EQ(info->schedule, "gradient");
+  EXPECT_EQ(info->total_trials, 480);
+  EXPECT_GT(info->started, now_s() - 60);
+  ASSERT_EQ(info->jobs.size(), 2u);
+  EXPECT_EQ(info->jobs[0].job_id, c2);
+  EXPECT_EQ(info->jobs[0].task_name, "C2");
+  EXPECT_EQ(info->jobs[0].weight, 2);
+  EXPECT_EQ(info->jobs[1].job_id, d1);
+  EXPECT_EQ(info->jobs[1].weight, 4);
+  EXPECT_EQ(info->estimates, 2);
+  ASSERT_TRUE(info->latest.has_value());
+  EXPECT_EQ(info->latest->trials, 48);
+  EXPECT_DOUBLE_EQ(info->latest->latency_ms, 3.75);
+  EXPECT_GT(info->latest->timestamp, now_s() - 60) << "0 means now";
+
+  const std::vector<ModelEstimate> estimates = store.model_estimates(run);
+  ASSERT_EQ(estimates.size(), 2u);
+  EXPECT_EQ(estimates[0].trials, 32);
+  EXPECT_DOUBLE_EQ(estimates[0].elapsed_s, 1.5);
+  EXPECT_DOUBLE_EQ(estimates[0].latency_ms, 4.25);
+  EXPECT_DOUBLE_EQ(estimates[0].timestamp, 1700000000);
+  EXPECT_EQ(store.model_runs_of_job(c2), std::vector<int64_t>{run});
+  EXPECT_TRUE(store.model_runs_of_job(other).empty());
+
+  // A second session of the same model is a run of its own; the job belongs to both.
+  const int64_t again = store.open_model_run("resnet18", Target::kGlesFrag, kDevice);
+  store.add_model_run_job(again, c2, 2);
+  EXPECT_EQ(store.model_runs_of_job(c2), (std::vector<int64_t>{run, again}));
+  ASSERT_EQ(store.model_runs().size(), 2u);
+  EXPECT_EQ(store.model_runs()[1].estimates, 0);
+  EXPECT_FALSE(store.model_runs()[1].latest.has_value());
+  EXPECT_TRUE(store.model_estimates(again).empty());
+
+  // Bad input is refused with what was wrong.
+  EXPECT_THROW(store.open_model_run("", Target::kGlesFrag, kDevice), std::invalid_argument);
+  EXPECT_THROW(store.add_model_run_job(run, c2, 0), std::invalid_argument);
+  EXPECT_THROW(store.add_model_run_job(999, c2, 1), std::runtime_error);
+  EXPECT_THROW(store.add_model_run_job(run, 999, 1), std::runtime_error);
+  EXPECT_THROW(store.add_model_estimate(999, {1, 0, 1, 0}), std::runtime_error);
+  EXPECT_THROW(store.add_model_estimate(run, {1, 0, std::nan(""), 0}), std::invalid_argument);
+  EXPECT_THROW(store.add_model_estimate(run, {1, 0, -1, 0}), std::invalid_argument);
+  EXPECT_EQ(store.model_estimates(run).size(), 2u) << "nothing stored by a refused call";
+  EXPECT_FALSE(store.model_run(999).has_value());
+}
+
+TEST_F(RecordsTest, MigratesVersion2FilesToModelRuns) {
+  int64_t job = 0;
+  {
+    RecordStore store(path_);
+    job = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2");
+    store.add_trials(job, {ok_trial(0, {1e-3})});
+  }
+  exec_sql(path_,
+           "DROP TABLE model_estimates; DROP TABLE model_run_jobs; DROP TABLE model_runs; "
+           "PRAGMA user_version = 2;");
+  RecordStore store(path_);
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(store.trials(job).size(), 1u);
+  EXPECT_TRUE(store.model_runs().empty());
+  const int64_t run = store.open_model_run("m", Target::kGlesFrag, kDevice);
+  store.add_model_run_job(run, job, 1);
+  store.add_model_estimate(run, {1, 0.5, 1.0, 0});
+  EXPECT_EQ(store.model_estimates(run).size(), 1u);
 }
 
 TEST_F(RecordsTest, SuspectTrialsAreLeftOutOfTheBest) {

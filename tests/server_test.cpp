@@ -66,6 +66,7 @@ TrialRecord failed(int64_t index, MeasureErrorNo error) {
 }
 
 /// Job 1: dense 64 on gles-frag with 10 trials (2 errors); job 2: conv on gles-compute, 1 trial.
+/// Model run 1 ("tiny"): job 1 with weight 2 and three estimates.
 std::string make_db(const fs::path& dir) {
   const std::string path = (dir / "records.db").string();
   RecordStore store(path);
@@ -86,6 +87,12 @@ std::string make_db(const fs::path& dir) {
   const int64_t conv = store.open_job(Workload::conv2d(1, 4, 8, 8, 8, 3, 1, 1, "C8"),
                                       Target::kGlesCompute, "gles:llvmpipe", "C8", "xgb");
   store.add_trials(conv, {trial(0, 2e-4, "agent-b")});
+  const int64_t run =
+      store.open_model_run("tiny", Target::kGlesFrag, "gles:llvmpipe", "gradient", 48);
+  store.add_model_run_job(run, dense, 2);
+  store.add_model_estimate(run, {16, 1.0, 0.25, 1700000100});
+  store.add_model_estimate(run, {32, 2.0, 0.125, 1700000200});
+  store.add_model_estimate(run, {48, 3.0, 0.02, 1700000300});
   return path;
 }
 
@@ -159,6 +166,50 @@ TEST_F(Api, JobHasErrorsByErrorNumberAndTheBestConfigEntity) {
   EXPECT_EQ(best.at("agent").as_string(), "agent-a");
   EXPECT_EQ(best.at("config").at("entity").as_array().size(), 2u);
   EXPECT_EQ(best.at("config").at("index").as_int64(), 5);
+}
+
+TEST_F(Api, ModelRunsListTheirJobsAndRecordedEstimates) {
+  const bj::object list = get_json("/api/models");
+  const bj::array& models = list.at("models").as_array();
+  ASSERT_EQ(models.size(), 1u);
+  const bj::object& run = models[0].as_object();
+  EXPECT_EQ(run.at("id").as_int64(), 1);
+  EXPECT_EQ(run.at("model").as_string(), "tiny");
+  EXPECT_EQ(run.at("target").as_string(), "gles-frag");
+  EXPECT_EQ(run.at("device_key").as_string(), "gles:llvmpipe");
+  EXPECT_EQ(run.at("schedule").as_string(), "gradient");
+  EXPECT_EQ(run.at("total_trials").as_int64(), 48);
+  EXPECT_EQ(run.at("estimates").as_int64(), 3);
+  EXPECT_DOUBLE_EQ(run.at("latest").at("latency_ms").as_double(), 0.02);
+  const bj::array& jobs = run.at("jobs").as_array();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].at("job").as_int64(), 1);
+  EXPECT_EQ(jobs[0].at("task").as_string(), "D64");
+  EXPECT_EQ(jobs[0].at("weight").as_int64(), 2);
+  EXPECT_EQ(get_json("/api/models/1"), run);
+
+  const bj::object e = get_json("/api/models/1/estimates");
+  EXPECT_EQ(e.at("run").as_int64(), 1);
+  const bj::array& estimates = e.at("estimates").as_array();
+  ASSERT_EQ(estimates.size(), 3u);
+  const int64_t trials[] = {16, 32, 48};
+  const double latency[] = {0.25, 0.125, 0.02};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(estimates[i].at("trials").as_int64(), trials[i]);
+    EXPECT_DOUBLE_EQ(estimates[i].at("latency_ms").as_double(), latency[i]);
+    EXPECT_DOUBLE_EQ(estimates[i].at("elapsed_s").as_double(), 1.0 + static_cast<double>(i));
+    EXPECT_DOUBLE_EQ(estimates[i].at("timestamp").as_double(), 1700000100.0 + 100.0 * i);
+  }
+  // Each job says which model runs it belongs to, for the page.
+  EXPECT_EQ(get_json("/api/jobs/1").at("model_runs"), (bj::array{1}));
+  EXPECT_EQ(get_json("/api/jobs/2").at("model_runs"), bj::array());
+
+  EXPECT_NE(get_json("/api/models/2", 404).at("error").as_string().find("no model run 2"),
+            bj::string::npos);
+  get_json("/api/models/2/estimates", 404);
+  get_json("/api/models/1/trials", 404);
+  EXPECT_NE(get_json("/api/models/one", 400).at("error").as_string().find("model run id"),
+            bj::string::npos);
 }
 
 TEST_F(Api, TrialsArePagedInTrialNumberOrder) {

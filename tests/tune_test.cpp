@@ -19,9 +19,11 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "tracker/agent_connection.hpp"
 #include "tracker/tracker_client.hpp"
@@ -132,13 +134,14 @@ int64_t recorded_trials(const std::string& db) {
 }
 
 /// A rogue agent in this process: it measures nothing and answers every job with a cost that
-/// claims `gflops` GFLOP/s (a faked fast device). With `stall_first_s`, it stalls that long on
-/// its first job (as a stopped or swapped-out agent would: no heartbeat answers either) and then
-/// answers it with that all_cost and a cost of 1 s, which must never be recorded.
+/// claims `gflops` GFLOP/s (a faked fast device), or what `gflops_of` says for the job when
+/// given. With `stall_first_s`, it stalls that long on its first job (as a stopped or
+/// swapped-out agent would: no heartbeat answers either) and then answers it with that all_cost
+/// and a cost of 1 s, which must never be recorded.
 class FakeAgent {
  public:
   FakeAgent(const std::string& url, const std::string& name, const std::string& key, double gflops,
-            double stall_first_s = 0) {
+            double stall_first_s = 0, std::function<double(const MeasureInput&)> gflops_of = {}) {
     tracker::AgentOptions options;
     options.url = url;
     options.name = name;
@@ -146,10 +149,11 @@ class FakeAgent {
     options.device = boost::json::object{{"renderer", "fake"}};
     connection_ = std::make_unique<tracker::AgentConnection>(
         ioc_, options,
-        [gflops, stall_first_s, jobs = 0](const boost::json::value& input) mutable {
+        [gflops, stall_first_s, gflops_of, jobs = 0](const boost::json::value& input) mutable {
           const MeasureInput in = MeasureInput::from_json(input);
           MeasureResult r;
-          r.costs.assign(std::max(1, in.options.repeat), in.workload.flops() / (gflops * 1e9));
+          const double speed = gflops_of ? gflops_of(in) : gflops;
+          r.costs.assign(std::max(1, in.options.repeat), in.workload.flops() / (speed * 1e9));
           r.all_cost = 1e-3;
           if (jobs++ == 0 && stall_first_s > 0) {
             std::this_thread::sleep_for(std::chrono::duration<double>(stall_first_s));
@@ -235,7 +239,7 @@ TEST(Tune, ResumeContinuesFromTheRecordsAndMeasuresNothingTwice) {
     EXPECT_GE(reports, 1 + 2 * 3);  // initial report + ceil(12/5) batches per task
     const std::string table = format_summary(progress);
     EXPECT_NE(table.find("d32"), std::string::npos);
-    EXPECT_NE(table.find("estimated network time"), std::string::npos);
+    EXPECT_NE(table.find("estimated model latency"), std::string::npos);
   }
   // A second session with a larger budget continues where the first stopped.
   options.trials = 20;
@@ -607,6 +611,107 @@ TEST(Tune, VerifyBestCatchesAnAgentThatFakesFastCosts) {
   const std::string log = db + ".best";
   EXPECT_EQ(wait_exit(spawn({WEBTUNE_BINARY, "log", "best", "--db", db}, log)), 0);
   EXPECT_NE(read_text(log).find("verified: re-measured"), std::string::npos) << read_text(log);
+}
+
+TEST(Tune, ATotalBudgetIsSpentByTheSchedulerAndTheModelRunRecordsItsLatency) {
+  tracker::TrackerConfig config;
+  config.port = 0;
+  tracker::TrackerServer server(config);
+  server.start_background();
+  // Each kernel runs at its own speed, 1 to 5 GFLOP/s, from a hash of its source: tuning finds
+  // faster ones as it goes.
+  FakeAgent agent(server.url(), "fake", "gles:llvmpipe", 0, 0, [](const MeasureInput& in) {
+    return 1 +
+           4.0 * static_cast<double>(std::hash<std::string>{}(in.artifact.source) % 1000) / 1000;
+  });
+  const std::string db = temp_db("model_run");
+  const std::vector<WorkloadFileTask> tasks = {{Workload::conv2d(1, 4, 8, 8, 8, 3, 1, 1, "c8"), 4},
+                                               {Workload::dense(32, 32, 32, "d32"), 1}};
+  TuneOptions options;
+  options.tuner = "random";
+  options.trials = 0;  // no cap per task: the total alone
+  options.total_trials = 42;
+  options.batch_size = 5;
+  options.schedule = "gradient";
+  options.model_name = "tiny";
+  RecordStore store(db);
+  TrackerRunner runner(server.url(), "", "gles");
+  const std::string key = runner.wait_for_device(60s).first;
+
+  // Options that cannot work are refused before anything is recorded.
+  for (const auto& [schedule, trials, total] : std::vector<std::tuple<std::string, int, int64_t>>{
+           {"fastest-first", 10, 0}, {"gradient", 0, 0}, {"gradient", 10, -1}}) {
+    TuneOptions bad = options;
+    bad.schedule = schedule;
+    bad.trials = trials;
+    bad.total_trials = total;
+    TuneSession session(store, runner, key, DeviceLimits{}, bad);
+    EXPECT_THROW(session.run(tasks), std::invalid_argument) << schedule << " " << trials;
+  }
+  EXPECT_TRUE(store.jobs().empty());
+  EXPECT_TRUE(store.model_runs().empty());
+
+  std::vector<SessionProgress> reports;
+  TuneSession session(store, runner, key, DeviceLimits{}, options);
+  const std::vector<TaskProgress> progress =
+      session.run(tasks, [&](const SessionProgress& p) { reports.push_back(p); });
+  ASSERT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress[0].trials + progress[1].trials, 42) << "the total budget, exactly";
+  for (const TaskProgress& p : progress) {
+    EXPECT_TRUE(p.done);
+    EXPECT_EQ(p.stop_reason, "total trial budget");
+    EXPECT_GE(p.trials, 5) << p.name << ": every task has its warm-up round";
+    EXPECT_EQ(store.job(p.job_id)->status, "done");
+    EXPECT_EQ(static_cast<int64_t>(store.trials(p.job_id).size()), p.trials);
+  }
+  // The estimate: Σ occurrences × best mean cost, from the records.
+  double expected_ms = 0;
+  for (const TaskProgress& p : progress) {
+    const std::optional<TrialRecord> best = store.best_trial(p.job_id);
+    ASSERT_TRUE(best.has_value());
+    expected_ms += p.occurrences * best->result.mean_cost() * 1e3;
+  }
+  ASSERT_TRUE(estimated_latency_ms(progress).has_value());
+  EXPECT_NEAR(*estimated_latency_ms(progress), expected_ms, 1e-9 * expected_ms);
+  ASSERT_GE(reports.size(), 2u);
+  EXPECT_FALSE(reports.front().estimated_latency_ms) << "nothing measured yet: n/a";
+  EXPECT_NE(format_progress(reports.front()).find("estimated latency n/a"), std::string::npos)
+      << format_progress(reports.front());
+  const SessionProgress& last = reports.back();
+  EXPECT_EQ(last.trials, 42);
+  EXPECT_EQ(last.total_trials, 42);
+  EXPECT_EQ(last.schedule, "gradient");
+  ASSERT_TRUE(last.estimated_latency_ms.has_value());
+  EXPECT_NEAR(*last.estimated_latency_ms, expected_ms, 1e-9 * expected_ms);
+  EXPECT_NE(format_progress(last).find("model tiny: 42/42 trials, estimated latency"),
+            std::string::npos)
+      << format_progress(last);
+  EXPECT_NE(format_summary(progress).find("estimated model latency"), std::string::npos);
+
+  // The model run: its jobs with their weights, and an estimate after every batch once both
+  // tasks had a success, ending at the session's.
+  const std::vector<ModelRunInfo> runs = store.model_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(last.model_run_id, runs[0].id);
+  EXPECT_EQ(runs[0].model, "tiny");
+  EXPECT_EQ(runs[0].schedule, "gradient");
+  EXPECT_EQ(runs[0].total_trials, 42);
+  EXPECT_EQ(runs[0].device_key, key);
+  ASSERT_EQ(runs[0].jobs.size(), 2u);
+  EXPECT_EQ(runs[0].jobs[0].job_id, progress[0].job_id);
+  EXPECT_EQ(runs[0].jobs[0].weight, 4);
+  EXPECT_EQ(runs[0].jobs[1].weight, 1);
+  const std::vector<ModelEstimate> estimates = store.model_estimates(runs[0].id);
+  ASSERT_GE(estimates.size(), 2u);
+  EXPECT_GE(estimates.front().trials, 10) << "the first estimate needs both warm-up rounds";
+  for (size_t i = 1; i < estimates.size(); ++i) {
+    EXPECT_GT(estimates[i].trials, estimates[i - 1].trials);
+    EXPECT_LE(estimates[i].latency_ms, estimates[i - 1].latency_ms) << "bests only improve";
+  }
+  EXPECT_EQ(estimates.back().trials, 42);
+  EXPECT_NEAR(estimates.back().latency_ms, expected_ms, 1e-9 * expected_ms);
+  for (const TaskProgress& p : progress)
+    EXPECT_EQ(store.model_runs_of_job(p.job_id), std::vector<int64_t>{runs[0].id});
 }
 
 TEST(Tune, VerifyBestWithOneAgentSaysUnverifiedAndGoesOn) {

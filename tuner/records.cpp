@@ -32,7 +32,7 @@ namespace bj = boost::json;
 namespace {
 
 /// Bump when the schema changes, and add the step from the previous version to migrate().
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 /// How long a writer waits for another connection's transaction before SQLITE_BUSY.
 constexpr int kBusyTimeoutMs = 10000;
 constexpr std::string_view kTvmVersion = "0.9.dev0";
@@ -235,10 +235,43 @@ CREATE TABLE verifications (
 CREATE INDEX verifications_trial ON verifications(trial_id);
 )sql";
 
+// Version 3: model runs (records.hpp): a whole-model tuning, the jobs of its tasks with their
+// weights, and its estimated latency as the tuning went. A job may belong to several runs.
+constexpr const char* kSchemaV3 = R"sql(
+CREATE TABLE model_runs (
+  id           INTEGER PRIMARY KEY,
+  model        TEXT NOT NULL,
+  target_id    INTEGER NOT NULL REFERENCES targets(id),
+  device_id    INTEGER NOT NULL REFERENCES devices(id),
+  schedule     TEXT NOT NULL DEFAULT '',  -- the task schedule: 'gradient', 'round-robin'
+  total_trials INTEGER NOT NULL DEFAULT 0, -- the session's budget; 0: per-task budgets only
+  started      REAL NOT NULL               -- Unix time (s)
+);
+
+CREATE TABLE model_run_jobs (
+  run_id INTEGER NOT NULL REFERENCES model_runs(id) ON DELETE CASCADE,
+  job_id INTEGER NOT NULL REFERENCES tuning_jobs(id) ON DELETE CASCADE,
+  weight INTEGER NOT NULL CHECK (weight >= 1),  -- times the model runs the task
+  PRIMARY KEY (run_id, job_id)
+);
+CREATE INDEX model_run_jobs_job ON model_run_jobs(job_id);
+
+CREATE TABLE model_estimates (
+  id         INTEGER PRIMARY KEY,  -- insertion order
+  run_id     INTEGER NOT NULL REFERENCES model_runs(id) ON DELETE CASCADE,
+  trials     INTEGER NOT NULL,     -- sum of the run's tasks' trials when estimated
+  elapsed    REAL NOT NULL,        -- seconds since the session started
+  latency_ms REAL NOT NULL,        -- sum of weight x best mean cost
+  timestamp  REAL NOT NULL
+);
+CREATE INDEX model_estimates_run ON model_estimates(run_id);
+)sql";
+
 /// Brings the schema from `version` to kSchemaVersion, inside the caller's transaction.
 void migrate(sqlite3* db, int version) {
   if (version < 1) exec(db, kSchemaV1, "creating the schema");
   if (version < 2) exec(db, kSchemaV2, "migrating the schema to version 2");
+  if (version < 3) exec(db, kSchemaV3, "migrating the schema to version 3");
 }
 
 /// True when the latest verification of trial `alias`.id says suspect: an SQL condition.
@@ -1279,6 +1312,152 @@ std::vector<std::pair<TuningJobInfo, std::vector<TrialRecord>>> RecordStore::rel
     std::vector<TrialRecord> t = trials(job.id);
     out.emplace_back(std::move(job), std::move(t));
   }
+  return out;
+}
+
+// ---- model runs ---------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kModelRunSelect =
+    "SELECT r.id, r.model, t.name, d.key, r.schedule, r.total_trials, r.started, "
+    "(SELECT count(*) FROM model_estimates e WHERE e.run_id = r.id) "
+    "FROM model_runs r JOIN targets t ON t.id = r.target_id JOIN devices d ON d.id = r.device_id ";
+
+constexpr std::string_view kEstimateSelect =
+    "SELECT trials, elapsed, latency_ms, timestamp FROM model_estimates WHERE run_id = ?1 ";
+
+ModelEstimate read_estimate(const Statement& s) {
+  ModelEstimate e;
+  e.trials = s.get_int(0);
+  e.elapsed_s = s.get_double(1);
+  e.latency_ms = s.get_double(2);
+  e.timestamp = s.get_double(3);
+  return e;
+}
+
+/// The run of the current row of kModelRunSelect, with its jobs and latest estimate.
+ModelRunInfo read_model_run(sqlite3* db, const Statement& s) {
+  ModelRunInfo run;
+  run.id = s.get_int(0);
+  run.model = s.get_text(1);
+  run.target = target_from_name(s.get_text(2));
+  run.device_key = s.get_text(3);
+  run.schedule = s.get_text(4);
+  run.total_trials = s.get_int(5);
+  run.started = s.get_double(6);
+  run.estimates = s.get_int(7);
+  const std::string what = "reading model run " + std::to_string(run.id);
+  Statement jobs(db,
+                 "SELECT m.job_id, j.task_name, m.weight FROM model_run_jobs m "
+                 "JOIN tuning_jobs j ON j.id = m.job_id WHERE m.run_id = ?1 ORDER BY m.job_id",
+                 what);
+  jobs.bind(1, run.id);
+  while (jobs.step()) run.jobs.push_back({jobs.get_int(0), jobs.get_text(1), jobs.get_int(2)});
+  Statement latest(db, std::string(kEstimateSelect) + "ORDER BY id DESC LIMIT 1", what);
+  latest.bind(1, run.id);
+  if (latest.step()) run.latest = read_estimate(latest);
+  return run;
+}
+
+void require_model_run(sqlite3* db, int64_t run_id, std::string_view what) {
+  Statement s(db, "SELECT 1 FROM model_runs WHERE id = ?1", what);
+  s.bind(1, run_id);
+  if (!s.step())
+    throw std::runtime_error("records: " + std::string(what) + ": no model run " +
+                             std::to_string(run_id));
+}
+
+}  // namespace
+
+int64_t RecordStore::open_model_run(const std::string& model, Target target,
+                                    const std::string& device_key, const std::string& schedule,
+                                    int64_t total_trials) {
+  if (model.empty()) throw std::invalid_argument("records: a model run needs a model name");
+  if (total_trials < 0)
+    throw std::invalid_argument("records: model run '" + model + "': negative total_trials");
+  Transaction tx(db_, "opening a model run of " + model);
+  const int64_t t = target_id(db_, target);
+  const int64_t d = device_id(db_, device_key);
+  Statement insert(db_,
+                   "INSERT INTO model_runs(model, target_id, device_id, schedule, total_trials, "
+                   "started) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                   "opening a model run of " + model);
+  insert.bind(1, model).bind(2, t).bind(3, d).bind(4, schedule).bind(5, total_trials);
+  insert.bind(6, now_s()).run();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+void RecordStore::add_model_run_job(int64_t run_id, int64_t job_id, int64_t weight) {
+  const std::string what =
+      "adding job " + std::to_string(job_id) + " to model run " + std::to_string(run_id);
+  if (weight < 1)
+    throw std::invalid_argument("records: " + what + ": the weight must be at least 1, not " +
+                                std::to_string(weight));
+  Transaction tx(db_, what);
+  require_model_run(db_, run_id, what);
+  Statement job(db_, "SELECT 1 FROM tuning_jobs WHERE id = ?1", what);
+  job.bind(1, job_id);
+  if (!job.step())
+    throw std::runtime_error("records: " + what + ": no job " + std::to_string(job_id));
+  Statement insert(db_,
+                   "INSERT INTO model_run_jobs(run_id, job_id, weight) VALUES(?1, ?2, ?3) "
+                   "ON CONFLICT(run_id, job_id) DO UPDATE SET weight = weight + excluded.weight",
+                   what);
+  insert.bind(1, run_id).bind(2, job_id).bind(3, weight).run();
+  tx.commit();
+}
+
+void RecordStore::add_model_estimate(int64_t run_id, const ModelEstimate& estimate) {
+  const std::string what = "adding an estimate to model run " + std::to_string(run_id);
+  if (!std::isfinite(estimate.latency_ms) || estimate.latency_ms < 0 || estimate.trials < 0 ||
+      !std::isfinite(estimate.elapsed_s))
+    throw std::invalid_argument("records: " + what +
+                                ": the latency must be a finite number of ms >= 0, the trials "
+                                ">= 0 and the elapsed time finite");
+  require_model_run(db_, run_id, what);
+  Statement insert(db_,
+                   "INSERT INTO model_estimates(run_id, trials, elapsed, latency_ms, timestamp) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5)",
+                   what);
+  insert.bind(1, run_id).bind(2, estimate.trials).bind(3, estimate.elapsed_s);
+  insert.bind(4, estimate.latency_ms)
+      .bind(5, estimate.timestamp > 0 ? estimate.timestamp : now_s())
+      .run();
+}
+
+std::vector<ModelRunInfo> RecordStore::model_runs() const {
+  Statement s(db_, std::string(kModelRunSelect) + "ORDER BY r.id", "listing model runs");
+  std::vector<ModelRunInfo> out;
+  while (s.step()) out.push_back(read_model_run(db_, s));
+  return out;
+}
+
+std::optional<ModelRunInfo> RecordStore::model_run(int64_t run_id) const {
+  Statement s(db_, std::string(kModelRunSelect) + "WHERE r.id = ?1",
+              "reading model run " + std::to_string(run_id));
+  s.bind(1, run_id);
+  if (!s.step()) return std::nullopt;
+  return read_model_run(db_, s);
+}
+
+std::vector<ModelEstimate> RecordStore::model_estimates(int64_t run_id) const {
+  Statement s(db_, std::string(kEstimateSelect) + "ORDER BY id",
+              "reading the estimates of model run " + std::to_string(run_id));
+  s.bind(1, run_id);
+  std::vector<ModelEstimate> out;
+  while (s.step()) out.push_back(read_estimate(s));
+  return out;
+}
+
+std::vector<int64_t> RecordStore::model_runs_of_job(int64_t job_id) const {
+  Statement s(db_, "SELECT run_id FROM model_run_jobs WHERE job_id = ?1 ORDER BY run_id",
+              "finding the model runs of job " + std::to_string(job_id));
+  s.bind(1, job_id);
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.get_int(0));
   return out;
 }
 

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <sstream>
 
 #include "tuner/features.hpp"
+#include "tuner/task_scheduler.hpp"
 #include "tuner/xgb_tuner.hpp"
 
 namespace webtune {
@@ -184,14 +186,43 @@ TuneSession::TuneSession(RecordStore& store, TrackerRunner& runner, std::string 
 
 std::vector<TaskProgress> TuneSession::run(
     const std::vector<WorkloadFileTask>& tasks,
-    const std::function<void(const std::vector<TaskProgress>&)>& on_progress) {
+    const std::function<void(const SessionProgress&)>& on_progress) {
   const auto start = std::chrono::steady_clock::now();
+  // Options that cannot work are refused before anything is recorded.
+  if (options_.trials < 0 || options_.total_trials < 0)
+    throw std::invalid_argument("tune: trials (" + std::to_string(options_.trials) +
+                                ") and total_trials (" + std::to_string(options_.total_trials) +
+                                ") must not be negative");
+  if (options_.trials == 0 && options_.total_trials == 0)
+    throw std::invalid_argument(
+        "tune: no trial budget: give trials per task, total_trials, or both");
+  if (options_.batch_size < 1)
+    throw std::invalid_argument("tune: batch_size must be at least 1, not " +
+                                std::to_string(options_.batch_size));
+  std::vector<ScheduledTask> scheduled;
+  for (const WorkloadFileTask& t : tasks) {
+    if (t.occurrences < 1)
+      throw std::invalid_argument("tune: task '" + t.workload.name + "' (" + t.workload.key() +
+                                  ") has occurrences " + std::to_string(t.occurrences) +
+                                  "; it must be at least 1");
+    scheduled.push_back({t.workload.name.empty() ? t.workload.key() : t.workload.name,
+                         static_cast<double>(t.occurrences), t.workload.flops(),
+                         similarity_tag(t.workload)});
+  }
+  if (tasks.empty()) return {};
+  const std::unique_ptr<TaskScheduler> scheduler =
+      make_task_scheduler(options_.schedule, std::move(scheduled), options_.seed);
+
   std::vector<std::unique_ptr<TaskState>> states;
-  const std::string options_json =
-      bj::serialize(bj::object{{"tuner", options_.tuner},
-                               {"trials", options_.trials},
-                               {"seed", options_.seed},
-                               {"measure", options_.measure.to_json()}});
+  bj::object options_object{{"tuner", options_.tuner},
+                            {"trials", options_.trials},
+                            {"seed", options_.seed},
+                            {"measure", options_.measure.to_json()}};
+  if (options_.total_trials > 0) {
+    options_object["total_trials"] = options_.total_trials;
+    options_object["schedule"] = scheduler->name();
+  }
+  const std::string options_json = bj::serialize(options_object);
 
   // Open (or resume) a tuning job per task.
   for (const WorkloadFileTask& t : tasks) {
@@ -235,7 +266,20 @@ std::vector<TaskProgress> TuneSession::run(
     if (!configs.empty()) s->tuner->load_history(configs, results);
     p.trials = p.resumed = static_cast<int>(configs.size());
     best_from_records(store_, p);
+    // Earlier rounds, as the scheduler counts them: the task needs no warm-up round.
+    if (p.trials > 0)
+      scheduler->restore(states.size(), (p.trials + options_.batch_size - 1) / options_.batch_size,
+                         best_time(p));
     states.push_back(std::move(s));
+  }
+
+  // The model run: its tasks' jobs with their weights, then an estimate after every batch.
+  int64_t model_run = 0;
+  if (!options_.model_name.empty()) {
+    model_run = store_.open_model_run(options_.model_name, options_.target, device_key_,
+                                      scheduler->name(), options_.total_trials);
+    for (auto& s : states)
+      store_.add_model_run_job(model_run, s->progress.job_id, s->progress.occurrences);
   }
 
   // Transfer learning: XGB tuners learn from related records before their first batch.
@@ -267,11 +311,33 @@ std::vector<TaskProgress> TuneSession::run(
     }
   }
 
+  auto spent = [&] {
+    int64_t n = 0;
+    for (auto& s : states) n += s->progress.trials;
+    return n;
+  };
+  // The latest estimate recorded (trials, ms): a report that changes neither records nothing.
+  std::optional<std::pair<int64_t, double>> recorded;
   auto report = [&] {
-    if (!on_progress) return;
-    std::vector<TaskProgress> all;
-    for (auto& s : states) all.push_back(s->progress);
-    on_progress(all);
+    SessionProgress progress;
+    for (auto& s : states) progress.tasks.push_back(s->progress);
+    progress.trials = spent();
+    progress.total_trials = options_.total_trials;
+    progress.trials_per_task = options_.trials;
+    progress.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress.estimated_latency_ms = estimated_latency_ms(progress.tasks);
+    progress.model_name = options_.model_name;
+    progress.model_run_id = model_run;
+    progress.schedule = scheduler->name();
+    if (model_run > 0 && progress.estimated_latency_ms) {
+      const std::pair<int64_t, double> now{progress.trials, *progress.estimated_latency_ms};
+      if (recorded != now) {
+        store_.add_model_estimate(model_run, {now.first, progress.elapsed_s, now.second, 0});
+        recorded = now;
+      }
+    }
+    if (on_progress) on_progress(progress);
   };
   report();
 
@@ -279,7 +345,7 @@ std::vector<TaskProgress> TuneSession::run(
     TaskProgress& p = s.progress;
     if (p.done) return true;
     std::string reason;
-    if (p.trials >= options_.trials)
+    if (options_.trials > 0 && p.trials >= options_.trials)
       reason = "trial budget";
     else if (!s.tuner->has_next())
       reason = "space exhausted";
@@ -312,7 +378,6 @@ std::vector<TaskProgress> TuneSession::run(
   };
 
   try {
-    size_t round_robin = 0;
     while (true) {
       if (const int signal = runner_.stop_requested()) throw Interrupted(signal);
       if (options_.timeout_s > 0 &&
@@ -325,28 +390,22 @@ std::vector<TaskProgress> TuneSession::run(
           }
         break;
       }
-      // Pick the next task.
-      TaskState* next = nullptr;
-      if (options_.schedule == "latency") {
-        double largest = -1;
-        for (auto& s : states) {
-          if (finished(*s)) continue;
-          const double share = best_time(s->progress) * s->progress.occurrences;
-          if (share > largest) {
-            largest = share;
-            next = s.get();
+      // The total budget ends the session: every task still going is done.
+      if (options_.total_trials > 0 && spent() >= options_.total_trials) {
+        for (auto& s : states)
+          if (!s->progress.done) {
+            s->progress.done = true;
+            s->progress.stop_reason = "total trial budget";
+            store_.set_status(s->progress.job_id, "done");
           }
-        }
-      } else {
-        for (size_t i = 0; i < states.size() && !next; ++i) {
-          TaskState* s = states[(round_robin + i) % states.size()].get();
-          if (!finished(*s)) {
-            next = s;
-            round_robin = (round_robin + i + 1) % states.size();
-          }
-        }
+        break;
       }
-      if (!next) break;
+      // Pick the next task: the scheduler skips the finished ones.
+      for (size_t i = 0; i < states.size(); ++i)
+        if (finished(*states[i])) scheduler->finish(i);
+      const std::optional<size_t> picked = scheduler->next();
+      if (!picked) break;
+      TaskState* next = states[*picked].get();
       TaskProgress& p = next->progress;
 
       // The default config is measured first, so the table can show the speedup over it.
@@ -355,14 +414,17 @@ std::vector<TaskProgress> TuneSession::run(
       if (p.trials == 0 && !next->tuner->visited(default_config.index())) {
         batch.push_back(default_config);
       }
-      const int room = std::min(options_.batch_size, options_.trials - p.trials) -
-                       static_cast<int>(batch.size());
-      for (ConfigEntity& e : next->tuner->next_batch(std::max(0, room)))
+      int64_t room = options_.batch_size;
+      if (options_.trials > 0) room = std::min<int64_t>(room, options_.trials - p.trials);
+      if (options_.total_trials > 0) room = std::min(room, options_.total_trials - spent());
+      room -= static_cast<int64_t>(batch.size());
+      for (ConfigEntity& e : next->tuner->next_batch(static_cast<int>(std::max<int64_t>(0, room))))
         if (e.index() != default_config.index() || batch.empty()) batch.push_back(std::move(e));
       if (batch.empty()) {
         p.done = true;
         p.stop_reason = "space exhausted";
         store_.set_status(p.job_id, "done");
+        scheduler->finish(*picked);
         continue;
       }
 
@@ -405,6 +467,7 @@ std::vector<TaskProgress> TuneSession::run(
       next->tuner->update(batch, results);
       p.trials += static_cast<int>(batch.size());
       best_from_records(store_, p);
+      scheduler->record(*picked, best_time(p));
       report();
     }
     for (auto& s : states) {
@@ -427,21 +490,78 @@ std::vector<TaskProgress> TuneSession::run(
   return out;
 }
 
-std::string format_progress(const std::vector<TaskProgress>& tasks, int trials_per_task) {
+namespace {
+
+/// The task lines; the bar is filled against `bar_full` trials (0: empty), and the trial count
+/// shows "/cap" when there is a per-task cap.
+std::string task_lines(const std::vector<TaskProgress>& tasks, int64_t bar_full,
+                       int trials_per_task) {
   std::ostringstream out;
   for (const TaskProgress& p : tasks) {
     const int width = 24;
     const int filled =
-        trials_per_task > 0 ? std::min(width, p.trials * width / trials_per_task) : 0;
+        bar_full > 0 ? static_cast<int>(std::min<int64_t>(width, p.trials * width / bar_full)) : 0;
+    char count[32];
+    if (trials_per_task > 0)
+      std::snprintf(count, sizeof count, "%4d/%-4d", p.trials, trials_per_task);
+    else
+      std::snprintf(count, sizeof count, "%4d     ", p.trials);
     char line[256];
-    std::snprintf(line, sizeof line, "%-10s [%s%s] %4d/%-4d best %9.3f GFLOP/s  %3d errors%s%s%s\n",
+    std::snprintf(line, sizeof line, "%-10s [%s%s] %s best %9.3f GFLOP/s  %3d errors%s%s%s\n",
                   p.name.c_str(), std::string(filled, '#').c_str(),
-                  std::string(width - filled, '.').c_str(), p.trials, trials_per_task,
-                  p.best_gflops, p.errors, p.done ? "  done" : "",
-                  p.verification.empty() ? "" : "  ", p.verification.c_str());
+                  std::string(width - filled, '.').c_str(), count, p.best_gflops, p.errors,
+                  p.done ? "  done" : "", p.verification.empty() ? "" : "  ",
+                  p.verification.c_str());
     out << line;
   }
   return out.str();
+}
+
+/// "C3, C4" for the tasks without a successful trial.
+std::string unmeasured(const std::vector<TaskProgress>& tasks) {
+  std::string names;
+  for (const TaskProgress& p : tasks)
+    if (!std::isfinite(best_time(p))) names += (names.empty() ? "" : ", ") + p.name;
+  return names;
+}
+
+}  // namespace
+
+std::optional<double> estimated_latency_ms(const std::vector<TaskProgress>& tasks) {
+  if (tasks.empty()) return std::nullopt;
+  double seconds = 0;
+  for (const TaskProgress& p : tasks) {
+    const double t = best_time(p);
+    if (!std::isfinite(t)) return std::nullopt;
+    seconds += t * p.occurrences;
+  }
+  return seconds * 1e3;
+}
+
+std::string format_progress(const std::vector<TaskProgress>& tasks, int trials_per_task) {
+  return task_lines(tasks, trials_per_task, trials_per_task);
+}
+
+std::string format_progress(const SessionProgress& progress) {
+  // Without a per-task cap the bars show each task's share of the total budget.
+  const int64_t bar_full =
+      progress.trials_per_task > 0 ? progress.trials_per_task : progress.total_trials;
+  std::string out = task_lines(progress.tasks, bar_full, progress.trials_per_task);
+  char line[256];
+  const std::string who =
+      progress.model_name.empty() ? "all tasks" : "model " + progress.model_name;
+  const std::string budget =
+      progress.total_trials > 0 ? "/" + std::to_string(progress.total_trials) : "";
+  if (progress.estimated_latency_ms)
+    std::snprintf(line, sizeof line, "%s: %lld%s trials, estimated latency %.4f ms\n", who.c_str(),
+                  static_cast<long long>(progress.trials), budget.c_str(),
+                  *progress.estimated_latency_ms);
+  else
+    std::snprintf(line, sizeof line,
+                  "%s: %lld%s trials, estimated latency n/a (no successful trial yet: %s)\n",
+                  who.c_str(), static_cast<long long>(progress.trials), budget.c_str(),
+                  unmeasured(progress.tasks).substr(0, 120).c_str());
+  return out + line;
 }
 
 std::string format_summary(const std::vector<TaskProgress>& tasks) {
@@ -453,23 +573,21 @@ std::string format_summary(const std::vector<TaskProgress>& tasks) {
   std::snprintf(line, sizeof line, "%-10s %9s %12s %12s %8s %7s %7s\n", "", "", "GFLOP/s",
                 "GFLOP/s", "", "", "");
   out << line;
-  double network_s = 0;
-  bool complete = true;
   for (const TaskProgress& p : tasks) {
     const double speedup = p.default_gflops > 0 ? p.best_gflops / p.default_gflops : 0;
     std::snprintf(line, sizeof line, "%-10s %9.2f %12.3f %12.3f %7.2fx %7d %7d\n", p.name.c_str(),
                   p.workload.flops() / 1e6, p.default_gflops, p.best_gflops, speedup, p.trials,
                   p.errors);
     out << line;
-    const double t = best_time(p);
-    if (std::isfinite(t))
-      network_s += t * p.occurrences;
-    else
-      complete = false;
   }
-  std::snprintf(line, sizeof line,
-                "estimated network time (sum of best time x occurrences): %.3f ms%s\n",
-                network_s * 1e3, complete ? "" : " (some tasks have no successful trial)");
+  if (const std::optional<double> latency = estimated_latency_ms(tasks))
+    std::snprintf(line, sizeof line,
+                  "estimated model latency (sum of occurrences x best time): %.4f ms\n", *latency);
+  else
+    std::snprintf(line, sizeof line,
+                  "estimated model latency (sum of occurrences x best time): n/a (no successful "
+                  "trial: %s)\n",
+                  unmeasured(tasks).substr(0, 120).c_str());
   out << line;
   return out.str();
 }

@@ -1,5 +1,6 @@
-// webtune dashboard: polls the JSON API once a second and redraws the farm, the tuning jobs and
-// the selected job's convergence plot (uPlot, loaded by index.html as the global `uPlot`).
+// webtune dashboard: polls the JSON API once a second and redraws the farm, the tuning jobs, the
+// selected job's convergence plot and, when the job belongs to a model run, the run's estimated
+// model latency against trials (uPlot, loaded by index.html as the global `uPlot`).
 //
 // The viewer token, when the tracker has one, comes from the page's own ?token= (the server also
 // stores it in a cookie); it is sent again as a Bearer header so the API works without cookies.
@@ -14,6 +15,7 @@ const state = {
   trialsJob: null,     // job whose trials are cached below
   trials: [],          // that job's trials, in trial-number order
   plot: null,
+  modelPlot: null,
 };
 
 async function api(path) {
@@ -200,6 +202,60 @@ function renderJob(job) {
       best ? JSON.stringify(best.config, null, 1).replace(/\n\s*(?=[\]\d"-])/g, ' ') : '—';
 }
 
+// The model run's estimated latency (ms) against the trials spent on all its tasks.
+function drawModelPlot(run, estimates) {
+  const container = document.getElementById('model-plot');
+  const data = [estimates.map((e) => e.trials), estimates.map((e) => e.latency_ms)];
+  const width = Math.max(400, container.clientWidth || 800);
+  if (!state.modelPlot || state.modelPlot.webtuneRun !== run.id) {
+    state.modelPlot?.destroy();
+    const css = getComputedStyle(document.documentElement);
+    const color = (name) => css.getPropertyValue(name).trim();
+    state.modelPlot = new uPlot({
+      width,
+      height: 320,
+      scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(1e-3, max * 1.1)] } },
+      axes: [
+        { label: 'trials (all tasks)', stroke: color('--muted'), grid: { stroke: color('--line') } },
+        { label: 'estimated latency (ms)', stroke: color('--muted'), grid: { stroke: color('--line') } },
+      ],
+      series: [
+        { label: 'trials' },
+        // A step line: the estimate holds until the next batch improves a task's best.
+        { label: 'latency ms', stroke: color('--best'), width: 2,
+          paths: uPlot.paths.stepped({ align: 1 }),
+          points: { show: true, size: 5, fill: color('--best') } },
+      ],
+    }, data, container);
+    state.modelPlot.webtuneRun = run.id;
+  } else {
+    state.modelPlot.setData(data);
+  }
+  container.dataset.points = String(estimates.length);
+  container.dataset.run = String(run.id);
+}
+
+async function renderModelRun(job) {
+  const section = document.getElementById('model-detail');
+  const runs = job.model_runs || [];
+  if (!runs.length) {
+    section.hidden = true;
+    return;
+  }
+  const id = runs.at(-1);  // the latest run that tuned this job
+  const [run, { estimates }] = await Promise.all(
+      [api(`/api/models/${id}`), api(`/api/models/${id}/estimates`)]);
+  section.hidden = false;
+  const latest = run.latest ? `${run.latest.latency_ms.toFixed(4)} ms after ${run.latest.trials} trials`
+                            : 'n/a until every task has a successful trial';
+  const budget = run.total_trials > 0 ? `, a budget of ${run.total_trials} trials` : '';
+  document.getElementById('model-title').textContent =
+      `Model run ${run.id}: ${run.model} on ${run.target} / ${run.device_key}, ` +
+      `${run.jobs.length} task${run.jobs.length === 1 ? '' : 's'}, ${run.schedule} schedule` +
+      `${budget} — estimated latency ${latest}`;
+  drawModelPlot(run, estimates);
+}
+
 // One refresh at a time: two overlapping ones would append the same trials twice.
 let timer = null;
 let inFlight = false;
@@ -227,6 +283,7 @@ async function refresh() {
       const job = await api(`/api/jobs/${state.selected}`);
       await loadTrials(job.id);
       renderJob(job);
+      await renderModelRun(job);
     }
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.classList.remove('error');
@@ -246,6 +303,8 @@ async function refresh() {
 window.addEventListener('resize', () => {
   const container = document.getElementById('plot');
   state.plot?.setSize({ width: Math.max(400, container.clientWidth), height: 320 });
+  const model = document.getElementById('model-plot');
+  state.modelPlot?.setSize({ width: Math.max(400, model.clientWidth), height: 320 });
 });
 
 refresh();

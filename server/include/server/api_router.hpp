@@ -11,8 +11,8 @@
 ///  - /api/jobs: {"jobs": [JOB]} by id, JOB = {"id", "task", "workload": {"key", "op", "flops",
 ///    ...Workload::to_json()}, "target", "device_key", "tuner", "status", "trials", "errors",
 ///    "best_gflops", "created", "updated"}.
-///  - /api/jobs/{id}: JOB plus "errors_by_error_no": [{"error_no", "error", "count"}] and "best":
-///    TRIAL or null.
+///  - /api/jobs/{id}: JOB plus "errors_by_error_no": [{"error_no", "error", "count"}], "best":
+///    TRIAL or null, and "model_runs": [ids of the model runs the job belongs to].
 ///  - /api/jobs/{id}/trials?limit=L&offset=O: {"job", "total", "offset", "limit", "trials":
 ///    [TRIAL]} in insertion order; L in [0, 5000] (default 100), O >= 0 (default 0). TRIAL =
 ///    {"id", "number" (1-based trial number within the job), "config_index", "error_no",
@@ -20,8 +20,17 @@
 ///    "config" (the config entity JSON)}.
 ///  - /api/best?workload=W&target=T: {"best": [{"job": JOB, "trial": TRIAL}]}, W a substring of
 ///    the workload key or task name, T a target name ("gles-frag"); both optional.
+///  - /api/models: {"models": [RUN]} by id, RUN = {"id", "model", "target", "device_key",
+///    "schedule", "total_trials" (0: none), "started", "jobs": [{"job", "task", "weight"}],
+///    "estimates" (how many), "latest": ESTIMATE or null}; a model run is a whole-model tuning
+///    (records.hpp).
+///  - /api/models/{id}: RUN.
+///  - /api/models/{id}/estimates: {"run", "estimates": [ESTIMATE]} oldest first, ESTIMATE =
+///    {"trials" (the run's tasks' trials summed), "elapsed_s", "latency_ms" (estimated model
+///    latency, Σ weight × best mean cost), "timestamp"}.
 /// Errors are {"error": "..."}: 400 for a malformed id or parameter (a non-number, a negative
-/// offset, a limit out of range, an unknown target), 404 for an unknown path or job, 405 for a
+/// offset, a limit out of range, an unknown target), 404 for an unknown path, job or model run,
+/// 405 for a
 /// method other than GET. Query parameters the endpoint does not know are ignored (a viewer
 /// token travels as one).
 #pragma once

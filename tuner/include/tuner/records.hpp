@@ -54,6 +54,12 @@
 /// a re-measurement of its config on a second agent with its verdict; the latest verdict counts.
 /// A trial whose latest verdict is "suspect" is left out of best() and of the jobs' best GFLOP/s.
 ///
+/// Model runs (schema version 3): a whole-model tuning (`webtune tune` with a model name,
+/// TuneOptions::model_name) is one model run: its tasks' jobs, each with its weight (how many
+/// times the model runs the task), and the estimated model latency (Σ weight × best mean cost)
+/// recorded after every batch once every task has a successful trial. A job belongs to every
+/// model run that tuned it (two models, or two sessions of one model, share a task's job).
+///
 /// A RecordStore is one SQLite connection: use it from one thread at a time, and open one store
 /// per thread or process; concurrent writers wait on each other through the busy timeout.
 #pragma once
@@ -144,6 +150,37 @@ struct BestRecord {
   TrialRecord trial;
   /// The trial's latest verification; nullopt when it was never re-measured.
   std::optional<VerificationRecord> verification;
+};
+
+/// One task of a model run.
+struct ModelRunJob {
+  int64_t job_id = 0;
+  std::string task_name;  ///< the job's task name
+  int64_t weight = 1;     ///< times the model runs the task
+};
+
+/// The estimated latency of a model run at one point of its tuning.
+struct ModelEstimate {
+  /// Trials of the run's tasks when estimated (Σ over tasks, trials of earlier sessions of the
+  /// same jobs included, as TuneOptions::total_trials counts them).
+  int64_t trials = 0;
+  double elapsed_s = 0;   ///< seconds since the session started
+  double latency_ms = 0;  ///< Σ weight × best mean cost, in ms
+  double timestamp = 0;   ///< Unix time (s); 0 in add_model_estimate: now
+};
+
+/// A model run (see the file comment).
+struct ModelRunInfo {
+  int64_t id = 0;
+  std::string model;  ///< e.g. "resnet18"
+  Target target = Target::kGlesFrag;
+  std::string device_key;
+  std::string schedule;                 ///< the task schedule: "gradient", "round-robin"
+  int64_t total_trials = 0;             ///< the session's total budget; 0: per-task budgets only
+  double started = 0;                   ///< Unix time (s)
+  std::vector<ModelRunJob> jobs;        ///< by job id
+  int64_t estimates = 0;                ///< estimates recorded
+  std::optional<ModelEstimate> latest;  ///< the latest estimate; nullopt when none
 };
 
 /// Checks a trial's config JSON against the config space of its template, `workload` on
@@ -239,6 +276,26 @@ class RecordStore {
   /// excluding job `exclude_job_id`; by job id, trials in insertion order.
   std::vector<std::pair<TuningJobInfo, std::vector<TrialRecord>>> related_trials(
       OpKind op, Target target, int64_t exclude_job_id) const;
+
+  /// Starts a model run of `model` (a non-empty name) on `target` and `device_key`; returns
+  /// its id. Throws std::invalid_argument for an empty name or a negative total.
+  int64_t open_model_run(const std::string& model, Target target, const std::string& device_key,
+                         const std::string& schedule = {}, int64_t total_trials = 0);
+  /// Links job `job_id` to model run `run_id` with `weight` (≥ 1); linking it again adds the
+  /// weights (a model that lists one workload twice). Throws std::runtime_error for an unknown
+  /// run or job, std::invalid_argument for a weight below 1.
+  void add_model_run_job(int64_t run_id, int64_t job_id, int64_t weight);
+  /// Appends an estimate to model run `run_id`. Throws std::runtime_error for an unknown run,
+  /// std::invalid_argument for a latency that is not a finite non-negative number or negative
+  /// trials.
+  void add_model_estimate(int64_t run_id, const ModelEstimate& estimate);
+  /// Every model run, by id.
+  std::vector<ModelRunInfo> model_runs() const;
+  std::optional<ModelRunInfo> model_run(int64_t run_id) const;
+  /// The estimates of model run `run_id`, oldest first (empty for an unknown run).
+  std::vector<ModelEstimate> model_estimates(int64_t run_id) const;
+  /// The model runs that job `job_id` belongs to, by id.
+  std::vector<int64_t> model_runs_of_job(int64_t job_id) const;
 
   /// Writes every trial matching the filters (as best()'s) as one AutoTVM JSON line, by job
   /// then insertion order; returns lines written. A suspect trial is written as a failure

@@ -2,7 +2,19 @@
 /// The tuning loop over a model's tasks: for each task a tuner proposes batches, the builder and
 /// the runner measure them, every batch is recorded in SQLite in one transaction, and the
 /// tuner learns from it. Resumes from the records; stops a task at its trial budget, at early
-/// stopping, or at the wall-clock timeout.
+/// stopping, or at the wall-clock timeout, and the whole session at its total trial budget.
+///
+/// Which task gets the next batch (one round) is the task scheduler's choice
+/// (task_scheduler.hpp): "round-robin", or "gradient", Ansor's gradient-based scheduler, which
+/// spends the trials where they cut the estimated model latency most. The estimated model
+/// latency is Σ occurrences × best mean cost over the tasks (ms); it is unknown ("n/a") while
+/// some task has no successful trial. It is reported after every batch (SessionProgress,
+/// format_progress), and with a model name (TuneOptions::model_name) the session records a
+/// model run with its tasks' jobs and every new estimate (records.hpp).
+///
+/// Resume: a task's earlier trials count toward its per-task and the total budget, and toward
+/// its rounds for the scheduler (ceil(trials / batch_size), a flat history, as Ansor's
+/// _restore_status), so it has no warm-up round again.
 ///
 /// A stop request (the runner's stop flag, set by a signal handler) ends the session at the next
 /// wait: the batch in flight is dropped, unfinished jobs are marked "interrupted" and
@@ -36,6 +48,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +61,12 @@ namespace webtune {
 struct TuneOptions {
   Target target = Target::kGlesFrag;
   std::string tuner = "xgb";
-  int trials = 200;         ///< per task, including trials of earlier runs (resume)
+  /// Per task, including trials of earlier runs (resume); 0 = no per-task cap (only with
+  /// total_trials; `webtune tune --total-trials N` without --trials sets 0).
+  int trials = 200;
+  /// > 0: the session stops once its tasks' trials (earlier runs' included) sum to this; the
+  /// scheduler decides which tasks they go to. 0 = no total budget.
+  int64_t total_trials = 0;
   int early_stopping = -1;  ///< stop a task after this many trials without a better config
   double timeout_s = 0;     ///< wall-clock budget of the whole session; 0 = none
   int batch_size = 16;      ///< configs measured per round
@@ -56,9 +74,13 @@ struct TuneOptions {
   int samples = 32;         ///< reference samples per measurement
   MeasureOptions measure;
   bool transfer = false;  ///< warm-start XGB from records of other workloads (same template)
-  /// "round-robin": one batch per task in turn; "latency": the task with the largest share of
-  /// estimated network time (best time × occurrences; unmeasured tasks first) goes next.
+  /// The task scheduler (task_scheduler.hpp): "round-robin" (one batch per task in turn) or
+  /// "gradient" (Ansor's, seeded with `seed`); "latency", the name of an older largest-share
+  /// rule, is taken as "gradient", which minimises the same estimated latency.
   std::string schedule = "round-robin";
+  /// Non-empty: the session records a model run of this name (records.hpp) linking its tasks'
+  /// jobs with their occurrences, and the estimated model latency after every batch.
+  std::string model_name;
   bool verify_best = false;       ///< re-measure each task's best on a second agent (above)
   double verify_wait_s = 60;      ///< how long a re-measurement waits for its result (s)
   double verify_tolerance = 1.5;  ///< re-measured fastest / recorded mean above: disagreement
@@ -81,17 +103,41 @@ struct TaskProgress {
   std::string verification;
 };
 
+/// The estimated model latency of `tasks` in ms: Σ occurrences × best mean cost (from the best
+/// GFLOP/s); nullopt while some task has no successful trial.
+std::optional<double> estimated_latency_ms(const std::vector<TaskProgress>& tasks);
+
+/// The whole session's progress, as reported after every batch. It converts to its task list,
+/// so a callback written for the tasks alone takes it too.
+struct SessionProgress {
+  std::vector<TaskProgress> tasks;
+  int64_t trials = 0;        ///< Σ tasks' trials (earlier runs' included)
+  int64_t total_trials = 0;  ///< TuneOptions::total_trials (0: none)
+  int trials_per_task = 0;   ///< TuneOptions::trials (0: no per-task cap)
+  double elapsed_s = 0;      ///< since the session started
+  /// Σ occurrences × best mean cost (ms); nullopt while a task has no successful trial.
+  std::optional<double> estimated_latency_ms;
+  std::string model_name;    ///< TuneOptions::model_name
+  int64_t model_run_id = 0;  ///< the recorded model run; 0 when none
+  std::string schedule;      ///< the scheduler's policy, "gradient" or "round-robin"
+
+  operator const std::vector<TaskProgress>&() const { return tasks; }
+};
+
 class TuneSession {
  public:
   TuneSession(RecordStore& store, TrackerRunner& runner, std::string device_key,
               DeviceLimits limits, TuneOptions options);
 
-  /// Tunes the tasks; `on_progress` is called after each batch with all tasks' progress.
+  /// Tunes the tasks; `on_progress` is called once before the first batch and after each
+  /// batch with the session's progress. Throws std::invalid_argument before anything is
+  /// recorded for options that cannot work (an unknown schedule, no budget: trials 0 without
+  /// total_trials, a negative budget, a batch size below 1, a task's occurrences below 1).
   /// Throws Interrupted on a stop request and rethrows errors of the runner and the records,
   /// after marking the unfinished jobs (see the file comment).
   std::vector<TaskProgress> run(
       const std::vector<WorkloadFileTask>& tasks,
-      const std::function<void(const std::vector<TaskProgress>&)>& on_progress = {});
+      const std::function<void(const SessionProgress&)>& on_progress = {});
 
  private:
   RecordStore& store_;
@@ -102,10 +148,15 @@ class TuneSession {
 };
 
 /// The end-of-run table: task, MFLOP, default GFLOP/s, best GFLOP/s, speedup, trials, errors;
-/// then the estimated whole-network time (sum of best time × occurrences).
+/// then the estimated model latency (sum of occurrences × best time), or "n/a" naming the tasks
+/// without a successful trial.
 std::string format_summary(const std::vector<TaskProgress>& tasks);
 /// One progress line per task ("C2   48/48  best 1.23 GFLOP/s  2 errors"), with the best's
-/// verdict when it has one.
+/// verdict when it has one. `trials_per_task` 0: no per-task cap (no bar, trials alone).
 std::string format_progress(const std::vector<TaskProgress>& tasks, int trials_per_task);
+/// The task lines (the bar against the per-task cap, or against the total budget without one),
+/// then one line for the session: "model resnet18: 480/1000 trials, estimated latency 1.2345 ms"
+/// ("n/a" while a task has no successful trial; "all tasks" without a model name).
+std::string format_progress(const SessionProgress& progress);
 
 }  // namespace webtune
