@@ -18,6 +18,7 @@
 #include "graph/onnx_import.hpp"
 #include "graph/passes.hpp"
 #include "graph/task_extraction.hpp"
+#include "option_checks.hpp"
 
 namespace webtune::cli {
 
@@ -28,24 +29,6 @@ struct ImportArgs {
   std::vector<std::string> dims;
   bool no_fusion = false;
 };
-
-/// "NAME=VALUE" with VALUE an integer ≥ 1; the error text CLI11 shows otherwise.
-std::string check_dim(const std::string& text) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return "'" + text + "' is not NAME=VALUE (e.g. batch_size=1, or *=1 for every symbolic dim)";
-  const std::string value = text.substr(eq + 1);
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size() || v < 1 || v > (int64_t{1} << 24))
-    return "'" + text + "': the value must be an integer in [1, 16777216]";
-  return {};
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text = "[";
@@ -133,10 +116,7 @@ void print_summary(const ImportArgs& args, const graph::Graph& graph,
 
 void run_import(const ImportArgs& args) {
   graph::ImportOptions options;
-  for (const std::string& d : args.dims) {
-    const size_t eq = d.find('=');
-    options.symbolic_dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-  }
+  options.symbolic_dims = symbolic_dims(args.dims);
   try {
     graph::ImportReport report;
     graph::Graph graph = graph::import_onnx_file(args.model, options, &report);
@@ -178,7 +158,7 @@ void add_import_command(CLI::App& app) {
   cmd->add_option("--dim", args->dims,
                   "NAME=VALUE: a value for a symbolic input dimension, e.g. batch_size=1; "
                   "*=VALUE binds every symbolic dimension not named (repeatable)")
-      ->check(CLI::Validator(check_dim, "NAME=VALUE"));
+      ->check(dim_binding());
   cmd->add_flag("--no-fusion", args->no_fusion,
                 "skip the fusion passes: one task per Conv / Gemm / MatMul shape, with only the "
                 "nodes' own bias inputs as epilogue");

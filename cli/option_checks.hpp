@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace webtune::cli {
 
@@ -30,6 +32,40 @@ inline CLI::Validator seconds(double max, bool zero_ok = false) {
         return "Value " + input + " is not a number of seconds in " + range;
       },
       "SECONDS in " + range);
+}
+
+/// `--dim NAME=VALUE` (a symbolic ONNX input dimension bound to VALUE, an integer in
+/// [1, 2^24]; `*=VALUE` binds every one not named), as `import` and `tune --model` take it.
+inline CLI::Validator dim_binding() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const size_t eq = text.find('=');
+        if (eq == std::string::npos || eq == 0)
+          return "'" + text +
+                 "' is not NAME=VALUE (e.g. batch_size=1, or *=1 for every symbolic dim)";
+        const std::string value = text.substr(eq + 1);
+        size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size() || v < 1 || v > (int64_t{1} << 24))
+          return "'" + text + "': the value must be an integer in [1, 16777216]";
+        return {};
+      },
+      "NAME=VALUE");
+}
+
+/// The bindings of dim_binding()-checked options, by name.
+inline std::map<std::string, int64_t> symbolic_dims(const std::vector<std::string>& bindings) {
+  std::map<std::string, int64_t> dims;
+  for (const std::string& b : bindings) {
+    const size_t eq = b.find('=');
+    dims[b.substr(0, eq)] = std::stoll(b.substr(eq + 1));
+  }
+  return dims;
 }
 
 }  // namespace webtune::cli

@@ -1,6 +1,11 @@
 /// \file tune_command.cpp
 /// `webtune tune --workload FILE [--tasks C2,C4] --target gles-frag --trials 200 --db webtune.db
 /// [--tracker ws://...]`: tunes a model's tasks on the farm and records every trial.
+/// `webtune tune --model MODEL.onnx --trials N` takes the tasks from an ONNX model (imported,
+/// fused and extracted as `webtune import` does, graph/task_extraction.hpp), each weighted by
+/// how often the model runs it, and spends N trials in total on them (TVM's `tvmc tune`), by
+/// the gradient task scheduler unless --schedule says otherwise, recorded as a model run named
+/// after the file.
 /// `--total-trials N` gives the whole tuning one budget that the task scheduler (`--schedule
 /// gradient`, Ansor's, the default then; or round-robin) spends where it cuts the estimated model
 /// latency most; `--model-name NAME` records the tuning as a model run whose estimated latency
@@ -20,10 +25,12 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
 #include "commands.hpp"
+#include "graph/task_extraction.hpp"
 #include "local_farm.hpp"
 #include "option_checks.hpp"
 #include "tracker/tracker_client.hpp"
@@ -35,6 +42,8 @@ namespace webtune::cli {
 namespace {
 
 struct TuneArgs {
+  std::string model;              ///< --model: an ONNX file instead of --workload
+  std::vector<std::string> dims;  ///< --dim NAME=VALUE bindings for the model's inputs
   std::string workload, tasks, target = "gles-frag", db = "webtune.db", tracker, token, key;
   std::string ca_file;
   std::string farm_gl = "swiftshader";
@@ -67,6 +76,15 @@ void install_stop_handlers() {
 }
 
 void run_tune(TuneArgs& args) {
+  if (!args.model.empty()) {
+    // A model's --trials are for all its tasks together, as `tvmc tune --trials` counts them.
+    if (args.options.total_trials == 0) {
+      args.options.total_trials = args.options.trials;
+      args.trials_given = false;
+    }
+    if (args.options.model_name.empty())
+      args.options.model_name = std::filesystem::path(args.model).stem().string();
+  }
   // A total budget without --trials puts no cap on a task, and lets the gradient scheduler
   // decide unless --schedule says otherwise.
   if (args.options.total_trials > 0) {
@@ -76,7 +94,22 @@ void run_tune(TuneArgs& args) {
   if (!args.ca_file.empty()) tracker::set_tracker_ca_file(args.ca_file);
   const TuneTarget target = tune_target_from_name(args.target);
   args.options.target = target.kernel;
-  const std::vector<WorkloadFileTask> tasks = resolve_workloads(args.workload, args.tasks);
+  std::vector<WorkloadFileTask> tasks;
+  if (!args.model.empty()) {
+    graph::ImportOptions import;
+    import.symbolic_dims = symbolic_dims(args.dims);
+    try {
+      tasks = graph::tuning_tasks(graph::extract_model_tasks(args.model, import));
+    } catch (const graph::GraphError& e) {
+      throw std::invalid_argument(std::string("--model: ") + e.what());
+    }
+    if (tasks.empty())
+      throw std::invalid_argument("--model: " + args.model +
+                                  " has no Conv, Gemm or MatMul that webtune can tune");
+    tasks = pick_tasks(std::move(tasks), args.tasks, args.model);
+  } else {
+    tasks = resolve_workloads(args.workload, args.tasks);
+  }
   const std::string key = args.key.empty() ? target.key : args.key;
 
   std::unique_ptr<LocalFarm> farm;
@@ -166,8 +199,18 @@ void run_tune(TuneArgs& args) {
 void add_tune_command(CLI::App& app) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand("tune", "Tune a model's tasks on the farm");
-  cmd->add_option("--workload", args->workload, "workload file or inline spec (see measure)")
-      ->required();
+  CLI::Option* workload =
+      cmd->add_option("--workload", args->workload, "workload file or inline spec (see measure)");
+  CLI::Option* model = cmd->add_option(
+      "--model", args->model,
+      "an ONNX model: tune the tasks `webtune import` lists, --trials for all of them together, "
+      "recorded as a model run");
+  workload->excludes(model);
+  model->excludes(workload);
+  cmd->add_option("--dim", args->dims,
+                  "with --model: NAME=VALUE for a symbolic input dimension, e.g. batch_size=1; "
+                  "*=VALUE for every one not named (repeatable)")
+      ->check(dim_binding());
   cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
   cmd->add_option("--target", args->target, tune_target_help())->capture_default_str();
   CLI::Option* trials =
@@ -255,6 +298,8 @@ void add_tune_command(CLI::App& app) {
                   "seconds added to --run-timeout for a job's lease (compile and transfer)")
       ->capture_default_str();
   cmd->callback([args, trials, schedule] {
+    if (args->workload.empty() && args->model.empty())
+      throw CLI::ValidationError("tune", "give --workload FILE|SPEC or --model MODEL.onnx");
     args->trials_given = trials->count() > 0;
     args->schedule_given = schedule->count() > 0;
     install_stop_handlers();

@@ -395,6 +395,11 @@ std::vector<WorkloadFileTask> resolve_workloads(const std::string& spec, const s
   } else {
     tasks = load_workload_file(spec);
   }
+  return pick_tasks(std::move(tasks), names, spec);
+}
+
+std::vector<WorkloadFileTask> pick_tasks(std::vector<WorkloadFileTask> tasks,
+                                         const std::string& names, const std::string& source) {
   if (names.empty()) return tasks;
   std::vector<WorkloadFileTask> picked;
   for (const std::string& name : split_on(names, ',')) {
@@ -404,7 +409,7 @@ std::vector<WorkloadFileTask> resolve_workloads(const std::string& spec, const s
         picked.push_back(t);
         found = true;
       }
-    if (!found) throw std::invalid_argument("no task named '" + name + "' in " + spec);
+    if (!found) throw std::invalid_argument("no task named '" + name + "' in " + source);
   }
   return picked;
 }

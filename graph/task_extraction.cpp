@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "graph/passes.hpp"
 #include "passes/fusion_util.hpp"
 
 namespace webtune::graph {
@@ -221,6 +222,18 @@ void write_workload_file(const std::string& path, const std::string& name,
   out.close();
   if (!out)
     throw std::runtime_error("cannot write the workload file '" + path + "' (write failed)");
+}
+
+std::vector<WorkloadFileTask> tuning_tasks(const Extraction& extraction) {
+  std::vector<WorkloadFileTask> tasks;
+  for (const ExtractedTask& t : extraction.tasks) tasks.push_back({t.workload, t.weight});
+  return tasks;
+}
+
+Extraction extract_model_tasks(const std::string& path, const ImportOptions& options, bool fuse) {
+  Graph graph = import_onnx_file(path, options);
+  if (fuse) run_fusion_passes(graph);
+  return extract_tasks(graph);
 }
 
 }  // namespace webtune::graph

@@ -145,4 +145,9 @@ std::vector<WorkloadFileTask> load_workload_file(const std::string& path);
 std::vector<WorkloadFileTask> resolve_workloads(const std::string& spec,
                                                 const std::string& names = {});
 
+/// The tasks of `tasks` named in `names` (comma-separated), in the order named; all of them when
+/// `names` is empty. Throws std::invalid_argument naming a name no task has, and `source`.
+std::vector<WorkloadFileTask> pick_tasks(std::vector<WorkloadFileTask> tasks,
+                                         const std::string& names, const std::string& source);
+
 }  // namespace webtune

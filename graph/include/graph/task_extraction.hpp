@@ -28,6 +28,7 @@
 
 #include "codegen/workload.hpp"
 #include "graph/graph.hpp"
+#include "graph/onnx_import.hpp"
 
 namespace webtune::graph {
 
@@ -56,6 +57,16 @@ struct Extraction {
 /// their first node. Names are the op and a counter per op, in that order: conv2d_1, conv2d_2,
 /// depthwise_conv2d_1, dense_1 ...
 Extraction extract_tasks(const Graph& graph);
+
+/// The extraction's tasks as the tuner takes them (tuner/tune_session.hpp): each workload
+/// (named) with its weight as `occurrences`, in extraction order.
+std::vector<WorkloadFileTask> tuning_tasks(const Extraction& extraction);
+
+/// A model file's tuning tasks, as `webtune tune --model` and `webtune import` find them:
+/// import_onnx_file (onnx_import.hpp) with `options`, run_fusion_passes unless `fuse` is false,
+/// then extract_tasks. Throws GraphError for a model the importer refuses.
+Extraction extract_model_tasks(const std::string& path, const ImportOptions& options = {},
+                               bool fuse = true);
 
 /// The workload file of an extraction, in load_workload_file's format (codegen/workload.hpp):
 /// {"name": NAME, "description": DESCRIPTION (omitted when empty), "tasks": [Workload::to_json
