@@ -16,6 +16,7 @@
 
 #include "codegen/workload.hpp"
 #include "support/run_webtune.hpp"
+#include "tuner/records.hpp"
 
 namespace fs = std::filesystem;
 using webtune::load_workload_file;
@@ -221,3 +222,40 @@ TEST_F(CliImportTest, ResNet18GivesSixteenTasks) {
 }
 
 }  // namespace
+
+// `webtune tune --model`: the tasks `import` lists, tuned on a real llvmpipe agent of the
+// embedded farm with --trials for all of them together, recorded as a model run named after the
+// file whose estimated latency (weight 2 × the best cost) is recorded after every batch.
+TEST_F(CliImportTest, TuneModelSpendsTheTrialsOnTheModelsTasksAndRecordsAModelRun) {
+  const std::string model = write_model(small_model(false), "two_convs.onnx");
+  const std::string db = path("tune.db");
+  const WebtuneRun run =
+      run_webtune({"tune", "--model", model, "--target", "gles-frag", "--trials", "8", "--batch",
+                   "4", "--local-agents", "1", "--repeat", "1", "--db", db});
+  ASSERT_TRUE(run.exited && run.status == 0) << run.describe();
+  EXPECT_NE(run.out.find("model two_convs: 8/8 trials, estimated latency"), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("gradient"), std::string::npos) << run.out;
+  webtune::RecordStore store(db);
+  const std::vector<webtune::ModelRunInfo> runs = store.model_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].model, "two_convs");
+  EXPECT_EQ(runs[0].schedule, "gradient");
+  EXPECT_EQ(runs[0].total_trials, 8);
+  ASSERT_EQ(runs[0].jobs.size(), 1u);
+  const std::vector<webtune::ModelEstimate> estimates = store.model_estimates(runs[0].id);
+  ASSERT_EQ(estimates.size(), 2u);  // one per batch of 4
+  EXPECT_EQ(estimates.back().trials, 8);
+  EXPECT_GT(estimates.back().latency_ms, 0);
+  EXPECT_LE(estimates.back().latency_ms, estimates.front().latency_ms);
+
+  // A task name the model does not have, and --model with --workload, are refused up front.
+  const WebtuneRun bad =
+      run_webtune({"tune", "--model", model, "--tasks", "conv2d_9", "--trials", "8", "--db", db});
+  EXPECT_FALSE(bad.exited && bad.status == 0);
+  EXPECT_NE(bad.err.find("no task named 'conv2d_9'"), std::string::npos) << bad.err;
+  const WebtuneRun both =
+      run_webtune({"tune", "--model", model, "--workload", "dense:8,8,8", "--db", db});
+  EXPECT_FALSE(both.exited && both.status == 0);
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+}
