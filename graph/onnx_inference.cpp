@@ -16,6 +16,9 @@
 #include <cstring>
 #include <stdexcept>
 
+// Sanitizer runtimes export this; a weak reference is null in a build without them.
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
 namespace webtune::graph::detail {
 namespace {
 
@@ -68,6 +71,9 @@ std::string check_and_infer_shapes(onnx::ModelProto& model) {
     // Die by the signal itself: handlers inherited from the parent (a sanitizer's, libFuzzer's,
     // a crash reporter's) would report the child's crash as the parent's.
     for (int sig : {SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);
+    // Likewise a sanitizer's death callback (libFuzzer's writes a crash input): a memory error
+    // that ASan finds inside libonnx ends the child, and the parent refuses the model.
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
     ::close(fds[0]);
     write_all(fds[1], infer_in_child(model));
     ::close(fds[1]);
