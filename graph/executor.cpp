@@ -40,6 +40,27 @@ void fail(const std::string& message) {
   throw GraphError(message);
 }
 
+EpilogueInputs epilogue_inputs(const KernelContext& ctx, const Epilogue& epilogue, int64_t channels,
+                               const std::vector<int64_t>& out_shape,
+                               const std::string& channels_note) {
+  EpilogueInputs bound;
+  if (epilogue.bias) {
+    const Value& b = ctx.float_input(2, "bias");
+    if (b.shape != std::vector<int64_t>{channels})
+      fail("bias has shape " + shape_text(b.shape) + ", expected [" + std::to_string(channels) +
+           "]" + channels_note);
+    bound.bias = b.data.data();
+  }
+  if (epilogue.residual != Residual::kNone) {
+    const Value& r = ctx.float_input(epilogue.bias ? 3 : 2, "residual");
+    if (r.shape != out_shape)
+      fail("residual has shape " + shape_text(r.shape) + ", expected the output's " +
+           shape_text(out_shape));
+    bound.residual = r.data.data();
+  }
+  return bound;
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);

@@ -175,22 +175,7 @@ void conv(KernelContext& ctx) {
   }
   std::vector<int64_t> out_shape = {batch, filters};
   for (int64_t o : g.out_shape()) out_shape.push_back(o);
-  const float* bias = nullptr;
-  if (epilogue.bias) {
-    const Value& b = ctx.float_input(2, "bias");
-    if (b.shape != std::vector<int64_t>{filters})
-      fail("bias has shape " + shape_text(b.shape) + ", expected [" + std::to_string(filters) +
-           "]");
-    bias = b.data.data();
-  }
-  const float* residual = nullptr;
-  if (epilogue.residual != Residual::kNone) {
-    const Value& r = ctx.float_input(epilogue.bias ? 3 : 2, "residual");
-    if (r.shape != out_shape)
-      fail("residual has shape " + shape_text(r.shape) + ", expected the output's " +
-           shape_text(out_shape));
-    residual = r.data.data();
-  }
+  const auto [bias, residual] = epilogue_inputs(ctx, epilogue, filters, out_shape);
 
   Value& y = ctx.outputs[0];
   y.shape = out_shape;

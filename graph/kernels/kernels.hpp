@@ -44,6 +44,18 @@ int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end);
 /// `axis` in [-rank, rank + extra) made non-negative; throws naming `what` when outside.
 int64_t normalize_axis(int64_t axis, size_t rank, const char* what, int64_t extra = 0);
 
+/// The extra tensors of a fused node's epilogue (graph.hpp's fused-operator convention).
+struct EpilogueInputs {
+  const float* bias = nullptr;      ///< [channels], or nullptr without a bias
+  const float* residual = nullptr;  ///< the output's shape, or nullptr without a residual
+};
+/// Binds inputs 2 (bias, when epilogue.bias) and 2 or 3 (residual) of `ctx`, checking that the
+/// bias is [channels] and the residual has `out_shape`; `channels_note` explains in messages
+/// where the channels are (e.g. " (the output's last dimension)"). Throws GraphError otherwise.
+EpilogueInputs epilogue_inputs(const KernelContext& ctx, const Epilogue& epilogue, int64_t channels,
+                               const std::vector<int64_t>& out_shape,
+                               const std::string& channels_note = "");
+
 // conv_pool.cpp
 void conv(KernelContext& ctx);  // Conv and FusedConv
 void max_pool(KernelContext& ctx);

@@ -42,22 +42,8 @@ void finish_fused(KernelContext& ctx, const std::vector<double>& acc,
     fail("has " + std::to_string(ctx.node.inputs.size()) + " inputs; its epilogue '" +
          epilogue.suffix() + "' needs " + std::to_string(2 + epilogue.extra_inputs()));
   const int64_t channels = out_shape.empty() ? 1 : out_shape.back();
-  const float* bias = nullptr;
-  if (epilogue.bias) {
-    const Value& b = ctx.float_input(2, "bias");
-    if (b.shape != std::vector<int64_t>{channels})
-      fail("bias has shape " + shape_text(b.shape) + ", expected [" + std::to_string(channels) +
-           "] (the output's last dimension)");
-    bias = b.data.data();
-  }
-  const float* residual = nullptr;
-  if (epilogue.residual != Residual::kNone) {
-    const Value& r = ctx.float_input(epilogue.bias ? 3 : 2, "residual");
-    if (r.shape != out_shape)
-      fail("residual has shape " + shape_text(r.shape) + ", expected the output's " +
-           shape_text(out_shape));
-    residual = r.data.data();
-  }
+  const auto [bias, residual] =
+      epilogue_inputs(ctx, epilogue, channels, out_shape, " (the output's last dimension)");
   Value& y = ctx.outputs[0];
   y.shape = out_shape;
   y.data.resize(acc.size());
