@@ -50,6 +50,7 @@
 
 #include "codegen/task.hpp"
 #include "codegen/workload.hpp"
+#include "records_copy.hpp"
 #include "tuner/records.hpp"
 #include "tuner/task_scheduler.hpp"
 #include "tuner/tuner.hpp"
@@ -234,20 +235,8 @@ int main(int argc, char** argv) {
   int64_t configs = 0;
   double best_possible_s = 0;
   try {
-    // A copy: opening a records file migrates it to this webtune's schema, and the committed
-    // results must stay as they were measured.
-    const std::filesystem::path copy =
-        std::filesystem::temp_directory_path() /
-        ("webtune_bench_task_scheduler_" + std::to_string(::getpid()) + ".db");
-    std::filesystem::copy_file(db, copy, std::filesystem::copy_options::overwrite_existing);
-    struct Remove {
-      std::filesystem::path path;
-      ~Remove() {
-        for (const char* suffix : {"", "-wal", "-shm"})
-          std::filesystem::remove(path.string() + suffix);
-      }
-    } remove{copy};
-    RecordStore store(copy.string());
+    const bench::RecordsCopy copy(db, "bench_task_scheduler");  // the committed file stays as is
+    RecordStore store(copy.path());
     for (const WorkloadFileTask& t : load_workload_file(workload_file)) {
       tasks.push_back(replay(store, t, device_key));
       configs += static_cast<int64_t>(tasks.back().results.size());

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "records_copy.hpp"
 #include "tuner/records.hpp"
 #include "tuner/replayed_space.hpp"
 #include "tuner/tuner.hpp"
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const std::vector<std::string> tuners = split_list(tuners_list);
 
-  RecordStore store(db);
+  const bench::RecordsCopy copy(db, "bench_tuner_efficiency");  // the committed file stays as is
+  RecordStore store(copy.path());
   std::map<std::string, std::vector<double>> ratios;  // tuner → its median / random's median
   for (const TuningJobInfo& job : store.jobs()) {
     std::optional<ReplayedSpace> loaded;
