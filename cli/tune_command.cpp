@@ -216,7 +216,8 @@ void add_tune_command(CLI::App& app) {
   CLI::Option* trials =
       cmd->add_option("--trials", args->options.trials,
                       "trials per task, earlier runs' included (with --total-trials: a cap per "
-                      "task, none unless given)")
+                      "task, none unless given; with --model: for all the model's tasks "
+                      "together)")
           ->check(int_range(1, 1'000'000))
           ->capture_default_str();
   cmd->add_option("--total-trials", args->options.total_trials,
