@@ -141,6 +141,28 @@ const Value& pool_input(KernelContext& ctx) {
   return x;
 }
 
+/// What MaxPool and AveragePool share: the input X [N, C, spatial...], the window geometry
+/// (kernel_shape required), and the output Y [N, C, out spatial...], sized and shaped.
+struct Pool {
+  const Value& x;
+  Geometry g;
+  int64_t planes, in_size, out_size;  ///< N·C, elements of one input / output plane
+  Value& y;
+};
+
+Pool pool_setup(KernelContext& ctx) {
+  const Node& node = ctx.node;
+  const Value& x = pool_input(ctx);
+  if (!node.has("kernel_shape")) fail("needs the attribute kernel_shape");
+  const Geometry g = geometry(node, spatial_of(x.shape), node.get_ints("kernel_shape", {}), true);
+  Value& y = ctx.outputs[0];
+  y.shape = {x.shape[0], x.shape[1]};
+  for (int64_t o : g.out_shape()) y.shape.push_back(o);
+  const int64_t planes = x.shape[0] * x.shape[1];
+  y.data.resize(static_cast<size_t>(planes * g.out_size()));
+  return Pool{x, g, planes, g.in_size(), g.out_size(), y};
+}
+
 }  // namespace
 
 void conv(KernelContext& ctx) {
@@ -232,25 +254,18 @@ void conv(KernelContext& ctx) {
 }
 
 void max_pool(KernelContext& ctx) {
-  const Node& node = ctx.node;
-  const Value& x = pool_input(ctx);
-  if (!node.has("kernel_shape")) fail("needs the attribute kernel_shape");
-  const Geometry g = geometry(node, spatial_of(x.shape), node.get_ints("kernel_shape", {}), true);
-  const int64_t storage_order = node.get_int("storage_order", 0);
+  const int64_t storage_order = ctx.node.get_int("storage_order", 0);
   if (storage_order != 0 && storage_order != 1)
     fail("storage_order " + std::to_string(storage_order) + " is not 0 or 1");
-  const bool want_indices = ctx.wanted(1);
-  std::vector<int64_t> out_shape = {x.shape[0], x.shape[1]};
-  for (int64_t o : g.out_shape()) out_shape.push_back(o);
-  const int64_t planes = x.shape[0] * x.shape[1];
-  const int64_t in_size = g.in_size(), out_size = g.out_size();
-  Value& y = ctx.outputs[0];
-  y.shape = out_shape;
-  y.data.resize(static_cast<size_t>(planes * out_size));
-  Value* indices = want_indices ? &ctx.outputs[1] : nullptr;
+  const Pool pool = pool_setup(ctx);
+  const Value& x = pool.x;
+  const Geometry& g = pool.g;
+  const int64_t planes = pool.planes, in_size = pool.in_size, out_size = pool.out_size;
+  Value& y = pool.y;
+  Value* indices = ctx.wanted(1) ? &ctx.outputs[1] : nullptr;
   if (indices) {
     indices->type = DataType::kInt64;
-    indices->shape = out_shape;
+    indices->shape = y.shape;
     indices->ints.resize(y.data.size());
   }
   for (int64_t p = 0; p < planes; ++p) {
@@ -304,20 +319,14 @@ void max_pool(KernelContext& ctx) {
 }
 
 void average_pool(KernelContext& ctx) {
-  const Node& node = ctx.node;
-  const Value& x = pool_input(ctx);
-  if (!node.has("kernel_shape")) fail("needs the attribute kernel_shape");
-  const Geometry g = geometry(node, spatial_of(x.shape), node.get_ints("kernel_shape", {}), true);
-  const int64_t include_pad = node.get_int("count_include_pad", 0);
+  const int64_t include_pad = ctx.node.get_int("count_include_pad", 0);
   if (include_pad != 0 && include_pad != 1)
     fail("count_include_pad " + std::to_string(include_pad) + " is not 0 or 1");
-  std::vector<int64_t> out_shape = {x.shape[0], x.shape[1]};
-  for (int64_t o : g.out_shape()) out_shape.push_back(o);
-  const int64_t planes = x.shape[0] * x.shape[1];
-  const int64_t in_size = g.in_size(), out_size = g.out_size();
-  Value& y = ctx.outputs[0];
-  y.shape = out_shape;
-  y.data.resize(static_cast<size_t>(planes * out_size));
+  const Pool pool = pool_setup(ctx);
+  const Value& x = pool.x;
+  const Geometry& g = pool.g;
+  const int64_t planes = pool.planes, in_size = pool.in_size, out_size = pool.out_size;
+  Value& y = pool.y;
   // A tap counts in the divisor when it lies in the input, or (count_include_pad) in the padded
   // input [-pad_begin, in + pad_end); taps beyond that (ceil_mode's last window) never count.
   auto counted = [&](int64_t pos, size_t i) {
