@@ -2,7 +2,8 @@
 // with ./model.mjs, on an image or raw float32 file the person picks (or a seeded input), and
 // shows the end-to-end latency (median of N runs after warm-up, each from the input's upload to
 // the output's read-back) and the top-5 classes. The tracker serves it under /models/<name>/.
-// For tests the last result is also on `window.webtuneResult`.
+// For tests the last result is also on `window.webtuneResult`. The package's index.html (at its
+// root, beside manifest.json) loads this module from runtime/.
 import { load } from './model.mjs';
 
 const $ = (id) => document.getElementById(id);
@@ -136,7 +137,8 @@ async function runModel() {
 }
 
 async function main() {
-  const base = new URL('./', import.meta.url).href;
+  // The package's root: the page's own folder (this module lives in its runtime/ folder).
+  const base = new URL('./', document.baseURI).href;
   try {
     model = await load(base);
   } catch (e) {
