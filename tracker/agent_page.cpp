@@ -19,6 +19,15 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kPrefix = "/agent";
+/// The kernel runners the agent's executors import (`../runtime/x.mjs` from /agent/ resolves to
+/// /runtime/x.mjs), served from the `runtime/` directory beside the agent root.
+constexpr std::string_view kRuntimePrefix = "/runtime";
+
+/// True when `path` is `prefix` or lies under `prefix/`.
+bool under(std::string_view path, std::string_view prefix) {
+  if (path.substr(0, prefix.size()) != prefix) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '/';
+}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -99,8 +108,7 @@ void add_isolation_headers(AgentPageResponse& r) {
 
 bool is_agent_page_target(std::string_view target) {
   const std::string_view path = target.substr(0, target.find('?'));
-  if (path.substr(0, kPrefix.size()) != kPrefix) return false;
-  return path.size() == kPrefix.size() || path[kPrefix.size()] == '/';
+  return under(path, kPrefix) || under(path, kRuntimePrefix);
 }
 
 AgentPageResponse agent_page_response(std::string_view target, const std::string& root,
@@ -114,16 +122,20 @@ AgentPageResponse agent_page_response(std::string_view target, const std::string
   } else {
     std::string_view path = target.substr(0, target.find('?'));
     path = path.substr(0, path.find('#'));
-    std::string_view rest = path.substr(kPrefix.size());
+    const bool runtime = under(path, kRuntimePrefix);
+    std::string_view rest = path.substr(runtime ? kRuntimePrefix.size() : kPrefix.size());
     if (!rest.empty()) rest.remove_prefix(1);  // the '/'
     std::string relative;
-    if (rest.empty()) {
+    if (runtime && rest.empty()) {
+      relative.clear();  // no index page for the runtime
+    } else if (rest.empty()) {
       relative = "index.html";
     } else if (!percent_decode(rest, relative)) {
       relative.clear();
     }
     std::error_code ec;
-    const fs::path base = fs::weakly_canonical(fs::path(root), ec);
+    const fs::path base =
+        fs::weakly_canonical(runtime ? fs::path(root) / ".." / "runtime" : fs::path(root), ec);
     fs::path file;
     bool found = false;
     if (!ec && safe_relative_path(relative)) {
