@@ -608,7 +608,7 @@ class WasmModel extends Model {
       try {
         if (!step.kernel) {
           if (!step.op || typeof step.op.type !== 'string') bad(`step ${i} has neither a kernel nor an op`);
-          step.inputs.forEach((input) => (input.weight !== undefined ? this.weight(input.weight) : this.valueArray(this.owner(input.value))));
+          step.inputs.forEach((input) => this.operand(input));
           this.steps.set(i, { op: step.op });
           continue;
         }
@@ -655,8 +655,14 @@ class WasmModel extends Model {
     this.valueArray(value).set(data);
   }
 
-  /** The data of a step input: a value's array (its own shape) or a weight's floats. */
+  /**
+   * The data of an op step's input: a value's array (its own shape), a weight's floats (its
+   * "shape" when the manifest gives one, else 1-D), an inline int64 constant ({"ints": [...]}: a
+   * 1-D operand) or, for null (an omitted optional input), undefined.
+   */
   operand(input) {
+    if (input === null || input === undefined) return undefined;
+    if (Array.isArray(input.ints)) return { data: Float32Array.from(input.ints), ints: input.ints, shape: [input.ints.length] };
     if (input.weight !== undefined) {
       const w = this.weight(input.weight);
       return { data: this.weightFloats(w), shape: Array.isArray(w.shape) ? w.shape : [w.floats] };
