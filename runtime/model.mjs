@@ -621,7 +621,7 @@ class WasmModel extends Model {
           if (input.weight !== undefined) weights.push({ offset: kernel.plan.offsets[k], values: this.weightFloats(this.weight(input.weight)) });
         });
         if (kernel.plan.threads === 1) {
-          kernel.instantiateHere();
+          await kernel.instantiateHere();
           for (const { offset, values } of weights) writeFloats(kernel.memory, offset, values);
         } else {
           if (!hasThreads()) {

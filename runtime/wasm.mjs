@@ -289,7 +289,7 @@ export class WasmKernel {
    * T = 1 only: instantiates the module on this thread over a fresh memory of its own (COMPILE_DEVICE
    * on a link error); `run()` then executes it synchronously.
    */
-  instantiateHere() {
+  async instantiateHere() {
     if (this.plan.threads !== 1) throw new MeasureError(ErrorNo.INSTANTIATION, 'only a 1-thread kernel runs on the caller\'s thread');
     try {
       this.memory = createMemory(this.plan);
@@ -297,7 +297,9 @@ export class WasmKernel {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate ${this.plan.pages} pages: ${e.message}`);
     }
     try {
-      this.instance = new WebAssembly.Instance(this.module, { env: { memory: this.memory } });
+      // Asynchronous: Chromium refuses synchronous instantiation of large modules on a page's
+      // main thread.
+      this.instance = await WebAssembly.instantiate(this.module, { env: { memory: this.memory } });
     } catch (e) {
       throw new MeasureError(ErrorNo.COMPILE_DEVICE, `the module does not instantiate with the ABI's imports: ${e?.name || 'Error'}: ${e?.message || e}`);
     }
