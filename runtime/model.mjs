@@ -364,9 +364,14 @@ class GLModel extends Model {
     kernel.runOnce();
   }
 
+  async begin() {
+    checkGl(this.gl, 'starting a run', () => this.lost);
+  }
+
   async download(value, owner) {
     const s = owner.storage;
     const gl = this.gl;
+    checkGl(gl, 'running the steps before this download', () => this.lost);
     let out;
     if (s.kind === 'texture') {
       const slot = this.slots.get(s.slot);

@@ -21,14 +21,20 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "codegen/kernel_artifact.hpp"
 #include "codegen/reference.hpp"
+#include "codegen/seeded_random.hpp"
 #include "codegen/task.hpp"
 #include "graph/executor.hpp"
 #include "graph/onnx_import.hpp"
@@ -361,6 +367,95 @@ TEST_P(HandMade, DeviceLostAfterLoadRejectsTheRun) {
   EXPECT_NE(r.outcome.err.find("lost"), std::string::npos) << r.outcome.err;
   EXPECT_TRUE(r.output.empty());
 }
+
+// ---- whole models built by `webtune build` ----
+
+struct ModelCase {
+  std::string model;   ///< a zoo model: resnet18, mobilenet_v2
+  std::string target;  ///< webgl2, webgpu, wasm
+};
+
+std::string model_case_name(const ::testing::TestParamInfo<ModelCase>& info) {
+  return info.param.model + "_" + info.param.target;
+}
+
+/// `webtune build` of `model` for `target` into DIR/pkg with default configs (an empty records
+/// file). Skips the test when this CLI has no `build` command yet.
+fs::path build_package(const fs::path& onnx, const std::string& target, const fs::path& dir) {
+  const Outcome help = shell(std::string(WEBTUNE_BINARY) + " build --help", dir);
+  if (help.status != 0) return {};
+  const fs::path pkg = dir / "pkg";
+  const Outcome built = shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) +
+                                  " --db " + quote(dir / "empty.db") + " --target " + target +
+                                  " -o " + quote(pkg),
+                              dir);
+  EXPECT_EQ(built.status, 0) << built.err << built.out;
+  return built.status == 0 ? pkg : fs::path{};
+}
+
+/// The reference executor's output of the (single-input, single-output) model on `input`.
+std::vector<float> reference_logits(const fs::path& onnx, const std::vector<float>& input) {
+  graph::ImportReport report;
+  const graph::Graph g = graph::import_onnx_file(onnx.string(), {}, &report);
+  graph::ExecuteOptions options;
+  options.opset = report.opset;
+  const auto& name = g.inputs.at(0);
+  graph::ValueMap inputs{{name, graph::Value::floats(g.tensor(name).shape, input)}};
+  return graph::execute(g, inputs, options).at(g.outputs.at(0)).data;
+}
+
+class ZooModel : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ZooModel, PackageMatchesTheReferenceExecutor) {
+  const ModelCase& c = GetParam();
+  TempDir work("model_runtime_zoo_" + c.model + "_" + c.target);
+  const fs::path onnx = work.path() / (c.model + ".onnx");
+  const Outcome zoo = shell(std::string(WEBTUNE_BINARY) + " zoo " + c.model + " -o " + quote(onnx),
+                            work.path());
+  ASSERT_EQ(zoo.status, 0) << zoo.err;
+  const fs::path pkg = build_package(onnx, c.target, work.path());
+  if (pkg.empty() && !HasFailure()) GTEST_SKIP() << "this webtune has no `build` command yet";
+  ASSERT_FALSE(pkg.empty());
+  const std::vector<float> input = seeded_tensor(5, 0, 3 * 224 * 224);
+  const std::vector<float> expected = reference_logits(onnx, input);
+  const PageRun r = run_page(pkg, input, work.path(), c.target);
+  ASSERT_EQ(r.outcome.status, 0) << r.outcome.err;
+  ASSERT_EQ(r.output.size(), expected.size());
+  const auto [err, scale] = max_errors(r.output, expected);
+  EXPECT_LE(err, 1e-3 * scale) << "max |error| " << err << " over max |logit| " << scale;
+  std::cerr << c.model << " on " << c.target << ": load " << r.summary.at("load_ms").to_number<double>()
+            << " ms, one run " << r.summary.at("median_ms").to_number<double>() << " ms\n";
+}
+
+/// ../shared/models/<model>.onnx on <model>.input.f32 against <model>.logits.f32.
+TEST_P(ZooModel, SharedExportMatchesItsLogits) {
+  const ModelCase& c = GetParam();
+  const fs::path shared = fs::path(WEBTUNE_SOURCE_DIR) / ".." / "shared" / "models";
+  const fs::path onnx = shared / (c.model + ".onnx");
+  const fs::path input_file = shared / (c.model + ".input.f32");
+  const fs::path logits_file = shared / (c.model + ".logits.f32");
+  if (!fs::exists(onnx) || !fs::exists(input_file) || !fs::exists(logits_file))
+    GTEST_SKIP() << "../shared/models/" << c.model << ".{onnx,input.f32,logits.f32} not found";
+  TempDir work("model_runtime_shared_" + c.model + "_" + c.target);
+  const fs::path pkg = build_package(onnx, c.target, work.path());
+  if (pkg.empty() && !HasFailure()) GTEST_SKIP() << "this webtune has no `build` command yet";
+  ASSERT_FALSE(pkg.empty());
+  const std::vector<float> expected = read_floats(logits_file);
+  const PageRun r = run_page(pkg, read_floats(input_file), work.path(), c.target);
+  ASSERT_EQ(r.outcome.status, 0) << r.outcome.err;
+  ASSERT_EQ(r.output.size(), expected.size());
+  const auto [err, scale] = max_errors(r.output, expected);
+  EXPECT_LE(err, 1e-3 * scale) << "max |error| " << err << " over max |logit| " << scale;
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelRuntime, ZooModel,
+                         ::testing::Values(ModelCase{"resnet18", "webgl2"},
+                                           ModelCase{"resnet18", "webgpu"},
+                                           ModelCase{"resnet18", "wasm"},
+                                           ModelCase{"mobilenet_v2", "webgl2"},
+                                           ModelCase{"mobilenet_v2", "webgpu"},
+                                           ModelCase{"mobilenet_v2", "wasm"}),
+                         model_case_name);
 
 INSTANTIATE_TEST_SUITE_P(ModelRuntime, HandMade,
                          ::testing::Values(TargetCase{"webgl2", Target::kGlesFrag},
