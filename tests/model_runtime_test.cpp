@@ -22,9 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -150,9 +150,13 @@ struct TargetCase {
   Target artifact_target;
 };
 
-std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) { return info.param.name; }
+std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) {
+  return info.param.name;
+}
 
-bj::array ints(const std::vector<int64_t>& v) { return bj::array(v.begin(), v.end()); }
+bj::array ints(const std::vector<int64_t>& v) {
+  return bj::array(v.begin(), v.end());
+}
 
 /// Appends `values` to weights.bin's contents at a 256-byte aligned offset; returns the offset.
 int64_t append_weight(std::vector<float>& bin, const std::vector<float>& values) {
@@ -180,20 +184,30 @@ void write_kernel_package(const fs::path& dir, const TargetCase& c, const Worklo
   // Value 0: the input; value 1: the kernel's output.
   if (frag) {
     const TensorLayout& l = artifact.inputs[0];
-    slots.push_back(bj::object{{"id", 0}, {"kind", "texture"}, {"width", l.width},
-                               {"height", l.height}, {"channels", l.channels()}});
+    slots.push_back(bj::object{{"id", 0},
+                               {"kind", "texture"},
+                               {"width", l.width},
+                               {"height", l.height},
+                               {"channels", l.channels()}});
     values.push_back(bj::object{
-        {"id", 0}, {"name", "x"}, {"shape", ints(in_shape)},
+        {"id", 0},
+        {"name", "x"},
+        {"shape", ints(in_shape)},
         {"storage", bj::object{{"kind", "texture"}, {"slot", 0}, {"layout", l.to_json()}}}});
     const OutputLayout& o = artifact.output;
     bj::array target_slots;
     for (int j = 0; j < o.rows_per_item; ++j) {
-      slots.push_back(bj::object{{"id", 1 + j}, {"kind", "texture"}, {"width", o.width},
-                                 {"height", o.height}, {"channels", o.channels}});
+      slots.push_back(bj::object{{"id", 1 + j},
+                                 {"kind", "texture"},
+                                 {"width", o.width},
+                                 {"height", o.height},
+                                 {"channels", o.channels}});
       target_slots.push_back(1 + j);
     }
     values.push_back(bj::object{
-        {"id", 1}, {"name", "y"}, {"shape", ints(out_shape)},
+        {"id", 1},
+        {"name", "y"},
+        {"shape", ints(out_shape)},
         {"storage",
          bj::object{{"kind", "targets"}, {"slots", target_slots}, {"layout", o.to_json()}}}});
   } else {
@@ -219,7 +233,8 @@ void write_kernel_package(const fs::path& dir, const TargetCase& c, const Worklo
                  {"offset", append_weight(bin, stored)},
                  {"floats", static_cast<int64_t>(stored.size())}};
     if (frag)
-      w["texture"] = bj::object{{"width", l.width}, {"height", l.height}, {"channels", l.channels()}};
+      w["texture"] =
+          bj::object{{"width", l.width}, {"height", l.height}, {"channels", l.channels()}};
     weights.push_back(w);
     kernel_inputs.push_back(bj::object{{"weight", static_cast<int64_t>(i - 1)}});
   }
@@ -253,17 +268,17 @@ void write_kernel_package(const fs::path& dir, const TargetCase& c, const Worklo
                                {"op", bj::object{{"type", "Relu"}, {"attributes", bj::object{}}}},
                                {"inputs", bj::array{bj::object{{"value", 1}}}},
                                {"output", 2}});
-    steps.push_back(bj::object{
-        {"kind", "kernel"},
-        {"role", "op"},
-        {"kernel", nullptr},
-        {"node", "/pool"},
-        {"task", nullptr},
-        {"op", bj::object{{"type", "MaxPool"},
-                          {"attributes", bj::object{{"kernel_shape", bj::array{2, 2}},
-                                                    {"strides", bj::array{2, 2}}}}}},
-        {"inputs", bj::array{bj::object{{"value", 2}}}},
-        {"output", 3}});
+    steps.push_back(
+        bj::object{{"kind", "kernel"},
+                   {"role", "op"},
+                   {"kernel", nullptr},
+                   {"node", "/pool"},
+                   {"task", nullptr},
+                   {"op", bj::object{{"type", "MaxPool"},
+                                     {"attributes", bj::object{{"kernel_shape", bj::array{2, 2}},
+                                                               {"strides", bj::array{2, 2}}}}}},
+                   {"inputs", bj::array{bj::object{{"value", 2}}}},
+                   {"output", 3}});
     last = 3;
     last_shape = pooled;
   }
@@ -345,7 +360,8 @@ TEST_P(HandMade, KernelTheBrowserRejectsFailsLoadNamingItsStepNodeAndFile) {
   const Workload w = workload();
   KernelArtifact a = artifact(w, c.artifact_target);
   // Source the browser cannot compile: a GLSL / WGSL syntax error, or bytes that are no module.
-  a.source = c.artifact_target == Target::kWasm ? "AGFzbQEAAAD/" : a.source + "\n this is no code;\n";
+  a.source =
+      c.artifact_target == Target::kWasm ? "AGFzbQEAAAD/" : a.source + "\n this is no code;\n";
   write_kernel_package(work.path() / "pkg", c, w, a, seeded_inputs(w, 11));
   const PageRun r = run_page(work.path() / "pkg", seeded_inputs(w, 11)[0], work.path(), c.name);
   EXPECT_EQ(r.outcome.status, 1);
@@ -385,10 +401,10 @@ fs::path build_package(const fs::path& onnx, const std::string& target, const fs
   const Outcome help = shell(std::string(WEBTUNE_BINARY) + " build --help", dir);
   if (help.status != 0) return {};
   const fs::path pkg = dir / "pkg";
-  const Outcome built = shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) +
-                                  " --db " + quote(dir / "empty.db") + " --target " + target +
-                                  " -o " + quote(pkg),
-                              dir);
+  const Outcome built =
+      shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) + " --db " +
+                quote(dir / "empty.db") + " --target " + target + " -o " + quote(pkg),
+            dir);
   EXPECT_EQ(built.status, 0) << built.err << built.out;
   return built.status == 0 ? pkg : fs::path{};
 }
@@ -410,8 +426,8 @@ TEST_P(ZooModel, PackageMatchesTheReferenceExecutor) {
   const ModelCase& c = GetParam();
   TempDir work("model_runtime_zoo_" + c.model + "_" + c.target);
   const fs::path onnx = work.path() / (c.model + ".onnx");
-  const Outcome zoo = shell(std::string(WEBTUNE_BINARY) + " zoo " + c.model + " -o " + quote(onnx),
-                            work.path());
+  const Outcome zoo =
+      shell(std::string(WEBTUNE_BINARY) + " zoo " + c.model + " -o " + quote(onnx), work.path());
   ASSERT_EQ(zoo.status, 0) << zoo.err;
   const fs::path pkg = build_package(onnx, c.target, work.path());
   if (pkg.empty() && !HasFailure()) GTEST_SKIP() << "this webtune has no `build` command yet";
@@ -423,8 +439,9 @@ TEST_P(ZooModel, PackageMatchesTheReferenceExecutor) {
   ASSERT_EQ(r.output.size(), expected.size());
   const auto [err, scale] = max_errors(r.output, expected);
   EXPECT_LE(err, 1e-3 * scale) << "max |error| " << err << " over max |logit| " << scale;
-  std::cerr << c.model << " on " << c.target << ": load " << r.summary.at("load_ms").to_number<double>()
-            << " ms, one run " << r.summary.at("median_ms").to_number<double>() << " ms\n";
+  std::cerr << c.model << " on " << c.target << ": load "
+            << r.summary.at("load_ms").to_number<double>() << " ms, one run "
+            << r.summary.at("median_ms").to_number<double>() << " ms\n";
 }
 
 /// ../shared/models/<model>.onnx on <model>.input.f32 against <model>.logits.f32.
@@ -448,14 +465,12 @@ TEST_P(ZooModel, SharedExportMatchesItsLogits) {
   EXPECT_LE(err, 1e-3 * scale) << "max |error| " << err << " over max |logit| " << scale;
 }
 
-INSTANTIATE_TEST_SUITE_P(ModelRuntime, ZooModel,
-                         ::testing::Values(ModelCase{"resnet18", "webgl2"},
-                                           ModelCase{"resnet18", "webgpu"},
-                                           ModelCase{"resnet18", "wasm"},
-                                           ModelCase{"mobilenet_v2", "webgl2"},
-                                           ModelCase{"mobilenet_v2", "webgpu"},
-                                           ModelCase{"mobilenet_v2", "wasm"}),
-                         model_case_name);
+INSTANTIATE_TEST_SUITE_P(
+    ModelRuntime, ZooModel,
+    ::testing::Values(ModelCase{"resnet18", "webgl2"}, ModelCase{"resnet18", "webgpu"},
+                      ModelCase{"resnet18", "wasm"}, ModelCase{"mobilenet_v2", "webgl2"},
+                      ModelCase{"mobilenet_v2", "webgpu"}, ModelCase{"mobilenet_v2", "wasm"}),
+    model_case_name);
 
 INSTANTIATE_TEST_SUITE_P(ModelRuntime, HandMade,
                          ::testing::Values(TargetCase{"webgl2", Target::kGlesFrag},
