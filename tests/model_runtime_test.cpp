@@ -150,6 +150,10 @@ struct TargetCase {
   Target artifact_target;
 };
 
+void PrintTo(const TargetCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) {
   return info.param.name;
 }
@@ -391,6 +395,10 @@ struct ModelCase {
   std::string target;  ///< webgl2, webgpu, wasm
 };
 
+void PrintTo(const ModelCase& c, std::ostream* os) {
+  *os << c.model << " on " << c.target;
+}
+
 std::string model_case_name(const ::testing::TestParamInfo<ModelCase>& info) {
   return info.param.model + "_" + info.param.target;
 }
@@ -398,8 +406,10 @@ std::string model_case_name(const ::testing::TestParamInfo<ModelCase>& info) {
 /// `webtune build` of `model` for `target` into DIR/pkg with default configs (an empty records
 /// file). Skips the test when this CLI has no `build` command yet.
 fs::path build_package(const fs::path& onnx, const std::string& target, const fs::path& dir) {
-  const Outcome help = shell(std::string(WEBTUNE_BINARY) + " build --help", dir);
-  if (help.status != 0) return {};
+  // CLI11 answers an unknown subcommand's --help with the top-level help (status 0): look for
+  // `build` among the listed subcommands instead.
+  const Outcome help = shell(std::string(WEBTUNE_BINARY) + " --help", dir);
+  if (help.out.find("\n  build ") == std::string::npos) return {};
   const fs::path pkg = dir / "pkg";
   const Outcome built =
       shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) + " --db " +
