@@ -407,6 +407,8 @@ class GLModel extends Model {
     for (const { kernel } of this.steps?.values() ?? []) kernel.release();
     if (!gl.isContextLost()) for (const t of this.owned ?? []) gl.deleteTexture(t);
     this.owned = [];
+    // A context of its own is given back at once rather than when the garbage collector runs.
+    if (this.canvas && !gl.isContextLost()) gl.getExtension('WEBGL_lose_context')?.loseContext();
   }
 }
 

@@ -148,6 +148,7 @@ PageRun run_page(const fs::path& package, const std::vector<float>& input, const
 struct TargetCase {
   std::string name;  ///< the package's target: webgl2, webgpu, wasm
   Target artifact_target;
+  int threads = 1;  ///< wasm: the kernel's "threads" knob (> 1: module workers, shared memory)
 };
 
 void PrintTo(const TargetCase& c, std::ostream* os) {
@@ -334,9 +335,26 @@ class HandMade : public ::testing::TestWithParam<TargetCase> {
     w.epilogue.activation = Activation::kRelu;
     return w;
   }
-  static KernelArtifact artifact(const Workload& w, Target target) {
-    const Task task = Task::create(w, target);
-    return task.build(task.default_config());
+  /// The default config, with the wasm knob "threads" set to `threads`.
+  static KernelArtifact artifact(const Workload& w, Target target, int threads = 1) {
+    DeviceLimits limits;
+    limits.max_threads = 8;
+    const Task task = Task::create(w, target, limits);
+    ConfigEntity config = task.default_config();
+    if (threads > 1) {
+      std::vector<int> choices = config.choices();
+      const KnobList& knobs = config.knobs();
+      for (size_t k = 0; k < knobs.size(); ++k) {
+        if (knobs[k].name != "threads") continue;
+        for (size_t i = 0; i < knobs[k].candidates.size(); ++i)
+          if (std::get<int64_t>(knobs[k].candidates[i]) == threads)
+            choices[k] = static_cast<int>(i);
+      }
+      config = task.space->from_choices(choices);
+    }
+    KernelArtifact a = task.build(config);
+    if (target == Target::kWasm) EXPECT_EQ(a.wasm.threads, threads);
+    return a;
   }
 };
 
@@ -345,7 +363,8 @@ TEST_P(HandMade, OneKernelPackageMatchesTheReference) {
   TempDir work("model_runtime_" + c.name);
   const Workload w = workload();
   const std::vector<std::vector<float>> inputs = seeded_inputs(w, 11);
-  write_kernel_package(work.path() / "pkg", c, w, artifact(w, c.artifact_target), inputs);
+  write_kernel_package(work.path() / "pkg", c, w, artifact(w, c.artifact_target, c.threads),
+                       inputs);
   std::vector<float> expected = reference_output(w, inputs);
   if (c.artifact_target == Target::kWasm) expected = relu_pool(expected, w.output_shape());
   const PageRun r = run_page(work.path() / "pkg", inputs[0], work.path(), c.name, 3);
@@ -485,7 +504,8 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(ModelRuntime, HandMade,
                          ::testing::Values(TargetCase{"webgl2", Target::kGlesFrag},
                                            TargetCase{"webgpu", Target::kWebgpu},
-                                           TargetCase{"wasm", Target::kWasm}),
+                                           TargetCase{"wasm", Target::kWasm},
+                                           TargetCase{"wasm", Target::kWasm, 2}),
                          case_name);
 
 }  // namespace
