@@ -1,6 +1,7 @@
-// wasm_worker.mjs — one thread of the wasm executor (wasm.mjs): a module worker in the browser,
-// a worker_threads worker in node (the unit tests). It instantiates the job's compiled module
-// (a WebAssembly.Module posted by the page) and runs `run(tid)` as docs/wasm_abi.md says.
+// wasm_worker.mjs — one thread of a wasm kernel (wasm.mjs: the runner the agent's executor and
+// the model runtime share): a module worker in the browser, a worker_threads worker in node (the
+// unit tests). It instantiates the kernel's compiled module (a WebAssembly.Module posted by the
+// page) and runs `run(tid)` as docs/wasm_abi.md says.
 //
 // Kernel code never runs on the page's thread: a kernel that loops forever would freeze the page
 // and no timer could ever fire. Every execution runs here, so the page can always terminate the
