@@ -45,7 +45,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
-import { openSession } from './session.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -200,6 +199,8 @@ async function main() {
   }
   console.error(`bench: wasm anchors on ${threads} threads (${threadsFrom})`);
 
+  // Imported here: the exported helpers (summarize.mjs, the tests) need no puppeteer.
+  const { openSession } = await import('./session.mjs');
   const session = await openSession({ gl: opts.gl, chromium: opts.chromium, models: opts['models-dir'], packages });
   const { page } = session;
   const result = {
