@@ -152,11 +152,12 @@ struct TargetCase {
 };
 
 void PrintTo(const TargetCase& c, std::ostream* os) {
-  *os << c.name;
+  *os << c.name << " (" << c.threads << " thread(s))";
 }
 
 std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) {
-  return info.param.name;
+  const TargetCase& c = info.param;
+  return c.threads > 1 ? c.name + "_" + std::to_string(c.threads) + "threads" : c.name;
 }
 
 bj::array ints(const std::vector<int64_t>& v) {
