@@ -7,15 +7,22 @@
 ///  - relayouts: random shapes and pairs of layouts (plain, packed along each axis, wrapped
 ///    widths, padding rows; render targets with rows_per_item 1–4 and channels 1 / 4): the
 ///    destination texels equal `to.pack(logical)` exactly;
-///  - webgpu: every operator's WGSL is emitted with the documented bindings (it is not run
-///    here: the web runtime's browser tests run it);
+///  - webgpu: every operator's WGSL is emitted with the documented bindings, and runs in
+///    headless Chromium's WebGPU (SwiftShader; tests/run_wgsl_glue.mjs under node) against the
+///    same reference (skipped without node or Chromium);
 ///  - errors: unsupported operators, attributes and targets name the node.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <boost/json.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -400,6 +407,86 @@ TEST(GlueWgsl, LargeOutputsSpreadOverTwoDispatchDimensions) {
   EXPECT_GT(a.dispatch[1], 1);
   EXPECT_GE(a.dispatch[0] * a.dispatch[1] * 64, int64_t{64} * 256 * 256);
   EXPECT_THAT(a.source, HasSubstr("i32(gid.y) * " + std::to_string(a.dispatch[0] * 64)));
+}
+
+/// max |got − expected| ≤ 1e-5 · max |expected| (NaN or a missing value fails).
+void expect_close(const std::vector<float>& got, const std::vector<float>& expected,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), expected.size()) << what;
+  double max_ref = 0.0, max_err = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    max_ref = std::max(max_ref, std::abs(static_cast<double>(expected[i])));
+    const double err = std::abs(static_cast<double>(got[i]) - expected[i]);
+    if (!(err <= max_err)) {
+      max_err = std::isnan(err) ? INFINITY : err;
+      worst = i;
+    }
+  }
+  EXPECT_LE(max_err, 1e-5 * std::max(max_ref, 1e-6))
+      << what << ": element " << worst << ": got " << got[worst] << ", reference "
+      << expected[worst];
+}
+
+TEST(GlueWgsl, RunsInHeadlessChromiumAgainstTheReferenceExecutor) {
+  const char* chromium = std::getenv("CHROMIUM") ? std::getenv("CHROMIUM") : "/usr/bin/chromium";
+  if (!std::filesystem::exists(chromium)) GTEST_SKIP() << "no Chromium at " << chromium;
+  if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no node on PATH";
+  namespace bj = boost::json;
+  bj::array kernels;
+  std::vector<std::vector<float>> expected;
+  std::vector<std::string> names;
+  for (const OpCase& c : op_cases()) {
+    Built b = build(c, 99);
+    graph::ExecuteOptions options;
+    options.opset = c.opset;
+    expected.push_back(graph::execute(b.graph, b.feeds, options).at("y").data);
+    names.push_back(c.name);
+    const KernelArtifact a =
+        op_kernel(Target::kWebgpu, b.graph, b.graph.nodes[0], test_limits(), {c.opset});
+    bj::array inputs, bindings;
+    const auto bound = op_kernel_inputs(b.graph.nodes[0]);
+    for (size_t i = 0; i < bound.size(); ++i) {
+      bj::array values;
+      for (float v : b.data[bound[i]]) values.push_back(static_cast<double>(v));
+      inputs.push_back(std::move(values));
+      bindings.push_back(i < 2 ? static_cast<int64_t>(i) : static_cast<int64_t>(i) + 1);
+    }
+    kernels.push_back(
+        bj::object{{"name", c.name},
+                   {"source", a.source},
+                   {"inputs", std::move(inputs)},
+                   {"bindings", std::move(bindings)},
+                   {"output_floats", a.output.elements()},
+                   {"dispatch", bj::array{a.dispatch[0], a.dispatch[1], a.dispatch[2]}}});
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("webtune_glue_wgsl_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string in = (dir / "in.json").string(), out = (dir / "out.json").string();
+  std::ofstream(in) << bj::serialize(bj::object{{"kernels", std::move(kernels)}});
+  const std::string cmd =
+      "node '" WEBTUNE_SOURCE_DIR "/tests/run_wgsl_glue.mjs' '" + in + "' '" + out + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  std::filesystem::remove_all(dir);
+  const bj::object result = bj::parse(text.str()).as_object();
+  if (!result.at("adapter").as_bool()) GTEST_SKIP() << "Chromium gave no WebGPU adapter";
+  const bj::array& results = result.at("results").as_array();
+  ASSERT_EQ(results.size(), names.size());
+  for (size_t k = 0; k < names.size(); ++k) {
+    const bj::object& r = results[k].as_object();
+    ASSERT_EQ(r.at("name").as_string(), names[k]);
+    if (r.contains("error")) {
+      ADD_FAILURE() << names[k] << ": " << r.at("error").as_string().c_str();
+      continue;
+    }
+    std::vector<float> got;
+    for (const bj::value& v : r.at("output").as_array())
+      got.push_back(v.is_null() ? NAN : static_cast<float>(v.to_number<double>()));
+    expect_close(got, expected[k], names[k]);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
