@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -28,6 +29,8 @@
 
 #include "deploy/glue_kernels.hpp"
 #include "graph/executor.hpp"
+#include "graph/onnx_import.hpp"
+#include "graph/passes.hpp"
 #include "support/gl_harness.hpp"
 
 namespace webtune::deploy {
@@ -488,6 +491,76 @@ TEST(GlueWgsl, RunsInHeadlessChromiumAgainstTheReferenceExecutor) {
     expect_close(got, expected[k], names[k]);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The real models' unfused operators
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `artifact` on `inputs` (logical row-major tensors) on its GL target; the plain output.
+std::vector<float> run_plain(const KernelArtifact& artifact,
+                             const std::vector<const std::vector<float>*>& inputs) {
+  if (artifact.target == Target::kGlesFrag) {
+    std::vector<std::vector<float>> texels;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      texels.push_back(artifact.inputs[i].pack(*inputs[i]));
+    std::vector<float> out = harness().run_fragment(artifact, texels).at(0);
+    out.resize(static_cast<size_t>(artifact.output.elements()));
+    return out;
+  }
+  std::vector<std::vector<float>> buffers;
+  std::vector<int> bindings;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    buffers.push_back(*inputs[i]);
+    bindings.push_back(i < 2 ? static_cast<int>(i) : static_cast<int>(i) + 1);
+  }
+  return harness().run_compute(artifact, buffers, bindings);
+}
+
+class GlueRealModel : public testing::TestWithParam<std::string> {};
+
+// After fusion, the nodes no tuned task covers (ResNet-18: MaxPool, GlobalAveragePool;
+// MobileNet-v2: GlobalAveragePool; Flatten / Reshape are aliases) on the real input, fed
+// with the reference executor's intermediates, on both GL targets.
+TEST_P(GlueRealModel, UnfusedOperatorsMatchTheExecutorOnTheRealInput) {
+  const std::string model = GetParam();
+  const std::filesystem::path shared =
+      std::filesystem::path(WEBTUNE_SOURCE_DIR) / ".." / "shared" / "models";
+  if (!std::filesystem::exists(shared / (model + ".onnx")))
+    GTEST_SKIP() << "../shared/models is absent (a user's clone has none): " << model;
+  graph::ImportReport report;
+  Graph g = graph::import_onnx_file((shared / (model + ".onnx")).string(), {}, &report);
+  graph::run_fusion_passes(g);
+  const graph::Tensor& input = g.tensor(g.inputs.at(0));
+  std::vector<float> x(static_cast<size_t>(input.elements()));
+  std::ifstream((shared / (model + ".input.f32")).string(), std::ios::binary)
+      .read(reinterpret_cast<char*>(x.data()), static_cast<std::streamsize>(x.size() * 4));
+  graph::ExecuteOptions options;
+  options.keep_intermediates = true;
+  options.opset = report.opset;
+  const graph::ValueMap values =
+      graph::execute(g, {{input.name, graph::Value::floats(input.shape, x)}}, options);
+  int checked = 0;
+  for (const Node& node : g.nodes) {
+    if (node.op_type.rfind("Fused", 0) == 0 || !has_op_kernel(Target::kGlesFrag, node.op_type))
+      continue;
+    std::vector<const std::vector<float>*> inputs;
+    for (const std::string& name : op_kernel_inputs(node)) {
+      const graph::Tensor& t = g.tensor(name);
+      inputs.push_back(t.float_data ? &*t.float_data : &values.at(name).data);
+    }
+    const std::vector<float>& expected = values.at(node.outputs.at(0)).data;
+    for (Target target : {Target::kGlesFrag, Target::kGlesCompute}) {
+      const KernelArtifact a = op_kernel(target, g, node, test_limits(), {report.opset});
+      expect_close(run_plain(a, inputs), expected,
+                   node.op_type + " '" + node.name + "' on " + std::string(target_name(target)));
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+  std::cout << model << ": " << checked << " unfused operators checked on both GL targets\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, GlueRealModel, testing::Values("resnet18", "mobilenet_v2"));
 
 // ---------------------------------------------------------------------------------------------
 // Errors
