@@ -552,6 +552,28 @@ void transpose_body(Code& c, const OpContext& ctx) {
   c.assign("v", ctx.ld(0, dot("q", strides)));
 }
 
+/// Reshape, Flatten, Identity, Dropout (inference): row-major order is unchanged, so the output is
+/// a copy of the data input. The planner normally aliases them (docs/package.md); the copy is
+/// for where it cannot (e.g. a graph output that must have storage of its own).
+void copy_body(Code& c, const OpContext& ctx) {
+  const Node& node = ctx.node;
+  if (product(ctx.shape_of(0)) != ctx.out_elements)
+    ctx.fail("the input " + shape_text(ctx.shape_of(0)) + " and the output " +
+             shape_text(ctx.out_shape) + " differ in size");
+  if (node.op_type == "Dropout") {
+    if (node.outputs.size() > 1 && !node.outputs[1].empty())
+      ctx.fail("the mask output is not computed (inference only)");
+    if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+      const graph::Tensor& mode = ctx.graph.tensor(node.inputs[2]);
+      const bool off =
+          (mode.int_data && mode.int_data->size() == 1 && mode.int_data->at(0) == 0) ||
+          (mode.float_data && mode.float_data->size() == 1 && mode.float_data->at(0) == 0.0f);
+      if (!off) ctx.fail("training_mode is not a constant false (inference only)");
+    }
+  }
+  c.assign("v", ctx.ld(0, "o"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Naive Conv / Gemm / MatMul (for nodes no tuned workload fits)
 // ---------------------------------------------------------------------------------------------
@@ -755,7 +777,17 @@ constexpr OpEntry kOps[] = {
     {"FusedGemm", gemm_body},
     {"MatMul", matmul_body},
     {"FusedMatMul", matmul_body},
+    {"Reshape", copy_body},
+    {"Flatten", copy_body},
+    {"Identity", copy_body},
+    {"Dropout", copy_body},
 };
+
+/// Operators whose only tensor input is the data (the others are shapes, ratios, modes).
+bool reads_data_only(const std::string& op_type) {
+  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Identity" ||
+         op_type == "Dropout";
+}
 
 const OpEntry* find_op(const std::string& op_type) {
   for (const OpEntry& e : kOps)
@@ -784,6 +816,9 @@ bool has_op_kernel(Target target, const std::string& op_type) {
 }
 
 std::vector<std::string> op_kernel_inputs(const graph::Node& node) {
+  if (reads_data_only(node.op_type))
+    return node.inputs.empty() ? std::vector<std::string>{}
+                               : std::vector<std::string>{node.inputs[0]};
   std::vector<std::string> inputs;
   for (const std::string& name : node.inputs)
     if (!name.empty()) inputs.push_back(name);

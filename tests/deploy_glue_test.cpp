@@ -280,6 +280,9 @@ std::vector<OpCase> op_cases() {
   cases.push_back(
       {"MatMulBatched", "MatMul", {{"a", {2, 3, 4, 5}}, {"b", {5, 6}}}, {}, {2, 3, 4, 6}});
   cases.push_back(
+      {"Flatten", "Flatten", {{"x", {2, 3, 5, 7}}}, Attrs{{"axis", int64_t{1}}}, {2, 105}});
+  cases.push_back({"Identity", "Identity", {{"x", {3, 11}}}, {}, {3, 11}});
+  cases.push_back(
       {"MatMulBroadcast", "MatMul", {{"a", {2, 1, 4, 5}}, {"b", {3, 5, 2}}}, {}, {2, 3, 4, 2}});
   return cases;
 }
@@ -565,6 +568,25 @@ INSTANTIATE_TEST_SUITE_P(Shared, GlueRealModel, testing::Values("resnet18", "mob
 // ---------------------------------------------------------------------------------------------
 // Errors
 // ---------------------------------------------------------------------------------------------
+
+TEST(GlueCopy, ReshapeBindsOnlyItsDataAndCopiesIt) {
+  OpCase c{"Reshape", "Reshape", {{"x", {2, 3, 5}}}, {}, {5, 6}};
+  Built b = build(c, 3);
+  graph::Tensor shape;
+  shape.name = "shape";
+  shape.type = graph::DataType::kInt64;
+  shape.shape = {2};
+  shape.int_data = std::vector<int64_t>{5, 6};
+  b.graph.tensors["shape"] = shape;
+  b.graph.nodes[0].inputs.push_back("shape");
+  EXPECT_EQ(op_kernel_inputs(b.graph.nodes[0]), std::vector<std::string>{"x"});
+  const std::vector<float> expected = graph::execute(b.graph, b.feeds).at("y").data;
+  for (Target target : {Target::kGlesFrag, Target::kGlesCompute}) {
+    const KernelArtifact a = op_kernel(target, b.graph, b.graph.nodes[0], test_limits());
+    ASSERT_EQ(a.inputs.size(), 1u);
+    EXPECT_EQ(run_plain(a, {&b.data["x"]}), expected) << target_name(target);
+  }
+}
 
 TEST(GlueErrors, UnsupportedOperatorsAttributesAndTargetsNameTheNode) {
   OpCase pool{"Indices",

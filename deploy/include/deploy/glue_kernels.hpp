@@ -43,11 +43,15 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
 /// GlobalAveragePool, Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Add, Sub, Mul, Div, Concat,
 /// Softmax, Transpose, BatchNormalization, and naive Conv / FusedConv (groups, dilations, 1-3
 /// spatial dims), Gemm / FusedGemm and MatMul / FusedMatMul (batched, broadcast) for nodes no
-/// tuned workload fits. False for wasm (the JavaScript runtime runs those).
+/// tuned workload fits, and a plain copy for Reshape, Flatten, Identity and Dropout
+/// (inference) where the planner cannot alias them. False for wasm (the JavaScript runtime
+/// runs those).
 bool has_op_kernel(Target target, const std::string& op_type);
 
 /// The tensors an op kernel binds, in binding order: the node's non-empty inputs in node order
-/// (an omitted optional input "" is skipped, e.g. Clip's min when only max is given).
+/// (an omitted optional input "" is skipped, e.g. Clip's min when only max is given); only the
+/// data input for Reshape, Flatten, Identity and Dropout (their shape / ratio / mode inputs
+/// are read at build time, not bound).
 /// Constants among them (weights, BatchNormalization's parameters, Clip's bounds) are bound as
 /// weights by the planner.
 std::vector<std::string> op_kernel_inputs(const graph::Node& node);
