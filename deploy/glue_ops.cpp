@@ -807,6 +807,19 @@ int binding_of(int i) {
   return i < 2 ? i : i + 1;
 }
 
+/// plain_texture_layout, its error naming the node and the tensor.
+TensorLayout plain_layout(const std::vector<int64_t>& shape, const DeviceLimits& limits,
+                          const NodeError& fail, const std::string& what) {
+  try {
+    return plain_texture_layout(shape, limits);
+  } catch (const std::invalid_argument& e) {
+    fail(what + ": " + e.what());
+  }
+}
+
+/// WebGPU's default maxStorageBuffersPerShaderStage: the inputs and the output share it.
+constexpr size_t kWebgpuStorageBuffers = 8;
+
 }  // namespace
 
 bool has_op_kernel(Target target, const std::string& op_type) {
@@ -857,6 +870,9 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
   if (ctx.out_elements < 1) fail("the output is empty");
   if (ctx.out_elements >= (int64_t{1} << 30)) fail("the output is too large for int indices");
   if (ctx.inputs.empty()) fail("has no input");
+  if (target == Target::kWebgpu && ctx.inputs.size() + 1 > kWebgpuStorageBuffers)
+    fail(std::to_string(ctx.inputs.size()) + " inputs and the output exceed WebGPU's default " +
+         std::to_string(kWebgpuStorageBuffers) + " storage buffers per shader stage");
 
   const Lang lang = target == Target::kWebgpu ? Lang::kWgsl : Lang::kGlsl;
   Code body(lang);
@@ -868,7 +884,7 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
   for (const std::string& name : ctx.inputs) {
     const std::vector<int64_t>& shape = graph.tensor(name).shape;
     if (frag) {
-      artifact.inputs.push_back(plain_texture_layout(shape, limits));
+      artifact.inputs.push_back(plain_layout(shape, limits, fail, "input '" + name + "'"));
     } else {
       TensorLayout layout;
       layout.shape = shape;
@@ -890,7 +906,7 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
                              ")";
   const bool epilogue = is_fused(node.op_type) && !node.epilogue.empty();
   if (frag) {
-    const TensorLayout out_layout = plain_texture_layout(ctx.out_shape, limits);
+    const TensorLayout out_layout = plain_layout(ctx.out_shape, limits, fail, "the output");
     artifact.output.width = out_layout.width;
     artifact.output.height = out_layout.height;
     if (static_cast<int64_t>(ctx.inputs.size()) > 16)

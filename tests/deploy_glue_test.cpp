@@ -628,6 +628,29 @@ TEST(GlueErrors, UnsupportedOperatorsAttributesAndTargetsNameTheNode) {
   EXPECT_THROW(op_kernel(Target::kWebgpu, p.graph, p.graph.nodes[0], test_limits()),
                std::invalid_argument);
 
+  OpCase many{"ManyInputs", "Concat", {}, Attrs{{"axis", int64_t{0}}}, {8, 3}};
+  for (int i = 0; i < 8; ++i) many.inputs.push_back({"in" + std::to_string(i), {1, 3}});
+  Built m = build(many, 1);
+  EXPECT_NO_THROW(op_kernel(Target::kGlesCompute, m.graph, m.graph.nodes[0], test_limits()));
+  try {
+    op_kernel(Target::kWebgpu, m.graph, m.graph.nodes[0], test_limits());
+    FAIL() << "a webgpu kernel with 9 storage buffers was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Concat '/test/ManyInputs'"));
+    EXPECT_THAT(e.what(), HasSubstr("storage buffers"));
+  }
+
+  OpCase big{"TooLarge", "Relu", {{"x", {1, 3, 7, 7}}}, {}, {1, 3, 7, 7}};
+  Built t = build(big, 1);
+  DeviceLimits tiny;
+  tiny.max_texture_size = 8;  // 147 elements need 19 rows of 8
+  try {
+    op_kernel(Target::kGlesFrag, t.graph, t.graph.nodes[0], tiny);
+    FAIL() << "a tensor larger than one texture was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Relu '/test/TooLarge': input 'x'"));
+  }
+
   OpCase wrong{"WrongShape",
                "MaxPool",
                {{"x", {1, 3, 7, 7}}},
