@@ -427,18 +427,17 @@ std::string model_case_name(const ::testing::TestParamInfo<ModelCase>& info) {
   return info.param.model + "_" + info.param.target;
 }
 
-/// `webtune build` of `model` for `target` into DIR/pkg with default configs (an empty records
-/// file). Skips the test when this CLI has no `build` command yet.
+/// `webtune build` of `model` for `target` into DIR/pkg with default configs (no records). Skips
+/// the test when this CLI has no `build` command yet.
 fs::path build_package(const fs::path& onnx, const std::string& target, const fs::path& dir) {
   // CLI11 answers an unknown subcommand's --help with the top-level help (status 0): look for
   // `build` among the listed subcommands instead.
   const Outcome help = shell(std::string(WEBTUNE_BINARY) + " --help", dir);
   if (help.out.find("\n  build ") == std::string::npos) return {};
   const fs::path pkg = dir / "pkg";
-  const Outcome built =
-      shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) + " --db " +
-                quote(dir / "empty.db") + " --target " + target + " -o " + quote(pkg),
-            dir);
+  const Outcome built = shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) +
+                                  " --target " + target + " -o " + quote(pkg),
+                              dir);
   EXPECT_EQ(built.status, 0) << built.err << built.out;
   return built.status == 0 ? pkg : fs::path{};
 }
