@@ -11,10 +11,13 @@
 // load() fetches manifest.json, weights.bin and every kernel once, creates every slot (textures,
 // buffers or arrays) once, uploads every weight once, compiles every kernel once (a wasm kernel's
 // module is instantiated with its own memory, its weights written once at the artifact's
-// offsets), then makes one checked run on zeros, step by step, so that a kernel that fails is
-// found at load with its step named. run() then executes the steps: upload (the input packed
-// into its value's storage), kernel (one draw / dispatch / wasm call, or on wasm a JavaScript
-// operator, ops.mjs), alias (nothing), download (read back and unpacked to row-major).
+// offsets): a kernel the browser refuses is found at load with its step named. run() executes
+// the steps: upload (the input packed into its value's storage), kernel (one draw / dispatch /
+// wasm call, or on wasm a JavaScript operator, ops.mjs), alias (nothing), download (read back
+// and unpacked to row-major). Until a run has succeeded, runs are checked step by step (GL /
+// WebGPU errors looked for after every step, so a kernel failing at run time is named); later
+// runs record the steps without stopping and check once at their end (a model is not run twice
+// at load: on SwiftShader a ResNet-18 run takes minutes).
 //
 // Errors: load() and run() reject with an Error whose message names the step (its index and
 // role), its node and its kernel file, then what failed (compile error, lost context or device,
@@ -25,7 +28,7 @@
 
 import { ErrorNo, MeasureError, errorName } from './errors.mjs';
 import { channels, pack, unpack, unpackTensor } from './layout.mjs';
-import { runOp } from './ops.mjs';
+import { OP_TYPES, runOp } from './ops.mjs';
 import { GLKernel, checkGl, contextInfo, createContext, createTexture, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
 import { WasmKernel, defaultWorkerFactory, hasThreads, startWorkers, writeFloats } from './wasm.mjs';
@@ -123,19 +126,26 @@ export async function load(baseUrl = new URL('..', import.meta.url), options = {
   const model = new Runner(manifest, maps, weights, kernels, options);
   try {
     await model.setUp();
-    // The checked run: every step once on zeros, errors checked after each one.
-    await model.execute(manifest.inputs.map((i) => new Float32Array(product(i.shape))), true);
   } catch (e) {
     model.dispose();
     throw e;
   }
   let busy = Promise.resolve();
+  let checkedRuns = 0;
   return {
     manifest,
-    /** Runs the model once; runs are queued (one at a time, the slots are shared). */
+    /**
+     * Runs the model once; runs are queued (one at a time, the slots are shared). Until one run
+     * has succeeded, runs are checked step by step (errors looked for after every step, so that
+     * a kernel that fails at run time is named); later runs check once, at their end.
+     */
     run(input) {
       const inputs = Array.isArray(input) ? input : [input];
-      const result = busy.then(() => model.execute(inputs, false));
+      const result = busy.then(async () => {
+        const outputs = await model.execute(inputs, checkedRuns === 0);
+        checkedRuns += 1;
+        return outputs;
+      });
       busy = result.catch(() => {});
       return result.then((outputs) => (Array.isArray(input) || outputs.length > 1 ? outputs : outputs[0]));
     },
@@ -190,7 +200,7 @@ class Model {
     return artifact;
   }
 
-  /** Runs every step; `checked`: errors are looked for after each step (the load's run). */
+  /** Runs every step; `checked`: errors are looked for after each step (until a run succeeded). */
   async execute(inputs, checked) {
     if (this.disposed) throw new Error('the model was disposed');
     const { manifest } = this;
@@ -499,7 +509,7 @@ class GPUModel extends Model {
 
   /**
    * A run records every kernel step into one command encoder, submitted at a download or at the
-   * end, inside validation and out-of-memory error scopes; the checked run (load) submits and
+   * end, inside validation and out-of-memory error scopes; a checked run (until one succeeded) submits and
    * checks step by step instead, so that an error names its step.
    */
   async begin(checked) {
@@ -615,6 +625,9 @@ class WasmModel extends Model {
       try {
         if (!step.kernel) {
           if (!step.op || typeof step.op.type !== 'string') bad(`step ${i} has neither a kernel nor an op`);
+          if (!OP_TYPES.includes(step.op.type)) {
+            throw new Error(`${step.op.type}: is not an operator the wasm runtime runs (it runs ${OP_TYPES.join(', ')})`);
+          }
           step.inputs.forEach((input) => this.operand(input));
           this.steps.set(i, { op: step.op });
           continue;

@@ -3,8 +3,9 @@
 // its weight written once, JavaScript op steps (Relu, a broadcast Add with a weight), an alias
 // and a download, on one thread (the kernel runs on this thread) and on two (worker_threads,
 // the agent's worker scheme); outputs are compared with values computed here. Broken packages
-// (a trapping kernel, a module that does not compile, a missing file, another target) reject
-// load() with an Error naming the step, its node and its kernel file.
+// reject load() (a module that does not compile, an op the runtime does not run, a missing file,
+// another target) or run() (a trapping kernel) with an Error naming the step, its node and
+// its kernel file.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -123,16 +124,20 @@ for (const threads of [1, 2]) {
   });
 }
 
-test('a kernel that traps rejects load naming its step, node and kernel file', { skip }, async () => {
+test('a kernel that traps rejects the run naming its step, node and kernel file', { skip }, async () => {
   const { dir, url } = writePackage({ module: wat2wasm(trapWat({ threads: 1, pages: 1 })) });
   try {
-    await assert.rejects(load(url, { fetch: fileFetch }), (e) => {
+    const m = await load(url, { fetch: fileFetch });
+    await assert.rejects(m.run(X), (e) => {
       assert.match(e.message, /task step 1 of node '\/MatMul' \(kernel kernels\/000\.json\) failed: RUNTIME_DEVICE: the kernel trapped/);
       assert.equal(e.step, 1);
       assert.equal(e.node, '/MatMul');
       assert.equal(e.kernel, 'kernels/000.json');
       return true;
     });
+    // It fails again, never a silently wrong output.
+    await assert.rejects(m.run(X), /the kernel trapped/);
+    m.dispose();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -148,7 +153,7 @@ test('a module that does not compile rejects load as COMPILE_DEVICE of its step'
   }
 });
 
-test('a JavaScript op that cannot run rejects load naming its step and op', { skip }, async () => {
+test('a JavaScript op the runtime does not run rejects load naming its step and op', { skip }, async () => {
   const { dir, url } = writePackage({
     mutate: (m) => { m.steps[3].op.type = 'Gather'; },
   });
