@@ -11,9 +11,10 @@
 ///   not compile, a context or device lost after load) must reject with an Error that names the
 ///   step, its node and its kernel file.
 /// - ModelRuntime/ZooModel.*: `webtune zoo` models built by `webtune build` (default configs, no
-///   records) for webgl2, webgpu and wasm against graph::execute; skipped with a message while
-///   the CLI has no `build`. ../shared/models/<model>.input.f32 against <model>.logits.f32 where
-///   present (skipped with a message otherwise).
+///   records) for webgl2, webgpu and wasm against graph::execute, one run each; skipped with a
+///   message while the CLI has no `build`. ../shared/models/<model>.input.f32 against
+///   <model>.logits.f32 where present (skipped with a message otherwise). ResNet-18 on webgl2
+///   (minutes a run on SwiftShader) only with WEBTUNE_SLOW_BROWSER_TESTS=1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -453,7 +454,18 @@ std::vector<float> reference_logits(const fs::path& onnx, const std::vector<floa
   return graph::execute(g, inputs, options).at(g.outputs.at(0)).data;
 }
 
-class ZooModel : public ::testing::TestWithParam<ModelCase> {};
+class ZooModel : public ::testing::TestWithParam<ModelCase> {
+ protected:
+  void SetUp() override {
+    // Measured on SwiftShader (2 busy cores, default configs): ResNet-18 takes about 2 minutes a
+    // run on webgl2, MobileNet-v2 14 s; MobileNet-v2 covers webgl2 in CI.
+    const ModelCase& c = GetParam();
+    if (c.model == "resnet18" && c.target == "webgl2" &&
+        std::getenv("WEBTUNE_SLOW_BROWSER_TESTS") == nullptr)
+      GTEST_SKIP() << "ResNet-18 on SwiftShader's WebGL2 takes minutes a run; set "
+                      "WEBTUNE_SLOW_BROWSER_TESTS=1 to run it (MobileNet-v2 covers webgl2)";
+  }
+};
 
 TEST_P(ZooModel, PackageMatchesTheReferenceExecutor) {
   const ModelCase& c = GetParam();
