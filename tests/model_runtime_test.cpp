@@ -13,8 +13,8 @@
 /// - ModelRuntime/ZooModel.*: `webtune zoo` models built by `webtune build` (default configs, no
 ///   records) for webgl2, webgpu and wasm against graph::execute, one run each; skipped with a
 ///   message while the CLI has no `build`. ../shared/models/<model>.input.f32 against
-///   <model>.logits.f32 where present (skipped with a message otherwise). ResNet-18 on webgl2
-///   (minutes a run on SwiftShader) only with WEBTUNE_SLOW_BROWSER_TESTS=1.
+///   <model>.logits.f32 where present (skipped with a message otherwise). ResNet-18 (minutes a
+///   run on SwiftShader's GPU targets) runs on webgpu once; see slow_case().
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -454,21 +454,25 @@ std::vector<float> reference_logits(const fs::path& onnx, const std::vector<floa
   return graph::execute(g, inputs, options).at(g.outputs.at(0)).data;
 }
 
-class ZooModel : public ::testing::TestWithParam<ModelCase> {
- protected:
-  void SetUp() override {
-    // Measured on SwiftShader (2 busy cores, default configs): ResNet-18 takes about 2 minutes a
-    // run on webgl2, MobileNet-v2 14 s; MobileNet-v2 covers webgl2 in CI.
-    const ModelCase& c = GetParam();
-    if (c.model == "resnet18" && c.target == "webgl2" &&
-        std::getenv("WEBTUNE_SLOW_BROWSER_TESTS") == nullptr)
-      GTEST_SKIP() << "ResNet-18 on SwiftShader's WebGL2 takes minutes a run; set "
-                      "WEBTUNE_SLOW_BROWSER_TESTS=1 to run it (MobileNet-v2 covers webgl2)";
-  }
-};
+/// Why a ResNet-18 case is left out, or "" to run it. Measured on SwiftShader (2 busy cores,
+/// default configs), one ResNet-18 run takes about 2 minutes on webgl2 and 1 on webgpu
+/// (MobileNet-v2: 14 s and 6 s; wasm: 6 s and 1 s): ResNet-18 runs once per GPU target at most
+/// (webgpu against the shared export's logits; webgl2 only with WEBTUNE_SLOW_BROWSER_TESTS=1),
+/// MobileNet-v2 covers both GPU targets fully.
+std::string slow_case(const ModelCase& c, bool shared_export) {
+  if (c.model != "resnet18" || c.target == "wasm") return {};
+  if (std::getenv("WEBTUNE_SLOW_BROWSER_TESTS") != nullptr) return {};
+  if (c.target == "webgpu" && shared_export) return {};
+  return "ResNet-18 on SwiftShader's " + c.target +
+         " takes minutes a run; set WEBTUNE_SLOW_BROWSER_TESTS=1 to run it (MobileNet-v2 covers " +
+         c.target + ")";
+}
+
+class ZooModel : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ZooModel, PackageMatchesTheReferenceExecutor) {
   const ModelCase& c = GetParam();
+  if (const std::string why = slow_case(c, false); !why.empty()) GTEST_SKIP() << why;
   TempDir work("model_runtime_zoo_" + c.model + "_" + c.target);
   const fs::path onnx = work.path() / (c.model + ".onnx");
   const Outcome zoo =
@@ -496,6 +500,7 @@ TEST_P(ZooModel, SharedExportMatchesItsLogits) {
   const fs::path onnx = shared / (c.model + ".onnx");
   const fs::path input_file = shared / (c.model + ".input.f32");
   const fs::path logits_file = shared / (c.model + ".logits.f32");
+  if (const std::string why = slow_case(c, true); !why.empty()) GTEST_SKIP() << why;
   if (!fs::exists(onnx) || !fs::exists(input_file) || !fs::exists(logits_file))
     GTEST_SKIP() << "../shared/models/" << c.model << ".{onnx,input.f32,logits.f32} not found";
   TempDir work("model_runtime_shared_" + c.model + "_" + c.target);
