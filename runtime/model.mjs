@@ -137,14 +137,20 @@ export async function load(baseUrl = new URL('..', import.meta.url), options = {
     /**
      * Runs the model once; runs are queued (one at a time, the slots are shared). Until one run
      * has succeeded, runs are checked step by step (errors looked for after every step, so that
-     * a kernel that fails at run time is named); later runs check once, at their end.
+     * a kernel that fails at run time is named); later runs check once, at their end (and after
+     * a failed run, the next is checked step by step again).
      */
     run(input) {
       const inputs = Array.isArray(input) ? input : [input];
       const result = busy.then(async () => {
-        const outputs = await model.execute(inputs, checkedRuns === 0);
-        checkedRuns += 1;
-        return outputs;
+        try {
+          const outputs = await model.execute(inputs, checkedRuns === 0);
+          checkedRuns += 1;
+          return outputs;
+        } catch (e) {
+          checkedRuns = 0;  // the next run is checked step by step again, and names the step
+          throw e;
+        }
       });
       busy = result.catch(() => {});
       return result.then((outputs) => (Array.isArray(input) || outputs.length > 1 ? outputs : outputs[0]));
@@ -221,7 +227,6 @@ class Model {
     for (let i = 0; i < manifest.steps.length; ++i) {
       const step = manifest.steps[i];
       try {
-        this.current = i;
         if (step.kind === 'upload') {
           const data = byValue.get(step.value);
           if (!data) bad(`upload step ${i} writes value ${step.value}, which is no graph input`);
