@@ -31,7 +31,7 @@ import { channels, pack, unpack, unpackTensor } from './layout.mjs';
 import { OP_TYPES, runOp } from './ops.mjs';
 import { GLKernel, checkGl, contextInfo, createContext, createTexture, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
-import { WasmKernel, defaultWorkerFactory, hasThreads, startWorkers, writeFloats } from './wasm.mjs';
+import { CONTROL, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, startWorkers, writeFloats } from './wasm.mjs';
 
 /** The package format this runtime reads (manifest "format" and "version"). */
 export const FORMAT = 'webtune-package';
@@ -622,7 +622,7 @@ class WasmModel extends Model {
       this.arrays.set(slot.id, new Float32Array(slot.floats));
     }
     this.steps = new Map();
-    this.workers = [];
+    this.pool = [];
     const steps = this.manifest.steps;
     for (let i = 0; i < steps.length; ++i) {
       const step = steps[i];
@@ -647,23 +647,54 @@ class WasmModel extends Model {
         });
         if (kernel.plan.threads === 1) {
           await kernel.instantiateHere();
-          for (const { offset, values } of weights) writeFloats(kernel.memory, offset, values);
         } else {
           if (!hasThreads()) {
             throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel uses ${kernel.plan.threads} threads; threads need a cross-origin isolated page (COOP same-origin, COEP require-corp)`);
           }
-          this.factory = this.factory || this.options.workerFactory || await defaultWorkerFactory();
-          // Each threaded kernel has workers of its own: its helpers wait in its control block.
-          const pool = [];
-          this.workers.push(pool);
-          await startWorkers(pool, kernel.plan.threads, this.factory);
-          await kernel.load(pool, weights);
+          try {
+            kernel.memory = createMemory(kernel.plan);  // shared: the pool's workers run over it
+          } catch (e) {
+            throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate ${kernel.plan.pages} shared pages: ${e.message}`);
+          }
         }
+        for (const { offset, values } of weights) writeFloats(kernel.memory, offset, values);
         this.steps.set(i, { kernel });
       } catch (e) {
         throw new StepError(i, step, e);
       }
     }
+    await this.startPool();
+  }
+
+  /**
+   * One pool of workers for every threaded kernel (as many as the most threads a kernel uses):
+   * each worker instantiates every threaded kernel over its shared memory ('add'), then the
+   * helpers serve executions of whichever kernel the leader names (wasm_worker.mjs, shared
+   * pools), so a package starts max T workers, not one set per kernel.
+   */
+  async startPool() {
+    const threaded = [...this.steps.entries()].filter(([, e]) => e.kernel && e.kernel.plan.threads > 1);
+    if (!threaded.length) return;
+    const size = Math.max(...threaded.map(([, e]) => e.kernel.plan.threads));
+    this.factory = this.options.workerFactory || await defaultWorkerFactory();
+    this.pool = [];
+    await startWorkers(this.pool, size, this.factory);
+    for (const [i, { kernel }] of threaded) {
+      for (const thread of this.pool) {
+        thread.post({ cmd: 'add', key: i, module: kernel.module, memory: kernel.memory, threads: kernel.plan.threads });
+      }
+      for (const thread of this.pool) {
+        const reply = await thread.next();
+        if (reply.error) {
+          throw new StepError(i, this.manifest.steps[i], new MeasureError(ErrorNo.COMPILE_DEVICE,
+            `the module does not instantiate with the ABI's imports: ${reply.error}`));
+        }
+      }
+    }
+    this.control = new SharedArrayBuffer(CONTROL.BYTES);
+    // Helpers first (each then loops until STOP), the leader last.
+    for (let tid = size - 1; tid >= 0; --tid) this.pool[tid].post({ cmd: 'serve', control: this.control, size, tid });
+    for (const thread of this.pool) await thread.next();
   }
 
   valueArray(value) {
@@ -712,7 +743,9 @@ class WasmModel extends Model {
     if (kernel.plan.threads === 1) {
       kernel.runHere();
     } else {
-      await kernel.batch(1, false);
+      this.pool[0].post({ cmd: 'exec', key: index });
+      const reply = await this.pool[0].next();
+      if (reply.error) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${reply.error}`);
     }
     target.set(kernel.outputView());
   }
@@ -724,7 +757,14 @@ class WasmModel extends Model {
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
-    for (const entry of this.steps?.values() ?? []) entry.kernel?.release();
-    for (const pool of this.workers ?? []) for (const thread of pool) thread.terminate('disposed');
+    if (this.control) {
+      const ctl = new Int32Array(this.control);
+      Atomics.store(ctl, CONTROL.STOP, 1);
+      Atomics.add(ctl, CONTROL.GEN, 1);
+      Atomics.notify(ctl, CONTROL.GEN);
+      this.control = null;
+    }
+    for (const thread of this.pool ?? []) thread.terminate('disposed');
+    this.pool = [];
   }
 }
