@@ -168,8 +168,10 @@ test('two threaded kernels (T = 2 and T = 3) share one pool of three workers', {
   }
 });
 
-test('a kernel that traps rejects the run naming its step, node and kernel file', { skip }, async () => {
-  const { dir, url } = writePackage({ module: wat2wasm(trapWat({ threads: 1, pages: 1 })) });
+for (const threads of [1, 2]) test(`a kernel that traps (${threads} thread(s)) rejects the run naming its step, node and kernel file`, { skip }, async () => {
+  // On 2 threads the helper traps: the leader reports it for the whole execution.
+  const module = wat2wasm(trapWat({ threads, pages: 1, trapTid: threads - 1 }));
+  const { dir, url } = writePackage({ threads, module });
   try {
     const m = await load(url, { fetch: fileFetch });
     await assert.rejects(m.run(X), (e) => {
