@@ -27,7 +27,7 @@
 // running rejects the run.
 
 import { ErrorNo, MeasureError, errorName } from './errors.mjs';
-import { channels, pack, unpack, unpackTensor } from './layout.mjs';
+import { pack, unpack, unpackTensor } from './layout.mjs';
 import { OP_TYPES, runOp } from './ops.mjs';
 import { GLKernel, checkGl, contextInfo, createContext, createTexture, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
