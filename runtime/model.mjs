@@ -11,10 +11,13 @@
 // load() fetches manifest.json, weights.bin and every kernel once, creates every slot (textures,
 // buffers or arrays) once, uploads every weight once, compiles every kernel once (a wasm kernel's
 // module is instantiated with its own memory, its weights written once at the artifact's
-// offsets), then makes one checked run on zeros, step by step, so that a kernel that fails is
-// found at load with its step named. run() then executes the steps: upload (the input packed
-// into its value's storage), kernel (one draw / dispatch / wasm call, or on wasm a JavaScript
-// operator, ops.mjs), alias (nothing), download (read back and unpacked to row-major).
+// offsets): a kernel the browser refuses is found at load with its step named. run() executes
+// the steps: upload (the input packed into its value's storage), kernel (one draw / dispatch /
+// wasm call, or on wasm a JavaScript operator, ops.mjs), alias (nothing), download (read back
+// and unpacked to row-major). Until a run has succeeded, runs are checked step by step (GL /
+// WebGPU errors looked for after every step, so a kernel failing at run time is named); later
+// runs record the steps without stopping and check once at their end (a model is not run twice
+// at load: on SwiftShader a ResNet-18 run takes minutes).
 //
 // Errors: load() and run() reject with an Error whose message names the step (its index and
 // role), its node and its kernel file, then what failed (compile error, lost context or device,
@@ -24,11 +27,11 @@
 // running rejects the run.
 
 import { ErrorNo, MeasureError, errorName } from './errors.mjs';
-import { channels, pack, unpack, unpackTensor } from './layout.mjs';
-import { runOp } from './ops.mjs';
+import { pack, unpack, unpackTensor } from './layout.mjs';
+import { OP_TYPES, runOp } from './ops.mjs';
 import { GLKernel, checkGl, contextInfo, createContext, createTexture, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
-import { WasmKernel, defaultWorkerFactory, hasThreads, startWorkers, writeFloats } from './wasm.mjs';
+import { CONTROL, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, startWorkers, writeFloats } from './wasm.mjs';
 
 /** The package format this runtime reads (manifest "format" and "version"). */
 export const FORMAT = 'webtune-package';
@@ -123,19 +126,32 @@ export async function load(baseUrl = new URL('..', import.meta.url), options = {
   const model = new Runner(manifest, maps, weights, kernels, options);
   try {
     await model.setUp();
-    // The checked run: every step once on zeros, errors checked after each one.
-    await model.execute(manifest.inputs.map((i) => new Float32Array(product(i.shape))), true);
   } catch (e) {
     model.dispose();
     throw e;
   }
   let busy = Promise.resolve();
+  let checkedRuns = 0;
   return {
     manifest,
-    /** Runs the model once; runs are queued (one at a time, the slots are shared). */
+    /**
+     * Runs the model once; runs are queued (one at a time, the slots are shared). Until one run
+     * has succeeded, runs are checked step by step (errors looked for after every step, so that
+     * a kernel that fails at run time is named); later runs check once, at their end (and after
+     * a failed run, the next is checked step by step again).
+     */
     run(input) {
       const inputs = Array.isArray(input) ? input : [input];
-      const result = busy.then(() => model.execute(inputs, false));
+      const result = busy.then(async () => {
+        try {
+          const outputs = await model.execute(inputs, checkedRuns === 0);
+          checkedRuns += 1;
+          return outputs;
+        } catch (e) {
+          checkedRuns = 0;  // the next run is checked step by step again, and names the step
+          throw e;
+        }
+      });
       busy = result.catch(() => {});
       return result.then((outputs) => (Array.isArray(input) || outputs.length > 1 ? outputs : outputs[0]));
     },
@@ -190,7 +206,7 @@ class Model {
     return artifact;
   }
 
-  /** Runs every step; `checked`: errors are looked for after each step (the load's run). */
+  /** Runs every step; `checked`: errors are looked for after each step (until a run succeeded). */
   async execute(inputs, checked) {
     if (this.disposed) throw new Error('the model was disposed');
     const { manifest } = this;
@@ -211,7 +227,6 @@ class Model {
     for (let i = 0; i < manifest.steps.length; ++i) {
       const step = manifest.steps[i];
       try {
-        this.current = i;
         if (step.kind === 'upload') {
           const data = byValue.get(step.value);
           if (!data) bad(`upload step ${i} writes value ${step.value}, which is no graph input`);
@@ -499,7 +514,7 @@ class GPUModel extends Model {
 
   /**
    * A run records every kernel step into one command encoder, submitted at a download or at the
-   * end, inside validation and out-of-memory error scopes; the checked run (load) submits and
+   * end, inside validation and out-of-memory error scopes; a checked run (until one succeeded) submits and
    * checks step by step instead, so that an error names its step.
    */
   async begin(checked) {
@@ -607,7 +622,7 @@ class WasmModel extends Model {
       this.arrays.set(slot.id, new Float32Array(slot.floats));
     }
     this.steps = new Map();
-    this.workers = [];
+    this.pool = [];
     const steps = this.manifest.steps;
     for (let i = 0; i < steps.length; ++i) {
       const step = steps[i];
@@ -615,6 +630,9 @@ class WasmModel extends Model {
       try {
         if (!step.kernel) {
           if (!step.op || typeof step.op.type !== 'string') bad(`step ${i} has neither a kernel nor an op`);
+          if (!OP_TYPES.includes(step.op.type)) {
+            throw new Error(`${step.op.type}: is not an operator the wasm runtime runs (it runs ${OP_TYPES.join(', ')})`);
+          }
           step.inputs.forEach((input) => this.operand(input));
           this.steps.set(i, { op: step.op });
           continue;
@@ -629,23 +647,54 @@ class WasmModel extends Model {
         });
         if (kernel.plan.threads === 1) {
           await kernel.instantiateHere();
-          for (const { offset, values } of weights) writeFloats(kernel.memory, offset, values);
         } else {
           if (!hasThreads()) {
             throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel uses ${kernel.plan.threads} threads; threads need a cross-origin isolated page (COOP same-origin, COEP require-corp)`);
           }
-          this.factory = this.factory || this.options.workerFactory || await defaultWorkerFactory();
-          // Each threaded kernel has workers of its own: its helpers wait in its control block.
-          const pool = [];
-          this.workers.push(pool);
-          await startWorkers(pool, kernel.plan.threads, this.factory);
-          await kernel.load(pool, weights);
+          try {
+            kernel.memory = createMemory(kernel.plan);  // shared: the pool's workers run over it
+          } catch (e) {
+            throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate ${kernel.plan.pages} shared pages: ${e.message}`);
+          }
         }
+        for (const { offset, values } of weights) writeFloats(kernel.memory, offset, values);
         this.steps.set(i, { kernel });
       } catch (e) {
         throw new StepError(i, step, e);
       }
     }
+    await this.startPool();
+  }
+
+  /**
+   * One pool of workers for every threaded kernel (as many as the most threads a kernel uses):
+   * each worker instantiates every threaded kernel over its shared memory ('add'), then the
+   * helpers serve executions of whichever kernel the leader names (wasm_worker.mjs, shared
+   * pools), so a package starts max T workers, not one set per kernel.
+   */
+  async startPool() {
+    const threaded = [...this.steps.entries()].filter(([, e]) => e.kernel && e.kernel.plan.threads > 1);
+    if (!threaded.length) return;
+    const size = Math.max(...threaded.map(([, e]) => e.kernel.plan.threads));
+    this.factory = this.options.workerFactory || await defaultWorkerFactory();
+    this.pool = [];
+    await startWorkers(this.pool, size, this.factory);
+    for (const [i, { kernel }] of threaded) {
+      for (const thread of this.pool) {
+        thread.post({ cmd: 'add', key: i, module: kernel.module, memory: kernel.memory, threads: kernel.plan.threads });
+      }
+      for (const thread of this.pool) {
+        const reply = await thread.next();
+        if (reply.error) {
+          throw new StepError(i, this.manifest.steps[i], new MeasureError(ErrorNo.COMPILE_DEVICE,
+            `the module does not instantiate with the ABI's imports: ${reply.error}`));
+        }
+      }
+    }
+    this.control = new SharedArrayBuffer(CONTROL.BYTES);
+    // Helpers first (each then loops until STOP), the leader last.
+    for (let tid = size - 1; tid >= 0; --tid) this.pool[tid].post({ cmd: 'serve', control: this.control, size, tid });
+    for (const thread of this.pool) await thread.next();
   }
 
   valueArray(value) {
@@ -694,7 +743,9 @@ class WasmModel extends Model {
     if (kernel.plan.threads === 1) {
       kernel.runHere();
     } else {
-      await kernel.batch(1, false);
+      this.pool[0].post({ cmd: 'exec', key: index });
+      const reply = await this.pool[0].next();
+      if (reply.error) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${reply.error}`);
     }
     target.set(kernel.outputView());
   }
@@ -706,7 +757,14 @@ class WasmModel extends Model {
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
-    for (const entry of this.steps?.values() ?? []) entry.kernel?.release();
-    for (const pool of this.workers ?? []) for (const thread of pool) thread.terminate('disposed');
+    if (this.control) {
+      const ctl = new Int32Array(this.control);
+      Atomics.store(ctl, CONTROL.STOP, 1);
+      Atomics.add(ctl, CONTROL.GEN, 1);
+      Atomics.notify(ctl, CONTROL.GEN);
+      this.control = null;
+    }
+    for (const thread of this.pool ?? []) thread.terminate('disposed');
+    this.pool = [];
   }
 }

@@ -26,6 +26,7 @@ export const CONTROL = Object.freeze({
   STOP: 2,         // 1: helpers leave their loop
   TRAP_TID: 3,     // tid + 1 of the first helper that trapped, 0 if none
   MESSAGE_LEN: 4,  // bytes of its message, in MESSAGE_AT
+  KERNEL: 5,       // shared pools (the model runtime): the key of the kernel to execute
   MESSAGE_AT: 32,  // byte offset of the message bytes (past the words above)
   BYTES: 32 + 1024,
 });

@@ -3,8 +3,9 @@
 // its weight written once, JavaScript op steps (Relu, a broadcast Add with a weight), an alias
 // and a download, on one thread (the kernel runs on this thread) and on two (worker_threads,
 // the agent's worker scheme); outputs are compared with values computed here. Broken packages
-// (a trapping kernel, a module that does not compile, a missing file, another target) reject
-// load() with an Error naming the step, its node and its kernel file.
+// reject load() (a module that does not compile, an op the runtime does not run, a missing file,
+// another target) or run() (a trapping kernel) with an Error naming the step, its node and
+// its kernel file.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -123,16 +124,66 @@ for (const threads of [1, 2]) {
   });
 }
 
-test('a kernel that traps rejects load naming its step, node and kernel file', { skip }, async () => {
-  const { dir, url } = writePackage({ module: wat2wasm(trapWat({ threads: 1, pages: 1 })) });
+test('two threaded kernels (T = 2 and T = 3) share one pool of three workers', { skip }, async () => {
+  const W2 = Float32Array.from([1, 2, 3, 4]);  // [2,2]
+  const second = wat2wasm(denseWat({ M, N: 2, K: 2, threads: 3, pages: 1, offsets: [0, 64, 128] }));
+  const { dir, url } = writePackage({
+    threads: 2,
+    mutate: (m) => {
+      m.weights.push({ id: 2, name: 'W2', offset: 512, floats: 4, shape: [2, 2] });
+      m.values.push({ id: 5, name: 'z', shape: [M, 2], storage: { kind: 'array', slot: 0 } });
+      m.steps.splice(m.steps.length - 2, 2,
+        { kind: 'kernel', role: 'task', kernel: 'kernels/001.json', node: '/MatMul2', task: 'dense_2', inputs: [{ value: 3 }, { weight: 2 }], output: 5 },
+        { kind: 'download', value: 5 });
+      m.outputs = [{ name: 'z', shape: [M, 2], value: 5 }];
+    },
+  });
   try {
-    await assert.rejects(load(url, { fetch: fileFetch }), (e) => {
+    const artifact = JSON.parse(fs.readFileSync(path.join(dir, 'kernels', '000.json')));
+    artifact.source = Buffer.from(second).toString('base64');
+    artifact.inputs = [{ shape: [M, 2], pack_axis: -1, width: 4, height: 1 }, { shape: [2, 2], pack_axis: -1, width: 4, height: 1 }];
+    artifact.wasm.threads = 3;
+    fs.writeFileSync(path.join(dir, 'kernels', '001.json'), JSON.stringify(artifact));
+    const bytes = fs.readFileSync(path.join(dir, 'weights.bin'));
+    const weights = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
+    const grown = new Float32Array(132);
+    grown.set(weights);
+    grown.set(W2, 128);
+    fs.writeFileSync(path.join(dir, 'weights.bin'), Buffer.from(grown.buffer));
+    let workers = 0;
+    const { Worker } = await import('node:worker_threads');
+    const url2 = new URL('../wasm_worker.mjs', import.meta.url);
+    const m = await load(url, { fetch: fileFetch, workerFactory: () => { workers += 1; return new Worker(url2); } });
+    try {
+      const a = expected();  // [2,2] row-major
+      const z = [a[0] * 1 + a[1] * 3, a[0] * 2 + a[1] * 4, a[2] * 1 + a[3] * 3, a[2] * 2 + a[3] * 4];
+      assert.deepEqual([...(await m.run(X))], z);
+      assert.deepEqual([...(await m.run(X))], z);
+      assert.equal(workers, 3);
+    } finally {
+      m.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+for (const threads of [1, 2]) test(`a kernel that traps (${threads} thread(s)) rejects the run naming its step, node and kernel file`, { skip }, async () => {
+  // On 2 threads the helper traps: the leader reports it for the whole execution.
+  const module = wat2wasm(trapWat({ threads, pages: 1, trapTid: threads - 1 }));
+  const { dir, url } = writePackage({ threads, module });
+  try {
+    const m = await load(url, { fetch: fileFetch });
+    await assert.rejects(m.run(X), (e) => {
       assert.match(e.message, /task step 1 of node '\/MatMul' \(kernel kernels\/000\.json\) failed: RUNTIME_DEVICE: the kernel trapped/);
       assert.equal(e.step, 1);
       assert.equal(e.node, '/MatMul');
       assert.equal(e.kernel, 'kernels/000.json');
       return true;
     });
+    // It fails again, never a silently wrong output.
+    await assert.rejects(m.run(X), /the kernel trapped/);
+    m.dispose();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -148,7 +199,7 @@ test('a module that does not compile rejects load as COMPILE_DEVICE of its step'
   }
 });
 
-test('a JavaScript op that cannot run rejects load naming its step and op', { skip }, async () => {
+test('a JavaScript op the runtime does not run rejects load naming its step and op', { skip }, async () => {
   const { dir, url } = writePackage({
     mutate: (m) => { m.steps[3].op.type = 'Gather'; },
   });

@@ -4,13 +4,15 @@
 //
 //   node tests/support/model_page.mjs --package DIR --input IN.f32 --output OUT.f32
 //        [--target webgl2|webgpu|wasm] [--runs N] [--gl swiftshader|llvmpipe]
-//        [--chromium /usr/bin/chromium] [--lose-after-load]
+//        [--chromium /usr/bin/chromium] [--lose-after-load] [--repo-runtime]
 //
 // A static HTTP server on 127.0.0.1 (an ephemeral port) serves the package under /pkg/ and the
 // repository's runtime/ under /runtime/ (a package may carry its own runtime/ copy: it is served
 // as it is under /pkg/runtime/), with the COOP / COEP headers that make the page cross-origin
 // isolated, as the tracker serves /agent (SharedArrayBuffer for wasm threads). The page imports
-// /runtime/model.mjs, loads /pkg/, runs the model `--runs` times (default 1) on IN.f32 (raw
+// the package's own model.mjs (/pkg/model.mjs: its runtime/ copy, as `webtune build` wrote it)
+// or, when the package has none or with --repo-runtime, the repository's /runtime/model.mjs,
+// loads /pkg/, runs the model `--runs` times (default 1) on IN.f32 (raw
 // little-endian fp32, row-major) and the last output is written to OUT.f32. With
 // --lose-after-load the page loses its WebGL context (WEBGL_lose_context) or destroys its WebGPU
 // device after load, so the run must reject.
@@ -39,6 +41,7 @@ const { values: opts } = parseArgs({
     gl: { type: 'string', default: 'swiftshader' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
     'lose-after-load': { type: 'boolean', default: false },
+    'repo-runtime': { type: 'boolean', default: false },
   },
 });
 if (!opts.package || !opts.input) {
@@ -93,8 +96,8 @@ function chromiumArgs() {
 }
 
 // The page side: load, optionally lose the device, run, return the last output as base64.
-async function pageRun(target, runCount, lose) {
-  const { load } = await import('/runtime/model.mjs');
+async function pageRun(target, runCount, lose, entry) {
+  const { load } = await import(entry);
   const input = new Float32Array(await (await fetch('/input.f32')).arrayBuffer());
   const t0 = performance.now();
   let model;
@@ -161,7 +164,11 @@ try {
       };
     });
   }
-  const result = await page.evaluate(pageRun, opts.target, runs, opts['lose-after-load']);
+  // The package's own model.mjs (its runtime/ copy, as a page would import it) when it has one;
+  // otherwise, or with --repo-runtime, the repository's runtime/model.mjs.
+  const own = fs.existsSync(path.join(opts.package, 'model.mjs')) && !opts['repo-runtime'];
+  const entry = own ? '/pkg/model.mjs' : '/runtime/model.mjs';
+  const result = await page.evaluate(pageRun, opts.target, runs, opts['lose-after-load'], entry);
   if (result.error) {
     console.error(`model_page: error: ${result.error}`);
     status = 1;
