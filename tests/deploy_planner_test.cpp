@@ -529,8 +529,11 @@ std::string random_frag_records(const std::string& name, const graph::Graph& g,
       trials.push_back(t);
     };
     bool fragment = false, vertex = !(vertex_too && i == 0);
-    for (int attempt = 0; attempt < 400 && !(fragment && vertex); ++attempt) {
-      const ConfigEntity e = task.space->sample(rng);
+    // Random raw indices, kept when valid (ConfigSpace::sample would enumerate the space).
+    std::uniform_int_distribution<int64_t> pick(0, task.space->raw_size() - 1);
+    for (int attempt = 0; attempt < 20000 && !(fragment && vertex); ++attempt) {
+      const ConfigEntity e = task.space->get(pick(rng));
+      if (!task.space->is_valid(e)) continue;
       const bool is_vertex = e.get_string("stage") == "vertex";
       if (!is_vertex && !fragment) {
         add(e, 0.002);
