@@ -491,7 +491,7 @@ class Planner {
         s.inputs.push_back({StepInput::Kind::kInts, -1, *t.int_data});
       } else if (t.float_data) {
         s.inputs.push_back(
-            StepInput::weight(weights_.add(t.name, t.name, *t.float_data, std::nullopt,
+            StepInput::weight(weights_.add("op:" + t.name, t.name, *t.float_data, std::nullopt,
                                            t.shape.empty() ? std::vector<int64_t>{1} : t.shape)));
       } else {
         s.inputs.push_back(StepInput::value(value_of(in, "input")));
@@ -645,16 +645,16 @@ std::string PlannedPackage::report() const {
                 "its family, %d default)",
                 m.tasks.size(), counts[0], counts[1], counts[2]);
   add(line);
-  std::snprintf(line, sizeof line, "  %-20s %-8s %8s %-24s %10s  %s", "task", "source", "record",
-                "record device", "cost_ms", "config");
+  std::snprintf(line, sizeof line, "  %-20s %5s %-8s %8s %-24s %10s  %s", "task", "nodes", "source",
+                "record", "record device", "cost_ms", "config");
   add(line);
   for (size_t i = 0; i < m.tasks.size(); ++i) {
     const PackageTask& t = m.tasks[i];
     const std::string record = t.record_id ? std::to_string(*t.record_id) : "-";
     char cost[32] = "-";
     if (t.cost_ms) std::snprintf(cost, sizeof cost, "%.4f", *t.cost_ms);
-    std::snprintf(line, sizeof line, "  %-20s %-8s %8s %-24s %10s  %s", t.name.c_str(),
-                  std::string(task_source_name(t.source)).c_str(), record.c_str(),
+    std::snprintf(line, sizeof line, "  %-20s %5zu %-8s %8s %-24s %10s  %s", t.name.c_str(),
+                  t.nodes.size(), std::string(task_source_name(t.source)).c_str(), record.c_str(),
                   t.record_device_key.empty() ? "-" : t.record_device_key.c_str(), cost,
                   i < task_reports.size() ? task_reports[i].config_text.c_str() : "");
     add(line);
@@ -674,7 +674,17 @@ std::string PlannedPackage::report() const {
                 m.steps.size(), uploads, roles[0], roles[2], roles[1], aliases, downloads,
                 kernels.size());
   add(line);
-  add("layout transforms: " + std::to_string(m.layout_transforms));
+  // What the relayouts move per run (their outputs' texels): they were never measured.
+  int64_t relayout_bytes = 0;
+  for (const PackageStep& s : m.steps)
+    if (s.kind == PackageStep::Kind::kKernel && s.role == PackageStep::Role::kRelayout) {
+      const TensorLayout& to = m.values[static_cast<size_t>(s.output)].storage.texture;
+      relayout_bytes += to.width * to.height * to.channels() * int64_t{4};
+    }
+  add("layout transforms: " + std::to_string(m.layout_transforms) +
+      (m.layout_transforms > 0 ? " (writing " + bytes_text(relayout_bytes) +
+                                     " per run; not measured, not in estimated_ms)"
+                               : ""));
   add("memory: " + bytes_text(slot_bytes) + " in " + std::to_string(m.slots.size()) +
       " slots (the " + std::to_string(m.values.size()) + " values take " + bytes_text(value_bytes) +
       " without reuse)");
