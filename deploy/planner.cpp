@@ -162,9 +162,10 @@ class Planner {
         choice = choose_config(options_.records, t.workload, target_, options_.device_key);
       } catch (const std::exception& e) {
         // No template of this target for the workload: the nodes run as op kernels, if any.
-        out_.notes.push_back("task " + t.workload.name + " (" + t.workload.key() +
-                             ") has no kernel on " + options_.target + ": " + e.what() +
-                             "; its nodes run as op steps");
+        const std::string why = "task " + t.workload.name + " (" + t.workload.key() +
+                                ") has no kernel on " + options_.target + ": " + e.what();
+        out_.notes.push_back(why + "; its nodes run as op steps");
+        for (const std::string& node : t.nodes) failed_task_of_node_[node] = why;
         continue;
       }
       PackageTask task;
@@ -306,11 +307,19 @@ class Planner {
     if (is_alias_operator(node.op_type)) return plan_alias(node, index);
     if (const auto it = task_of_node_.find(name); it != task_of_node_.end())
       return plan_task(node, index, it->second);
-    if (target_.kernel == Target::kWasm) return plan_wasm_op(node, index);
+    const auto failed = failed_task_of_node_.find(name);
+    const std::string no_task =
+        failed != failed_task_of_node_.end() ? failed->second : "no tuned task covers it";
+    if (target_.kernel == Target::kWasm) {
+      const auto& ops = wasm_js_operators();
+      if (std::find(ops.begin(), ops.end(), node.op_type) == ops.end())
+        unsupported(node, index,
+                    no_task + ", and the wasm runtime's JavaScript runs no " + node.op_type);
+      return plan_wasm_op(node, index);
+    }
     if (!has_op_kernel(target_.kernel, node.op_type))
       unsupported(node, index,
-                  "no tuned task covers it and " + options_.target + " has no op kernel for " +
-                      node.op_type);
+                  no_task + ", and " + options_.target + " has no op kernel for " + node.op_type);
     plan_gpu_op(node, index);
   }
 
@@ -462,11 +471,6 @@ class Planner {
   }
 
   void plan_wasm_op(const graph::Node& node, size_t index) {
-    const auto& ops = wasm_js_operators();
-    if (std::find(ops.begin(), ops.end(), node.op_type) == ops.end())
-      unsupported(
-          node, index,
-          "no tuned task covers it and the wasm runtime's JavaScript runs no " + node.op_type);
     const std::string& out_name = single_output(node, index);
     PackageStep s;
     s.kind = PackageStep::Kind::kKernel;
@@ -487,7 +491,7 @@ class Planner {
         s.inputs.push_back({StepInput::Kind::kInts, -1, *t.int_data});
       } else if (t.float_data) {
         s.inputs.push_back(
-            StepInput::weight(weights_.add(t.name, t.name, *t.float_data, std::nullopt,
+            StepInput::weight(weights_.add("op:" + t.name, t.name, *t.float_data, std::nullopt,
                                            t.shape.empty() ? std::vector<int64_t>{1} : t.shape)));
       } else {
         s.inputs.push_back(StepInput::value(value_of(in, "input")));
@@ -579,8 +583,9 @@ class Planner {
   bool frag_ = false;
   DeviceLimits limits_;
   PlannedPackage out_;
-  std::vector<KernelArtifact> task_artifacts_;  // per manifest task
-  std::map<std::string, int> task_of_node_;     // node name → manifest task
+  std::vector<KernelArtifact> task_artifacts_;              // per manifest task
+  std::map<std::string, int> task_of_node_;                 // node name → manifest task
+  std::map<std::string, std::string> failed_task_of_node_;  // node → why its task has no kernel
   std::vector<PlanValue> values_;
   std::map<std::string, int> tensor_value_;  // graph tensor → value
   std::map<std::string, int> relayout_of_;   // "root|layout" → relayouted value
@@ -640,16 +645,16 @@ std::string PlannedPackage::report() const {
                 "its family, %d default)",
                 m.tasks.size(), counts[0], counts[1], counts[2]);
   add(line);
-  std::snprintf(line, sizeof line, "  %-20s %-8s %8s %-24s %10s  %s", "task", "source", "record",
-                "record device", "cost_ms", "config");
+  std::snprintf(line, sizeof line, "  %-20s %5s %-8s %8s %-24s %10s  %s", "task", "nodes", "source",
+                "record", "record device", "cost_ms", "config");
   add(line);
   for (size_t i = 0; i < m.tasks.size(); ++i) {
     const PackageTask& t = m.tasks[i];
     const std::string record = t.record_id ? std::to_string(*t.record_id) : "-";
     char cost[32] = "-";
     if (t.cost_ms) std::snprintf(cost, sizeof cost, "%.4f", *t.cost_ms);
-    std::snprintf(line, sizeof line, "  %-20s %-8s %8s %-24s %10s  %s", t.name.c_str(),
-                  std::string(task_source_name(t.source)).c_str(), record.c_str(),
+    std::snprintf(line, sizeof line, "  %-20s %5zu %-8s %8s %-24s %10s  %s", t.name.c_str(),
+                  t.nodes.size(), std::string(task_source_name(t.source)).c_str(), record.c_str(),
                   t.record_device_key.empty() ? "-" : t.record_device_key.c_str(), cost,
                   i < task_reports.size() ? task_reports[i].config_text.c_str() : "");
     add(line);
@@ -669,7 +674,17 @@ std::string PlannedPackage::report() const {
                 m.steps.size(), uploads, roles[0], roles[2], roles[1], aliases, downloads,
                 kernels.size());
   add(line);
-  add("layout transforms: " + std::to_string(m.layout_transforms));
+  // What the relayouts move per run (their outputs' texels): they were never measured.
+  int64_t relayout_bytes = 0;
+  for (const PackageStep& s : m.steps)
+    if (s.kind == PackageStep::Kind::kKernel && s.role == PackageStep::Role::kRelayout) {
+      const TensorLayout& to = m.values[static_cast<size_t>(s.output)].storage.texture;
+      relayout_bytes += to.width * to.height * to.channels() * int64_t{4};
+    }
+  add("layout transforms: " + std::to_string(m.layout_transforms) +
+      (m.layout_transforms > 0 ? " (writing " + bytes_text(relayout_bytes) +
+                                     " per run; not measured, not in estimated_ms)"
+                               : ""));
   add("memory: " + bytes_text(slot_bytes) + " in " + std::to_string(m.slots.size()) +
       " slots (the " + std::to_string(m.values.size()) + " values take " + bytes_text(value_bytes) +
       " without reuse)");
