@@ -754,6 +754,28 @@ TEST(GlueRelayout, RenderTargetsToTextureEqualsPackOfTheLogicalTensor) {
   }
 }
 
+TEST(GlueRelayout, ResNetSizedTargetsToChannelQuads) {
+  // conv1's output [1,64,112,112] as a tuned frag kernel leaves it (output matrix [64, 12544],
+  // 4 rows × 4 columns per item, wrapped at 2048 texels) into the next kernel's data layout
+  // (packed along C, 2-D: width 112, height 16·112): indices up to 802816 exercise the int math.
+  const std::vector<int64_t> shape = {1, 64, 112, 112};
+  Storage from;
+  from.kind = Storage::Kind::kTargets;
+  from.slots = {0, 1, 2, 3};
+  from.targets.rows = 64;
+  from.targets.cols = 112 * 112;
+  from.targets.rows_per_item = 4;
+  from.targets.channels = 4;
+  from.targets.width = 2048;
+  from.targets.height = (from.targets.items() + 2047) / 2048;
+  TensorLayout to;
+  to.shape = shape;
+  to.pack_axis = 1;
+  to.width = 112;
+  to.height = 16 * 112;
+  check_relayout(shape, from, to, 9);
+}
+
 TEST(GlueRelayout, ReshapedSourceMatchesByRowMajorOrder) {
   // A conv's output [1,8,1,1] packed along C, read as Gemm's A [1,8] packed along K.
   Storage from;
