@@ -280,6 +280,19 @@ std::vector<OpCase> op_cases() {
                    {3, 5}});
   cases.push_back(
       {"MatMulBatched", "MatMul", {{"a", {2, 3, 4, 5}}, {"b", {5, 6}}}, {}, {2, 3, 4, 6}});
+  cases.push_back({"GemmTransAScalarC",
+                   "Gemm",
+                   {{"a", {7, 3}}, {"b", {7, 5}}, {"c", {}, true}},
+                   Attrs{{"transA", int64_t{1}}},
+                   {3, 5}});
+  cases.push_back({"MatMulVectorMatrix", "MatMul", {{"a", {5}}, {"b", {3, 5, 2}}}, {}, {3, 2}});
+  cases.push_back({"MatMulMatrixVector", "MatMul", {{"a", {2, 4, 5}}, {"b", {5}}}, {}, {2, 4}});
+  cases.push_back({"Conv1D",
+                   "Conv",
+                   {{"x", {2, 3, 17}}, {"w", {4, 3, 5}, true}},
+                   Attrs{{"strides", Ints{2}}, {"pads", Ints{2, 1}}},
+                   {2, 4, 8}});
+  cases.push_back({"AddScalarConstant", "Add", {{"a", {2, 3, 5}}, {"b", {}, true}}, {}, {2, 3, 5}});
   cases.push_back(
       {"Flatten", "Flatten", {{"x", {2, 3, 5, 7}}}, Attrs{{"axis", int64_t{1}}}, {2, 105}});
   cases.push_back({"Identity", "Identity", {{"x", {3, 11}}}, {}, {3, 11}});
