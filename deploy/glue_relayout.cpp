@@ -12,6 +12,7 @@
 /// may differ from `to`'s (a Reshape or Flatten alias in between keeps row-major order):
 ///   kTexture  e decoded over the source's shape, re-encoded over its packed shape → texel
 ///             (p mod width, p div width), component e's index along its pack axis mod 4;
+///             (Same shape and pack axis, another width: the whole texel is copied, one fetch.)
 ///   kTargets  e = row·cols + col of the output matrix; render target row mod rows_per_item,
 ///             item (row div rows_per_item)·ceil(cols/channels) + col div channels at texel
 ///             (item mod width, item div width), component col mod channels (OutputLayout).
@@ -195,8 +196,33 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
   s << "  int t = px.y * " << to.width << " + px.x;\n";
   s << "  " << (channels == 4 ? "vec4 r = vec4(0.0);" : "float r = 0.0;") << "\n";
   s << "  if (t < " << to.packed_elements() << ") {\n";
+  const bool same_packing = from.kind == Storage::Kind::kTexture && channels == 4 &&
+                            from.texture.pack_axis == to.pack_axis &&
+                            from.texture.shape == to.shape;
   if (channels == 1) {
     s << "    r = src(t);\n";  // plain: packed element t is logical element t
+  } else if (same_packing) {
+    // Same packed tensor, only wrapped at another width: packed element t is the source's
+    // texel t, whole. Positions past the packed axis's end are zeroed again (a source's
+    // padding is 0 whoever wrote it, but this costs one compare per texel).
+    const TensorLayout& f = from.texture;
+    s << "    r = texelFetch(in0, " << texel_coord("t", f.width, f.height) << ", 0);\n";
+    const auto a = static_cast<size_t>(to.pack_axis);
+    if (to.shape[a] % 4 != 0) {
+      int64_t inner = 1;  // packed elements per step of the pack axis
+      for (size_t d = a + 1; d < packed.size(); ++d) inner *= packed[d];
+      s << "    int qa = (t / " << inner << ") % " << packed[a] << ";\n";
+      s << "    if (qa == " << packed[a] - 1 << ") r = vec4(";
+      const char* comp = "xyzw";
+      for (int c = 0; c < 4; ++c) {
+        s << (c ? ", " : "");
+        if ((packed[a] - 1) * 4 + c < to.shape[a])
+          s << "r." << comp[c];
+        else
+          s << "0.0";  // a select, not a product: 0 · inf would be NaN
+      }
+      s << ");\n";
+    }
   } else {
     decode(s, "    ", "t", "q", packed);
     const int a = to.pack_axis;

@@ -696,10 +696,16 @@ void check_relayout(const std::vector<int64_t>& shape, const Storage& from, cons
   std::shuffle(logical.begin(), logical.end(), gen);
   const KernelArtifact a = relayout_kernel(shape, from, to, test_limits());
   std::vector<std::vector<float>> inputs;
-  if (from.kind == Storage::Kind::kTexture)
-    inputs.push_back(from.texture.pack(logical));
-  else
+  if (from.kind == Storage::Kind::kTexture) {
+    // Logical values are never 0, so every 0 of the packed texture is padding: make it garbage,
+    // so that a relayout that copied padding through would fail.
+    std::vector<float> texels = from.texture.pack(logical);
+    for (float& v : texels)
+      if (v == 0.0f) v = 1e9f;
+    inputs.push_back(std::move(texels));
+  } else {
     inputs = render_targets(from.targets, logical);
+  }
   const auto out = harness().run_fragment(a, inputs);
   ASSERT_EQ(out.size(), 1u);
   std::vector<float> expected = to.pack(logical);

@@ -23,7 +23,8 @@ namespace webtune::deploy {
 /// render targets, each bound as a texture of targets.width × targets.height × channels) and
 /// writes it placed as `to` into one render target (artifact.output: rows_per_item 1,
 /// channels = to.channels(), width = to.width, height = to.height). Throws
-/// std::invalid_argument for other targets or a `to` over the device limits.
+/// std::invalid_argument for a `from` that is not frag storage (texture or render targets),
+/// shapes whose element counts differ, or a `to` over the device limits.
 ///
 /// Details: `to.shape` and the source's shape (from.texture.shape, or the targets' rows·cols)
 /// may differ from `shape` but must have its element count: elements are matched by their
