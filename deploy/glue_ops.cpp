@@ -56,7 +56,11 @@ std::string num(int64_t value) {
 struct NodeError {
   const Node& node;
   [[noreturn]] void operator()(const std::string& why) const {
-    throw std::invalid_argument("op_kernel: " + node.op_type + " '" + node.name + "': " + why);
+    // An unnamed node is named by its first output, as the planner names steps.
+    const std::string name = !node.name.empty() || node.outputs.empty()
+                                 ? "'" + node.name + "'"
+                                 : "(output '" + node.outputs[0] + "')";
+    throw std::invalid_argument("op_kernel: " + node.op_type + " " + name + ": " + why);
   }
 };
 

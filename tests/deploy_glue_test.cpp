@@ -563,6 +563,16 @@ TEST(GlueErrors, UnsupportedOperatorsAttributesAndTargetsNameTheNode) {
   EXPECT_FALSE(has_op_kernel(Target::kGlesFrag, "NonMaxSuppression"));
   EXPECT_TRUE(has_op_kernel(Target::kGlesCompute, "GlobalAveragePool"));
 
+  Built unnamed = build(pool, 1);
+  unnamed.graph.nodes[0].name = "";
+  unnamed.graph.nodes[0].outputs.push_back("indices");
+  try {
+    op_kernel(Target::kGlesCompute, unnamed.graph, unnamed.graph.nodes[0], test_limits());
+    FAIL() << "MaxPool's Indices output was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("MaxPool (output 'y')"));
+  }
+
   OpCase lrn{"Lrn", "LRN", {{"x", {1, 3, 7, 7}}}, {}, {1, 3, 7, 7}};
   Built l = build(lrn, 1);
   try {

@@ -87,7 +87,8 @@ struct OpKernelOptions {
 ///    inputs. workgroup {64, 1, 1} (less if the limits say so); dispatch {gx, gy, 1} with
 ///    gx ≤ 65535, invocation (x, y) computing element y·gx·64 + x (those past the end return).
 ///
-/// Errors (std::invalid_argument, "op_kernel: <op> '<node name>': why"): another target, an
+/// Errors (std::invalid_argument, "op_kernel: <op> '<node name>': why", or "<op> (output
+/// '<name>')" for an unnamed node): another target, an
 /// op type without a kernel, a non-float32 input or output, attributes it does not handle
 /// (MaxPool's Indices output, BatchNormalization training mode, an unknown auto_pad, …),
 /// shapes that do not fit the operator or the graph's output shape, a frag tensor larger than
