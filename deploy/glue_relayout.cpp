@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "deploy/glue_frag.hpp"
 #include "deploy/glue_kernels.hpp"
+#include "glue_frag.hpp"
 
 namespace webtune::deploy {
 namespace {
