@@ -840,6 +840,114 @@ TEST(GlueRelayout, RefusesMismatchedShapesAndOversizedTextures) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Op kernels that read any frag storage and write any layout (OpKernelOptions)
+// ---------------------------------------------------------------------------------------------
+
+TEST(GlueOpStorage, ReadsAnyStorageAndWritesAnyLayoutLikeRelayoutsAroundThePlainKernel) {
+  // A subset of the operator cases: llvmpipe compiles the operator once per output channel
+  // (four times for RGBA outputs), and cold (no Mesa shader cache) the pools and convolutions
+  // take seconds each; these keep the test to a few seconds cold.
+  const std::vector<std::string> subset = {
+      "MaxPool2x2s2Ceil", "GlobalAveragePool",  "HardSwish",      "ClipOnlyMax",
+      "AddChannels",      "MulBothStretch",     "ConcatChannels", "SoftmaxMiddleAxis",
+      "TransposeNHWC",    "BatchNormalization", "GemmTransB"};
+  std::mt19937 gen(21);
+  int targets_inputs = 0, packed_outputs = 0, next_pick = 0;
+  for (const OpCase& c : op_cases()) {
+    if (std::find(subset.begin(), subset.end(), c.name) == subset.end()) continue;
+    {
+      const int trial = 0;
+      Built b = build(c, 500);
+      graph::ExecuteOptions exec;
+      exec.opset = c.opset;
+      const std::vector<float> reference = graph::execute(b.graph, b.feeds, exec).at("y").data;
+      const auto bound = op_kernel_inputs(b.graph.nodes[0]);
+      OpKernelOptions options{c.opset};
+      std::vector<std::vector<float>> texels;
+      std::string plan;
+      for (const std::string& name : bound) {
+        const std::vector<int64_t>& shape = b.graph.tensor(name).shape;
+        const int pick = next_pick++ % 3;  // plain, any texture, render targets in turn
+        if (pick == 0 || shape.empty()) {
+          options.input_storage.push_back(std::nullopt);
+          texels.push_back(plain_texture_layout(shape, test_limits()).pack(b.data[name]));
+          plan += " plain";
+        } else if (pick == 1) {
+          Storage st;
+          st.kind = Storage::Kind::kTexture;
+          st.slots = {0};
+          st.texture = random_layout(shape, gen);
+          texels.push_back(st.texture.pack(b.data[name]));
+          plan += " " + layout_text(st.texture);
+          options.input_storage.push_back(st);
+        } else {
+          Storage st;
+          st.kind = Storage::Kind::kTargets;
+          st.targets = random_targets(shape, gen);
+          for (int j = 0; j < st.targets.rows_per_item; ++j) st.slots.push_back(j);
+          for (auto& t : render_targets(st.targets, b.data[name])) texels.push_back(std::move(t));
+          plan += " targets(" + std::to_string(st.targets.rows_per_item) + "x" +
+                  std::to_string(st.targets.channels) + ")";
+          options.input_storage.push_back(st);
+          ++targets_inputs;
+        }
+      }
+      const TensorLayout to = random_layout(c.out_shape, gen);
+      options.output_layout = to;
+      packed_outputs += to.pack_axis >= 0;
+      SCOPED_TRACE(c.name + " trial " + std::to_string(trial) + ":" + plan + " -> " +
+                   layout_text(to));
+
+      const KernelArtifact a =
+          op_kernel(Target::kGlesFrag, b.graph, b.graph.nodes[0], test_limits(), options);
+      ASSERT_EQ(a.inputs.size(), texels.size());
+      const auto out = harness().run_fragment(a, texels);
+      std::vector<float> expected = to.pack(reference);
+      expected.resize(static_cast<size_t>(to.width * to.height * to.channels()), 0.0f);
+      ASSERT_EQ(out.at(0).size(), expected.size());
+      // Padding (where pack writes 0 and the reference has no element) must be exactly 0.
+      std::vector<float> where(reference.size());
+      for (size_t i = 0; i < where.size(); ++i) where[i] = 1.0f;
+      std::vector<float> is_element = to.pack(where);
+      is_element.resize(expected.size(), 0.0f);
+      std::vector<float> got, want;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        if (is_element[i] == 0.0f) {
+          ASSERT_EQ(out[0][i], 0.0f) << "padding position " << i;
+        } else {
+          got.push_back(out[0][i]);
+          want.push_back(expected[i]);
+        }
+      }
+      expect_close(got, want, c.name);
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GE(targets_inputs, 3);
+  EXPECT_GE(packed_outputs, 3);
+}
+
+TEST(GlueOpStorage, RefusedOnComputeTargetsAndForMismatchedStorage) {
+  OpCase c{"Relu", "Relu", {{"x", {1, 3, 7, 7}}}, {}, {1, 3, 7, 7}};
+  Built b = build(c, 1);
+  OpKernelOptions options;
+  options.output_layout = plain_texture_layout({1, 3, 7, 7}, test_limits());
+  EXPECT_THROW(op_kernel(Target::kGlesCompute, b.graph, b.graph.nodes[0], test_limits(), options),
+               std::invalid_argument);
+  OpKernelOptions wrong;
+  Storage st;
+  st.kind = Storage::Kind::kTexture;
+  st.texture = plain_texture_layout({1, 3, 7, 8}, test_limits());
+  wrong.input_storage = {st};
+  try {
+    op_kernel(Target::kGlesFrag, b.graph, b.graph.nodes[0], test_limits(), wrong);
+    FAIL() << "a storage of another element count was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Relu '/test/Relu': input 'x'"));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Headless Chromium: WGSL in WebGPU, the frag kernels in WebGL2 (ANGLE's shader validator)
 // ---------------------------------------------------------------------------------------------
 

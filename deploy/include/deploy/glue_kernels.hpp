@@ -7,6 +7,7 @@
 /// runtimes run every step the same way. wasm packages run these operators in the runtime's
 /// JavaScript instead (browser-agent's model runtime).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,20 @@ struct OpKernelOptions {
   /// input to 2-D at `axis` (default 1), from 13 on it normalises along `axis` (default −1),
   /// as graph/executor.hpp's ExecuteOptions::opset.
   int64_t opset = 13;
+  /// gles-frag only, optional: where each bound input (op_kernel_inputs order) already lives
+  /// when it is not a plain R32F texture — a texture of any TensorLayout, or a fragment
+  /// kernel's render targets (Storage kTexture / kTargets; nullopt = plain). The kernel reads it
+  /// in place, so no relayout step is needed before it. Empty: every input plain. Then
+  /// artifact.inputs lists textures in sampler-unit order: one for a texture, rows_per_item for
+  /// render targets (described as relayout_kernel's inputs), so it can be longer than
+  /// op_kernel_inputs(node). (docs/package.md binds render targets as several textures "only
+  /// for a relayout": a planner that passes kTargets here needs that sentence widened.)
+  std::vector<std::optional<Storage>> input_storage;
+  /// gles-frag only, optional: write the output placed as this layout (any pack axis or width,
+  /// padding 0) instead of plain, so no relayout step is needed after the kernel.
+  /// artifact.output is then relayout_kernel's: rows 1, cols = width·height·channels,
+  /// channels = output_layout->channels().
+  std::optional<TensorLayout> output_layout;
 };
 
 /// A small kernel for `node` of `graph` on `target` (gles-frag, gles-compute or webgpu):
