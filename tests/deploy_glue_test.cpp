@@ -727,7 +727,7 @@ void check_relayout(const std::vector<int64_t>& shape, const Storage& from, cons
 
 TEST(GlueRelayout, TextureToTextureEqualsPackOfTheLogicalTensor) {
   std::mt19937 gen(42);
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 30; ++trial) {
     const std::vector<int64_t> shape = random_shape(gen);
     Storage from;
     from.kind = Storage::Kind::kTexture;
@@ -766,7 +766,7 @@ TEST(GlueRelayout, EveryPackAxisBothWays) {
 
 TEST(GlueRelayout, RenderTargetsToTextureEqualsPackOfTheLogicalTensor) {
   std::mt19937 gen(7);
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 30; ++trial) {
     const std::vector<int64_t> shape = random_shape(gen);
     Storage from;
     from.kind = Storage::Kind::kTargets;
