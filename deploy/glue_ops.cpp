@@ -14,6 +14,12 @@
 /// simple shape over speed: e.g. Softmax recomputes its row's maximum and sum in every
 /// element's invocation (L² work for rows of length L, 10^6 for a 1000-class classifier).
 ///
+/// On gles-frag the inputs may also be read in place from any frag storage and the output
+/// written in any TensorLayout (OpKernelOptions::input_storage / output_layout): `ld<i>` is
+/// then glue_frag's reader of that storage, and the body becomes `float op_value(int o)`,
+/// called by glue_frag's writer for each element a destination texel holds (so an RGBA output
+/// runs the operator four times per fragment).
+///
 /// The semantics are graph/kernels' (the reference executor), attribute by attribute; the
 /// pools' window geometry (pads, strides, dilations, ceil_mode, auto_pad, count_include_pad)
 /// is conv_pool.cpp's rule, repeated in pool_geometry below.
