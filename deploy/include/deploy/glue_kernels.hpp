@@ -7,6 +7,7 @@
 /// runtimes run every step the same way. wasm packages run these operators in the runtime's
 /// JavaScript instead (browser-agent's model runtime).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ namespace webtune::deploy {
 /// render targets, each bound as a texture of targets.width × targets.height × channels) and
 /// writes it placed as `to` into one render target (artifact.output: rows_per_item 1,
 /// channels = to.channels(), width = to.width, height = to.height). Throws
-/// std::invalid_argument for other targets or a `to` over the device limits.
+/// std::invalid_argument for a `from` that is not frag storage (texture or render targets),
+/// shapes whose element counts differ, or a `to` over the device limits.
 ///
 /// Details: `to.shape` and the source's shape (from.texture.shape, or the targets' rows·cols)
 /// may differ from `shape` but must have its element count: elements are matched by their
@@ -62,6 +64,20 @@ struct OpKernelOptions {
   /// input to 2-D at `axis` (default 1), from 13 on it normalises along `axis` (default −1),
   /// as graph/executor.hpp's ExecuteOptions::opset.
   int64_t opset = 13;
+  /// gles-frag only, optional: where each bound input (op_kernel_inputs order) already lives
+  /// when it is not a plain R32F texture — a texture of any TensorLayout, or a fragment
+  /// kernel's render targets (Storage kTexture / kTargets; nullopt = plain). The kernel reads it
+  /// in place, so no relayout step is needed before it. Empty: every input plain. Then
+  /// artifact.inputs lists textures in sampler-unit order: one for a texture, rows_per_item for
+  /// render targets (described as relayout_kernel's inputs), so it can be longer than
+  /// op_kernel_inputs(node). (docs/package.md binds render targets as several textures "only
+  /// for a relayout": a planner that passes kTargets here needs that sentence widened.)
+  std::vector<std::optional<Storage>> input_storage;
+  /// gles-frag only, optional: write the output placed as this layout (any pack axis or width,
+  /// padding 0) instead of plain, so no relayout step is needed after the kernel.
+  /// artifact.output is then relayout_kernel's: rows 1, cols = width·height·channels,
+  /// channels = output_layout->channels().
+  std::optional<TensorLayout> output_layout;
 };
 
 /// A small kernel for `node` of `graph` on `target` (gles-frag, gles-compute or webgpu):
@@ -86,7 +102,8 @@ struct OpKernelOptions {
 ///    inputs. workgroup {64, 1, 1} (less if the limits say so); dispatch {gx, gy, 1} with
 ///    gx ≤ 65535, invocation (x, y) computing element y·gx·64 + x (those past the end return).
 ///
-/// Errors (std::invalid_argument, "op_kernel: <op> '<node name>': why"): another target, an
+/// Errors (std::invalid_argument, "op_kernel: <op> '<node name>': why", or "<op> (output
+/// '<name>')" for an unnamed node): another target, an
 /// op type without a kernel, a non-float32 input or output, attributes it does not handle
 /// (MaxPool's Indices output, BatchNormalization training mode, an unknown auto_pad, …),
 /// shapes that do not fit the operator or the graph's output shape, a frag tensor larger than
