@@ -3,8 +3,10 @@
 /// EGL: packages built by hand here from codegen's templates (a conv2d with bias and ReLU and a
 /// dense with bias, default configs, gles-compute and gles-frag) against codegen's CPU
 /// reference; the texture round trip (upload then download of a packed, wrapped layout) against
-/// the input bit for bit; and errors that name the step (a corrupted kernel, a missing file, an
-/// input of the wrong size).
+/// the input bit for bit; errors that name the step (a corrupted kernel, a missing file, an
+/// input of the wrong size); and the zoo's ResNet-18 and MobileNet-v2 built by the planner
+/// (deploy/planner.hpp, default configs) for both targets against the graph's reference
+/// executor, and ../shared/models' real exports against their logits where present.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,6 +23,10 @@
 #include "codegen/seeded_random.hpp"
 #include "codegen/task.hpp"
 #include "deploy/package.hpp"
+#include "deploy/planner.hpp"
+#include "graph/executor.hpp"
+#include "graph/onnx_import.hpp"
+#include "graph/zoo.hpp"
 #include "native_agent/egl_context.hpp"
 #include "native_agent/model_runner.hpp"
 
@@ -408,6 +414,103 @@ TEST_F(ModelRunnerTest, MissingFilesAreNamed) {
       },
       ModelRunError);
 }
+
+// ---- whole models: the planner's packages ----
+
+struct ModelCase {
+  std::string model, target;
+};
+
+std::string case_name(const testing::TestParamInfo<ModelCase>& info) {
+  std::string name = info.param.model + "_" + info.param.target;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+/// Builds `onnx_path` for `target` with default configs (no records) into a fresh directory.
+std::string build_model(const std::string& onnx_path, const std::string& target,
+                        const std::string& name) {
+  deploy::BuildOptions options;
+  options.model_path = onnx_path;
+  options.target = target;
+  options.out_dir = (fs::path(testing::TempDir()) / ("model_runner_pkg_" + name)).string();
+  fs::remove_all(options.out_dir);
+  deploy::build_package(options);
+  return options.out_dir;
+}
+
+/// The reference executor's logits for `input` on the ONNX model `bytes`.
+std::vector<float> reference_logits(const std::string& bytes, const std::vector<float>& input) {
+  graph::ImportReport report;
+  const graph::Graph graph = graph::import_onnx_bytes(bytes, "model", {}, &report);
+  graph::ExecuteOptions options;
+  options.opset = report.opset;
+  graph::ValueMap inputs;
+  inputs[graph.inputs.at(0)] = graph::Value::floats({1, 3, 224, 224}, input);
+  const graph::ValueMap outputs = graph::execute(graph, inputs, options);
+  return outputs.begin()->second.data;
+}
+
+class ZooModelTest : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ZooModelTest, MatchesTheReferenceExecutor) {
+  const ModelCase& c = GetParam();
+  const std::string bytes = graph::zoo_model(c.model);
+  const fs::path onnx = fs::path(testing::TempDir()) / ("model_runner_" + c.model + ".onnx");
+  std::ofstream(onnx, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const std::string dir = build_model(onnx.string(), c.target, case_name({c, 0}));
+  ModelRunner runner(dir, context());
+  ASSERT_EQ(runner.input_elements(), 3 * 224 * 224);
+  // Seeded data in [-1, 1), as an image normalised per channel would be.
+  const std::vector<float> input = seeded_tensor(7, 0, runner.input_elements());
+  const std::vector<float> output = runner.run(input);
+  EXPECT_EQ(output.size(), 1000u);
+  expect_close(output, reference_logits(bytes, input));
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooModelTest,
+                         ::testing::Values(ModelCase{"resnet18", "gles-compute"},
+                                           ModelCase{"resnet18", "gles-frag"},
+                                           ModelCase{"mobilenet_v2", "gles-compute"},
+                                           ModelCase{"mobilenet_v2", "gles-frag"}),
+                         case_name);
+
+/// ../shared/models/<model>.onnx on `<model>.input.f32` against `<model>.logits.f32` (issue 16
+/// item 6: onnxruntime's logits of the real PyTorch exports).
+class SharedModelTest : public ::testing::TestWithParam<ModelCase> {};
+
+std::vector<float> read_f32(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  std::vector<float> values(static_cast<size_t>(file.tellg()) / sizeof(float));
+  file.seekg(0);
+  file.read(reinterpret_cast<char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+  return values;
+}
+
+TEST_P(SharedModelTest, MatchesOnnxRuntimesLogits) {
+  const ModelCase& c = GetParam();
+  const fs::path models = fs::path(WEBTUNE_SOURCE_DIR) / ".." / "shared" / "models";
+  const fs::path onnx = models / (c.model + ".onnx");
+  const fs::path input_file = models / (c.model + ".input.f32");
+  const fs::path logits_file = models / (c.model + ".logits.f32");
+  for (const fs::path& path : {onnx, input_file, logits_file}) {
+    if (!fs::exists(path)) GTEST_SKIP() << path.string() << " is absent (../shared/models)";
+  }
+  ModelRunner runner(build_model(onnx.string(), c.target, "shared_" + case_name({c, 0})),
+                     context());
+  const std::vector<float> input = read_f32(input_file);
+  ASSERT_EQ(static_cast<int64_t>(input.size()), runner.input_elements());
+  expect_close(runner.run(input), read_f32(logits_file));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, SharedModelTest,
+                         ::testing::Values(ModelCase{"resnet18", "gles-compute"},
+                                           ModelCase{"resnet18", "gles-frag"},
+                                           ModelCase{"mobilenet_v2", "gles-compute"},
+                                           ModelCase{"mobilenet_v2", "gles-frag"}),
+                         case_name);
 
 }  // namespace
 }  // namespace webtune
