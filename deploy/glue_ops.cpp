@@ -56,7 +56,11 @@ std::string num(int64_t value) {
 struct NodeError {
   const Node& node;
   [[noreturn]] void operator()(const std::string& why) const {
-    throw std::invalid_argument("op_kernel: " + node.op_type + " '" + node.name + "': " + why);
+    // An unnamed node is named by its first output, as the planner names steps.
+    const std::string name = !node.name.empty() || node.outputs.empty()
+                                 ? "'" + node.name + "'"
+                                 : "(output '" + node.outputs[0] + "')";
+    throw std::invalid_argument("op_kernel: " + node.op_type + " " + name + ": " + why);
   }
 };
 
@@ -552,6 +556,28 @@ void transpose_body(Code& c, const OpContext& ctx) {
   c.assign("v", ctx.ld(0, dot("q", strides)));
 }
 
+/// Reshape, Flatten, Identity, Dropout (inference): row-major order is unchanged, so the output is
+/// a copy of the data input. The planner normally aliases them (docs/package.md); the copy is
+/// for where it cannot (e.g. a graph output that must have storage of its own).
+void copy_body(Code& c, const OpContext& ctx) {
+  const Node& node = ctx.node;
+  if (product(ctx.shape_of(0)) != ctx.out_elements)
+    ctx.fail("the input " + shape_text(ctx.shape_of(0)) + " and the output " +
+             shape_text(ctx.out_shape) + " differ in size");
+  if (node.op_type == "Dropout") {
+    if (node.outputs.size() > 1 && !node.outputs[1].empty())
+      ctx.fail("the mask output is not computed (inference only)");
+    if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+      const graph::Tensor& mode = ctx.graph.tensor(node.inputs[2]);
+      const bool off =
+          (mode.int_data && mode.int_data->size() == 1 && mode.int_data->at(0) == 0) ||
+          (mode.float_data && mode.float_data->size() == 1 && mode.float_data->at(0) == 0.0f);
+      if (!off) ctx.fail("training_mode is not a constant false (inference only)");
+    }
+  }
+  c.assign("v", ctx.ld(0, "o"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Naive Conv / Gemm / MatMul (for nodes no tuned workload fits)
 // ---------------------------------------------------------------------------------------------
@@ -755,7 +781,17 @@ constexpr OpEntry kOps[] = {
     {"FusedGemm", gemm_body},
     {"MatMul", matmul_body},
     {"FusedMatMul", matmul_body},
+    {"Reshape", copy_body},
+    {"Flatten", copy_body},
+    {"Identity", copy_body},
+    {"Dropout", copy_body},
 };
+
+/// Operators whose only tensor input is the data (the others are shapes, ratios, modes).
+bool reads_data_only(const std::string& op_type) {
+  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Identity" ||
+         op_type == "Dropout";
+}
 
 const OpEntry* find_op(const std::string& op_type) {
   for (const OpEntry& e : kOps)
@@ -775,6 +811,19 @@ int binding_of(int i) {
   return i < 2 ? i : i + 1;
 }
 
+/// plain_texture_layout, its error naming the node and the tensor.
+TensorLayout plain_layout(const std::vector<int64_t>& shape, const DeviceLimits& limits,
+                          const NodeError& fail, const std::string& what) {
+  try {
+    return plain_texture_layout(shape, limits);
+  } catch (const std::invalid_argument& e) {
+    fail(what + ": " + e.what());
+  }
+}
+
+/// WebGPU's default maxStorageBuffersPerShaderStage: the inputs and the output share it.
+constexpr size_t kWebgpuStorageBuffers = 8;
+
 }  // namespace
 
 bool has_op_kernel(Target target, const std::string& op_type) {
@@ -784,6 +833,9 @@ bool has_op_kernel(Target target, const std::string& op_type) {
 }
 
 std::vector<std::string> op_kernel_inputs(const graph::Node& node) {
+  if (reads_data_only(node.op_type))
+    return node.inputs.empty() ? std::vector<std::string>{}
+                               : std::vector<std::string>{node.inputs[0]};
   std::vector<std::string> inputs;
   for (const std::string& name : node.inputs)
     if (!name.empty()) inputs.push_back(name);
@@ -822,6 +874,9 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
   if (ctx.out_elements < 1) fail("the output is empty");
   if (ctx.out_elements >= (int64_t{1} << 30)) fail("the output is too large for int indices");
   if (ctx.inputs.empty()) fail("has no input");
+  if (target == Target::kWebgpu && ctx.inputs.size() + 1 > kWebgpuStorageBuffers)
+    fail(std::to_string(ctx.inputs.size()) + " inputs and the output exceed WebGPU's default " +
+         std::to_string(kWebgpuStorageBuffers) + " storage buffers per shader stage");
 
   const Lang lang = target == Target::kWebgpu ? Lang::kWgsl : Lang::kGlsl;
   Code body(lang);
@@ -833,7 +888,7 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
   for (const std::string& name : ctx.inputs) {
     const std::vector<int64_t>& shape = graph.tensor(name).shape;
     if (frag) {
-      artifact.inputs.push_back(plain_texture_layout(shape, limits));
+      artifact.inputs.push_back(plain_layout(shape, limits, fail, "input '" + name + "'"));
     } else {
       TensorLayout layout;
       layout.shape = shape;
@@ -855,7 +910,7 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
                              ")";
   const bool epilogue = is_fused(node.op_type) && !node.epilogue.empty();
   if (frag) {
-    const TensorLayout out_layout = plain_texture_layout(ctx.out_shape, limits);
+    const TensorLayout out_layout = plain_layout(ctx.out_shape, limits, fail, "the output");
     artifact.output.width = out_layout.width;
     artifact.output.height = out_layout.height;
     if (static_cast<int64_t>(ctx.inputs.size()) > 16)
