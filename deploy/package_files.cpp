@@ -130,17 +130,8 @@ void write_package(const PlannedPackage& package, const std::string& dir) {
     write_text(root / kernel_file(i), bj::serialize(package.kernels[i].to_json()) + "\n");
   const std::vector<float>& w = package.weights;
   write_file(root / "weights.bin", w.data(), w.size() * sizeof(float));  // little-endian hosts
-  std::string report = package.report();
-  const TuneTarget target = tune_target_from_name(package.manifest.target);
-  if (target.browser) {
-    const int files = copy_web_runtime(dir);
-    report += files > 0 ? "\nruntime: " + std::to_string(files) +
-                              " JavaScript files in runtime/, model.mjs\n"
-                        : "\nruntime: none embedded (this webtune was built from a checkout "
-                          "without runtime/*.mjs): copy the repository's runtime/ folder into "
-                          "the package and add model.mjs by hand\n";
-  }
-  write_text(root / "report.txt", report);
+  if (tune_target_from_name(package.manifest.target).browser) copy_web_runtime(dir);
+  write_text(root / "report.txt", package.report());
   // The manifest last: a folder with a manifest is a complete package.
   write_text(root / "manifest.json", bj::serialize(package.manifest.to_json()) + "\n");
 }
@@ -175,6 +166,15 @@ PlannedPackage build_package(const BuildOptions& options) {
                              "webtune package): refusing to write into it");
   PlannedPackage package = plan_package(graph, plan);
   if (!options.fuse) package.notes.push_back("fusion passes off (--no-fusion)");
+  if (tune_target_from_name(options.target).browser) {
+    const size_t files = web_runtime_files().size();
+    package.notes.push_back(
+        files > 0 ? "runtime: " + std::to_string(files) +
+                        " JavaScript files copied into runtime/, and model.mjs"
+                  : "runtime: none embedded (this webtune was built from a checkout without "
+                    "runtime/*.mjs): copy the repository's runtime/ folder into the package "
+                    "and write model.mjs (docs/package.md) by hand");
+  }
   if (store) package.notes.insert(package.notes.begin(), "records: " + options.db_path);
   write_package(package, options.out_dir);
   return package;

@@ -162,9 +162,10 @@ class Planner {
         choice = choose_config(options_.records, t.workload, target_, options_.device_key);
       } catch (const std::exception& e) {
         // No template of this target for the workload: the nodes run as op kernels, if any.
-        out_.notes.push_back("task " + t.workload.name + " (" + t.workload.key() +
-                             ") has no kernel on " + options_.target + ": " + e.what() +
-                             "; its nodes run as op steps");
+        const std::string why = "task " + t.workload.name + " (" + t.workload.key() +
+                                ") has no kernel on " + options_.target + ": " + e.what();
+        out_.notes.push_back(why + "; its nodes run as op steps");
+        for (const std::string& node : t.nodes) failed_task_of_node_[node] = why;
         continue;
       }
       PackageTask task;
@@ -306,11 +307,19 @@ class Planner {
     if (is_alias_operator(node.op_type)) return plan_alias(node, index);
     if (const auto it = task_of_node_.find(name); it != task_of_node_.end())
       return plan_task(node, index, it->second);
-    if (target_.kernel == Target::kWasm) return plan_wasm_op(node, index);
+    const auto failed = failed_task_of_node_.find(name);
+    const std::string no_task =
+        failed != failed_task_of_node_.end() ? failed->second : "no tuned task covers it";
+    if (target_.kernel == Target::kWasm) {
+      const auto& ops = wasm_js_operators();
+      if (std::find(ops.begin(), ops.end(), node.op_type) == ops.end())
+        unsupported(node, index,
+                    no_task + ", and the wasm runtime's JavaScript runs no " + node.op_type);
+      return plan_wasm_op(node, index);
+    }
     if (!has_op_kernel(target_.kernel, node.op_type))
       unsupported(node, index,
-                  "no tuned task covers it and " + options_.target + " has no op kernel for " +
-                      node.op_type);
+                  no_task + ", and " + options_.target + " has no op kernel for " + node.op_type);
     plan_gpu_op(node, index);
   }
 
@@ -462,11 +471,6 @@ class Planner {
   }
 
   void plan_wasm_op(const graph::Node& node, size_t index) {
-    const auto& ops = wasm_js_operators();
-    if (std::find(ops.begin(), ops.end(), node.op_type) == ops.end())
-      unsupported(
-          node, index,
-          "no tuned task covers it and the wasm runtime's JavaScript runs no " + node.op_type);
     const std::string& out_name = single_output(node, index);
     PackageStep s;
     s.kind = PackageStep::Kind::kKernel;
@@ -579,8 +583,9 @@ class Planner {
   bool frag_ = false;
   DeviceLimits limits_;
   PlannedPackage out_;
-  std::vector<KernelArtifact> task_artifacts_;  // per manifest task
-  std::map<std::string, int> task_of_node_;     // node name → manifest task
+  std::vector<KernelArtifact> task_artifacts_;              // per manifest task
+  std::map<std::string, int> task_of_node_;                 // node name → manifest task
+  std::map<std::string, std::string> failed_task_of_node_;  // node → why its task has no kernel
   std::vector<PlanValue> values_;
   std::map<std::string, int> tensor_value_;  // graph tensor → value
   std::map<std::string, int> relayout_of_;   // "root|layout" → relayouted value

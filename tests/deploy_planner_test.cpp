@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 
 #include "codegen/json_util.hpp"
@@ -319,9 +320,9 @@ OneRecord one_record(const std::string& name, const Workload& workload, Target t
   const int64_t job = store.open_job(workload, target, device_key, workload.name);
   const Task task = Task::create(workload, target);
   const std::string default_json = bj::serialize(task.default_config().to_json());
-  for (int64_t index : task.space->valid_indices()) {
+  for (int64_t index = 0; index < task.space->raw_size(); ++index) {
     const ConfigEntity e = task.space->get(index);
-    if (bj::serialize(e.to_json()) != default_json) {
+    if (task.space->is_valid(e) && bj::serialize(e.to_json()) != default_json) {
       r.entity = e;
       break;
     }
@@ -504,6 +505,80 @@ TEST(FragTarget, Webgl2MobilenetBindsEveryInputAsRead) {
   EXPECT_EQ(p.manifest.artifact_target, Target::kGlesFrag);
   check_package(p, g);
   check_frag_bindings(p);
+}
+
+/// A records file with, for every task of `g`, one random fragment-stage config of device
+/// `key` (and, when `vertex_too`, a faster vertex-stage one for the first task).
+std::string random_frag_records(const std::string& name, const graph::Graph& g,
+                                const std::string& key, uint64_t seed, bool vertex_too = false) {
+  const std::string path = (temp_dir() / (name + ".db")).string();
+  fs::remove(path);
+  RecordStore store(path);
+  std::mt19937_64 rng(seed);
+  const graph::Extraction extraction = graph::extract_tasks(g);
+  for (size_t i = 0; i < extraction.tasks.size(); ++i) {
+    const Workload& w = extraction.tasks[i].workload;
+    const int64_t job = store.open_job(w, Target::kGlesFrag, key, w.name);
+    const Task task = Task::create(w, Target::kGlesFrag);
+    std::vector<TrialRecord> trials;
+    auto add = [&](const ConfigEntity& e, double cost) {
+      TrialRecord t;
+      t.config_index = e.index();
+      t.config_json = bj::serialize(e.to_json());
+      t.result.costs = {cost};
+      trials.push_back(t);
+    };
+    bool fragment = false, vertex = !(vertex_too && i == 0);
+    // Random raw indices, kept when valid (ConfigSpace::sample would enumerate the space).
+    std::uniform_int_distribution<int64_t> pick(0, task.space->raw_size() - 1);
+    for (int attempt = 0; attempt < 20000 && !(fragment && vertex); ++attempt) {
+      const ConfigEntity e = task.space->get(pick(rng));
+      if (!task.space->is_valid(e)) continue;
+      const bool is_vertex = e.get_string("stage") == "vertex";
+      if (!is_vertex && !fragment) {
+        add(e, 0.002);
+        fragment = true;
+      } else if (is_vertex && !vertex) {
+        add(e, 0.001);
+        vertex = true;
+      }
+    }
+    EXPECT_TRUE(fragment && vertex) << w.key();
+    store.add_trials(job, trials);
+  }
+  return path;
+}
+
+// Random tuned configs (packed textures, several render targets): every kernel input still
+// reads its elements where they are, relayouts go where placements differ, vertex-stage records
+// are passed over with a note.
+TEST(FragTarget, RandomRecordsBindEveryInputAsRead) {
+  for (const std::string model : {"resnet18", "mobilenet_v2"}) {
+    SCOPED_TRACE(model);
+    const graph::Graph& g = zoo_graph(model);
+    const std::string path = random_frag_records("frag_" + model, g, "gles:dev", 7, true);
+    RecordStore store(path);
+    const PlannedPackage p = plan_package(g, options_for("gles-frag", &store, "gles:dev"));
+    const Manifest& m = p.manifest;
+    bool several_targets = false;
+    for (const PackageValue& v : m.values)
+      several_targets = several_targets || (v.storage.kind == Storage::Kind::kTargets &&
+                                            v.storage.targets.rows_per_item > 1);
+    EXPECT_TRUE(several_targets) << "no kernel with several render targets: a weak test";
+    for (const PackageTask& t : m.tasks) {
+      EXPECT_EQ(t.source, TaskSource::kRecord) << t.name;
+      EXPECT_NE(bj::serialize(t.config).find("fragment"), std::string::npos) << t.name;
+      ASSERT_TRUE(t.cost_ms.has_value());
+      EXPECT_NEAR(*t.cost_ms, 2.0, 1e-9);  // the fragment-stage trial, not the faster vertex one
+    }
+    ASSERT_FALSE(p.task_reports.empty());
+    ASSERT_FALSE(p.task_reports[0].notes.empty());
+    EXPECT_NE(p.task_reports[0].notes[0].find("vertex-stage"), std::string::npos);
+    EXPECT_GT(m.layout_transforms, 0);
+    EXPECT_TRUE(m.estimated_ms.has_value());
+    check_package(p, g);
+    check_frag_bindings(p);
+  }
 }
 
 graph::Tensor float_tensor(const std::string& name, std::vector<int64_t> shape,
