@@ -9,12 +9,15 @@
 /// executor, and ../shared/models' real exports against their logits where present.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -511,6 +514,69 @@ INSTANTIATE_TEST_SUITE_P(Shared, SharedModelTest,
                                            ModelCase{"mobilenet_v2", "gles-compute"},
                                            ModelCase{"mobilenet_v2", "gles-frag"}),
                          case_name);
+
+// ---- `webtune run` through the binary ----
+
+struct Process {
+  int status = -1;
+  std::string out, err;
+};
+
+/// Runs `webtune ARGS` with stdout and stderr in files; returns its exit status and both.
+Process run_webtune(const std::string& args, const std::string& name) {
+  const fs::path dir = fs::path(testing::TempDir());
+  const fs::path out = dir / (name + ".out"), err = dir / (name + ".err");
+  const std::string command =
+      std::string(WEBTUNE_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  Process p;
+  const int raw = std::system(command.c_str());
+  p.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  auto slurp = [](const fs::path& path) {
+    std::ifstream file(path);
+    return std::string(std::istreambuf_iterator<char>(file), {});
+  };
+  p.out = slurp(out);
+  p.err = slurp(err);
+  return p;
+}
+
+TEST(WebtuneRun, PrintsLatencyTopKAndTheReferenceCheckAndRefusesAShortInput) {
+  const fs::path dir = fs::path(testing::TempDir());
+  const fs::path onnx = dir / "model_runner_cli_mobilenet_v2.onnx";
+  const std::string bytes = graph::zoo_model("mobilenet_v2");
+  std::ofstream(onnx, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const std::string package = build_model(onnx.string(), "gles-frag", "cli_mobilenet_v2");
+  const std::vector<float> input = seeded_tensor(3, 0, 3 * 224 * 224);
+  const fs::path input_file = dir / "model_runner_cli.input.f32";
+  std::ofstream(input_file, std::ios::binary)
+      .write(reinterpret_cast<const char*>(input.data()),
+             static_cast<std::streamsize>(input.size() * sizeof(float)));
+  const fs::path output_file = dir / "model_runner_cli.output.f32";
+
+  const Process ok = run_webtune("run --model " + package + " --input " + input_file.string() +
+                                     " --output " + output_file.string() +
+                                     " --runs 1 --warmup 0 --top 3 --reference " + onnx.string(),
+                                 "cli_ok");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("latency   median"));
+  EXPECT_THAT(ok.out, HasSubstr("top-3"));
+  EXPECT_THAT(ok.out, HasSubstr(": ok"));
+  EXPECT_EQ(ok.out.find("[info]"), std::string::npos) << "logs belong on stderr";
+  // The output file holds the logits, the reference's to 1e-3 of the largest.
+  std::ifstream file(output_file, std::ios::binary);
+  std::vector<float> written(1000);
+  file.read(reinterpret_cast<char*>(written.data()), 4000);
+  EXPECT_EQ(file.gcount(), 4000);
+  expect_close(written, reference_logits(bytes, input));
+
+  const fs::path short_file = dir / "model_runner_cli.short.f32";
+  std::ofstream(short_file, std::ios::binary).write("abcd", 4);
+  const Process bad =
+      run_webtune("run --model " + package + " --input " + short_file.string(), "cli_short");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_THAT(bad.err, HasSubstr("has 4 bytes; the model needs exactly 602112"));
+}
 
 }  // namespace
 }  // namespace webtune
