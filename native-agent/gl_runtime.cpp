@@ -9,7 +9,10 @@
 /// Three kinds of kernel: fragment shaders (gles-frag) drawn into float render targets, vertex
 /// shaders (gles-frag with output.feedback) whose outputs are captured by transform feedback
 /// into one buffer, and compute shaders (gles-compute) writing a storage buffer. The first two
-/// read their inputs from the same textures.
+/// read their inputs from the same textures. The GL pieces themselves (checking the artifact,
+/// compiling, textures, buffers, render targets, the run, reading back) are gl_kernel.hpp's,
+/// shared with the model runner (model_runner.hpp); the trial adds its seeded inputs, the
+/// reference check and the timing.
 #include "native_agent/gl_runtime.hpp"
 
 #include <GLES3/gl32.h>
@@ -19,7 +22,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <new>
 #include <stdexcept>
