@@ -511,7 +511,7 @@ void set_fragment_draw_state(int64_t width, int64_t height) {
   glColorMask(GL_TRUE, GL_TRUE, GL_TRUE, GL_TRUE);
 }
 
-void run_kernel(const KernelArtifact& artifact) {
+void run_kernel(const KernelArtifact& artifact, bool flush) {
   if (artifact.target == Target::kGlesFrag && artifact.output.feedback) {
     // Nothing between begin and end may throw: an active transform feedback would block
     // every cleanup call. Each begin restarts writing at the buffer's start, so every run
@@ -521,14 +521,14 @@ void run_kernel(const KernelArtifact& artifact) {
     glEndTransformFeedback();
     // As for fragment kernels: every run is submitted on its own, so runs cost the same on
     // both paths.
-    glFlush();
+    if (flush) glFlush();
   } else if (artifact.target == Target::kGlesFrag) {
     glDrawArrays(GL_TRIANGLES, 0, 3);
     // Each run must really execute. llvmpipe bins draws into a scene and may drop a tile's
     // earlier commands when a later opaque draw covers it, so unflushed back-to-back draws
     // could time as one; a flush per run rules that out. (Mesa 22.3, dense 128: 16.2 ms per
     // run with or without it, so the flush costs nothing measurable there.)
-    glFlush();
+    if (flush) glFlush();
   } else {
     glDispatchCompute(static_cast<GLuint>(artifact.dispatch[0]),
                       static_cast<GLuint>(artifact.dispatch[1]),

@@ -101,9 +101,10 @@ void set_fragment_draw_state(int64_t width, int64_t height);
 
 /// Runs the artifact once with everything bound: a full-screen triangle (gles-frag), a point per
 /// item under transform feedback (vertex stage), or glDispatchCompute followed by a shader
-/// storage barrier (gles-compute). Fragment and feedback draws are flushed, so that every run
-/// really executes (see the comment in gl_kernel.cpp). Raises no exception (check_gl after).
-void run_kernel(const KernelArtifact& artifact);
+/// storage barrier (gles-compute). With `flush`, fragment and feedback draws are flushed so that
+/// every timed run really executes (see the comment in gl_kernel.cpp); a model's steps each
+/// draw into other targets and need no flush between them. Raises no exception (check_gl after).
+void run_kernel(const KernelArtifact& artifact, bool flush = true);
 
 /// The pixels of color attachments 0 … count−1 of the bound read framebuffer, width × height ×
 /// channels floats each (channels 1 or 4), in texel order. Throws MeasureError(RUNTIME_DEVICE).

@@ -585,7 +585,10 @@ struct ModelRunner::Impl {
                          step.buffers[i]);
       glBindBufferBase(GL_SHADER_STORAGE_BUFFER, gl::kOutputBinding, step.output_buffer);
     }
-    gl::run_kernel(artifact);
+    // No flush per draw: a model's draws depend on each other through textures, which the
+    // driver orders; the flush matters only when timing one kernel drawn again and again into
+    // the same targets. The read-back at the end submits everything.
+    gl::run_kernel(artifact, /*flush=*/false);
   }
 
   std::vector<float> run(const std::vector<float>& input) {

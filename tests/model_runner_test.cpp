@@ -369,6 +369,25 @@ TEST_F(ModelRunnerTest, ACorruptedKernelNamesItsStepNodeAndFile) {
   }
 }
 
+TEST_F(ModelRunnerTest, ABindingThatDoesNotFitItsKernelIsRefusedAtLoad) {
+  std::vector<float> input, expected;
+  const std::string dir = compute_chain("bad_binding", &input, &expected);
+  // The dense step loses its bias: two buffers bound for a kernel of three inputs.
+  const fs::path manifest = fs::path(dir) / "manifest.json";
+  boost::json::value json = boost::json::parse(
+      std::string(std::istreambuf_iterator<char>(std::ifstream(manifest).rdbuf()), {}));
+  json.at("steps").at(3).at("inputs").as_array().pop_back();
+  std::ofstream(manifest, std::ios::trunc) << boost::json::serialize(json);
+  try {
+    ModelRunner runner(dir, context());
+    FAIL() << "a step with too few inputs was loaded";
+  } catch (const ModelRunError& e) {
+    EXPECT_EQ(e.step(), 3);
+    EXPECT_THAT(e.what(), HasSubstr("binds 2 buffers; the kernel has 3 inputs"));
+    EXPECT_THAT(e.what(), HasSubstr("/fc/Gemm"));
+  }
+}
+
 TEST_F(ModelRunnerTest, AnInputOfTheWrongSizeIsRefused) {
   std::vector<float> input, expected;
   ModelRunner runner(compute_chain("wrong_input", &input, &expected), context());
