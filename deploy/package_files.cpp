@@ -106,7 +106,10 @@ int copy_web_runtime(const std::string& dir) {
   fs::create_directories(runtime);
   for (size_t i = 0; i < embedded::kRuntimeFileCount; ++i) {
     const embedded::RuntimeFile& f = embedded::kRuntimeFiles[i];
-    write_file(runtime / f.name, f.data, f.size);
+    // The page (index.html) sits at the package's root, beside manifest.json; it loads
+    // runtime/page.mjs. Modules go to runtime/.
+    const bool page = fs::path(f.name).extension() == ".html";
+    write_file((page ? fs::path(dir) : runtime) / f.name, f.data, f.size);
   }
   write_text(fs::path(dir) / "model.mjs", "export { load } from './runtime/model.mjs';\n");
   return static_cast<int>(embedded::kRuntimeFileCount);

@@ -16,6 +16,8 @@
 ///    (files, kernels, report) and replacing an earlier one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <unistd.h>
 #include <boost/json.hpp>
 #include <cstring>
@@ -789,8 +791,13 @@ TEST(Write, WebTargetsCopyTheEmbeddedRuntime) {
   build_package(o);
   const fs::path dir(o.out_dir);
   const std::vector<std::string> files = web_runtime_files();
-  for (const std::string& f : files) EXPECT_TRUE(fs::exists(dir / "runtime" / f)) << f;
+  for (const std::string& f : files) {
+    const bool page = fs::path(f).extension() == ".html";  // the page sits at the root
+    EXPECT_TRUE(fs::exists(page ? dir / f : dir / "runtime" / f)) << f;
+  }
   EXPECT_EQ(fs::exists(dir / "model.mjs"), !files.empty());
+  EXPECT_EQ(fs::exists(dir / "index.html"),
+            std::count(files.begin(), files.end(), "index.html") == 1);
 }
 
 }  // namespace
