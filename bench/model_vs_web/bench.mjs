@@ -106,7 +106,8 @@ export function formatTable(models) {
         if (!r) continue;
         const check = r.check ? `${r.check.max_abs_err.toExponential(1)} / ${r.check.tolerance.toExponential(1)}${r.check.ok ? '' : ' WRONG'}` : '—';
         const rounds = r.round_medians_ms?.length ? `${fmtMs(Math.min(...r.round_medians_ms))}–${fmtMs(Math.max(...r.round_medians_ms))}` : '—';
-        lines.push([m.model, row.target, e, r.error ? `— (${r.error.slice(0, 60)})` : fmtMs(r.median_ms), rounds,
+        const why = r.check && !r.check.ok ? 'wrong output' : r.error?.slice(0, 40);
+        lines.push([m.model, row.target, e, r.error ? `— (${why})` : fmtMs(r.median_ms), rounds,
           String(r.samples_ms?.length ?? 0), check, e.startsWith('webtune') ? '' : fmtX(row.speedups[e])]);
       }
       verdicts.push(`${m.model} ${row.target}: webtune ${fmtMs(row.webtune_ms)} ms; faster anchor ` +

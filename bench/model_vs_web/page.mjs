@@ -146,20 +146,23 @@ async function ortBundle(file) {
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.proxy = false;
   ort.env.logLevel = 'warning';
-  const b = { ort, file, workersBefore: workers.length, initialised: false };
+  const b = { ort, file, initialised: false };
   bundles.set(file, b);
   return b;
 }
 
-function ortInfo(b, ep, session) {
+function ortInfo(b, ep, session, workersBefore) {
   const info = { bundle: b.file, ep, ort_version: b.ort.env.versions?.web ?? null };
   if (ep !== 'webgl') {
     // ORT instantiates the bundle's wasm module (and its pthread pool) with the first session
-    // that needs it; every EP but webgl does.
+    // that needs it (every EP but webgl): the workers started while that session was created.
     if (!b.initialised) {
       b.initialised = true;
-      b.workers = workers.slice(b.workersBefore).filter((w) => /ort|em-pthread/i.test(`${w.url} ${w.name}`)).length;
+      const started = workers.slice(workersBefore);
+      b.workers = started.length;
+      b.workerNames = [...new Set(started.map((w) => `${w.name || '-'} ${w.url.split('/').pop()}`))];
     }
+    info.pthread_worker_kinds = b.workerNames;
     info.wasm_threads = b.ort.env.wasm.numThreads;
     info.pthread_workers = b.workers;
   } else {
@@ -174,6 +177,7 @@ function ortInfo(b, ep, session) {
 async function makeOrt(spec, m, options) {
   const b = await ortBundle(spec.bundle);
   if (spec.ep === 'webgl' && options.ortWebglPack !== undefined) b.ort.env.webgl.pack = options.ortWebglPack;
+  const workersBefore = workers.length;
   const session = await b.ort.InferenceSession.create(m.bytes, {
     executionProviders: [spec.ep], graphOptimizationLevel: 'all',
   });
@@ -181,7 +185,7 @@ async function makeOrt(spec, m, options) {
   const outName = session.outputNames[0];
   const dims = m.plan.input.shape;
   return {
-    info: ortInfo(b, spec.ep, session),
+    info: ortInfo(b, spec.ep, session, workersBefore),
     async run(data) {
       const results = await session.run({ [inName]: new b.ort.Tensor('float32', data, dims) });
       const y = results[outName];

@@ -3,7 +3,7 @@
 // graph mapping and weight re-layout checked without tfjs (a recording stand-in for `tf`), the
 // row verdicts and table of bench.mjs, and the thread count read from a webtune wasm package.
 //
-//   node --test bench/model_vs_web/test/
+//   node --test bench/model_vs_web/test/model_vs_web.test.mjs
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
