@@ -32,12 +32,14 @@
 #include "deploy/memory_plan.hpp"
 #include "deploy/package.hpp"
 #include "deploy/planner.hpp"
+#include "deploy/record_selection.hpp"
 #include "deploy/weights.hpp"
 #include "graph/onnx_import.hpp"
 #include "graph/passes.hpp"
 #include "graph/task_extraction.hpp"
 #include "graph/zoo.hpp"
 #include "tuner/records.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace fs = std::filesystem;
 namespace bj = boost::json;
@@ -496,6 +498,69 @@ TEST(FragTarget, Resnet18DefaultsRelayoutWherePlacementsDiffer) {
   const KernelArtifact& a = p.kernels.at(kernel_index(stem->kernel));
   EXPECT_EQ(weight_floats(p, stem->inputs[1].id),
             a.inputs[1].pack(*g.tensor(g.nodes.front().inputs[1]).float_data));
+}
+
+// The device's limits come from the records (its device info), for task and glue kernels alike.
+TEST(FragTarget, DeviceLimitsComeFromTheRecords) {
+  const std::string path = (temp_dir() / "limits.db").string();
+  fs::remove(path);
+  {
+    RecordStore store(path);
+    DeviceLimits small;
+    small.max_texture_size = 2048;
+    store.upsert_device("gles:small", bj::serialize(bj::object{{"limits", small.to_json()}}));
+  }
+  RecordStore store(path);
+  const graph::Graph& g = zoo_graph("resnet18");
+  const PlannedPackage p = plan_package(g, options_for("gles-frag", &store, "gles:small"));
+  for (const PackageSlot& s : p.manifest.slots) {
+    EXPECT_LE(s.width, 2048) << "slot " << s.id;
+    EXPECT_LE(s.height, 2048) << "slot " << s.id;
+  }
+  for (const PackageWeight& w : p.manifest.weights) {
+    ASSERT_TRUE(w.texture.has_value());
+    EXPECT_LE(w.texture->width, 2048) << w.name;
+    EXPECT_LE(w.texture->height, 2048) << w.name;
+  }
+  check_package(p, g);
+  check_frag_bindings(p);
+  // Without the records the defaults allow 4096: a plain texture is wider.
+  const PlannedPackage wide = plan_package(g, options_for("gles-frag"));
+  int64_t widest = 0;
+  for (const PackageSlot& s : wide.manifest.slots) widest = std::max(widest, s.width);
+  EXPECT_GT(widest, 2048);
+}
+
+// Under a 1024-texel limit the frag template's default for ResNet-18's stem is a vertex-stage
+// kernel (its fallback, the lowest valid index) and no fragment-stage config fits: the choice
+// refuses it, naming the workload, rather than packaging a transform-feedback kernel. (When a
+// fragment-stage config fits, choose_config takes the first one, with a note.)
+TEST(FragTarget, NoVertexStageDefaultUnderTightLimits) {
+  const std::string key = "gles:tight";
+  const std::string path = (temp_dir() / "tight.db").string();
+  fs::remove(path);
+  {
+    RecordStore store(path);
+    DeviceLimits tight;
+    tight.max_texture_size = 1024;
+    store.upsert_device(key, bj::serialize(bj::object{{"limits", tight.to_json()}}));
+  }
+  RecordStore store(path);
+  const Workload stem = graph::extract_tasks(zoo_graph("resnet18")).tasks.at(0).workload;
+  const Task task = Task::create(stem, Target::kGlesFrag, stored_limits(&store, key));
+  ASSERT_EQ(task.default_config().get_string("stage"), "vertex")
+      << "the template's default changed: this test needs another workload or limit";
+  try {
+    choose_config(&store, stem, tune_target_from_name("gles-frag"), key);
+    FAIL() << "took a config for " << stem.key();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(stem.key()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fragment-stage"), std::string::npos) << e.what();
+  }
+  // The wasm or compute targets have no stage: their default stands.
+  const TaskChoice c = choose_config(&store, stem, tune_target_from_name("gles-compute"), key);
+  EXPECT_EQ(c.source, TaskSource::kDefault);
+  EXPECT_TRUE(c.notes.empty());
 }
 
 TEST(FragTarget, Webgl2MobilenetBindsEveryInputAsRead) {
