@@ -14,6 +14,12 @@
 /// simple shape over speed: e.g. Softmax recomputes its row's maximum and sum in every
 /// element's invocation (L² work for rows of length L, 10^6 for a 1000-class classifier).
 ///
+/// On gles-frag the inputs may also be read in place from any frag storage and the output
+/// written in any TensorLayout (OpKernelOptions::input_storage / output_layout): `ld<i>` is
+/// then glue_frag's reader of that storage, and the body becomes `float op_value(int o)`,
+/// called by glue_frag's writer for each element a destination texel holds (so an RGBA output
+/// runs the operator four times per fragment).
+///
 /// The semantics are graph/kernels' (the reference executor), attribute by attribute; the
 /// pools' window geometry (pads, strides, dilations, ceil_mode, auto_pad, count_include_pad)
 /// is conv_pool.cpp's rule, repeated in pool_geometry below.
@@ -29,6 +35,7 @@
 
 #include "codegen/epilogue.hpp"
 #include "deploy/glue_kernels.hpp"
+#include "glue_frag.hpp"
 
 namespace webtune::deploy {
 namespace {
@@ -56,7 +63,11 @@ std::string num(int64_t value) {
 struct NodeError {
   const Node& node;
   [[noreturn]] void operator()(const std::string& why) const {
-    throw std::invalid_argument("op_kernel: " + node.op_type + " '" + node.name + "': " + why);
+    // An unnamed node is named by its first output, as the planner names steps.
+    const std::string name = !node.name.empty() || node.outputs.empty()
+                                 ? "'" + node.name + "'"
+                                 : "(output '" + node.outputs[0] + "')";
+    throw std::invalid_argument("op_kernel: " + node.op_type + " " + name + ": " + why);
   }
 };
 
@@ -552,6 +563,28 @@ void transpose_body(Code& c, const OpContext& ctx) {
   c.assign("v", ctx.ld(0, dot("q", strides)));
 }
 
+/// Reshape, Flatten, Identity, Dropout (inference): row-major order is unchanged, so the output is
+/// a copy of the data input. The planner normally aliases them (docs/package.md); the copy is
+/// for where it cannot (e.g. a graph output that must have storage of its own).
+void copy_body(Code& c, const OpContext& ctx) {
+  const Node& node = ctx.node;
+  if (product(ctx.shape_of(0)) != ctx.out_elements)
+    ctx.fail("the input " + shape_text(ctx.shape_of(0)) + " and the output " +
+             shape_text(ctx.out_shape) + " differ in size");
+  if (node.op_type == "Dropout") {
+    if (node.outputs.size() > 1 && !node.outputs[1].empty())
+      ctx.fail("the mask output is not computed (inference only)");
+    if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+      const graph::Tensor& mode = ctx.graph.tensor(node.inputs[2]);
+      const bool off =
+          (mode.int_data && mode.int_data->size() == 1 && mode.int_data->at(0) == 0) ||
+          (mode.float_data && mode.float_data->size() == 1 && mode.float_data->at(0) == 0.0f);
+      if (!off) ctx.fail("training_mode is not a constant false (inference only)");
+    }
+  }
+  c.assign("v", ctx.ld(0, "o"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Naive Conv / Gemm / MatMul (for nodes no tuned workload fits)
 // ---------------------------------------------------------------------------------------------
@@ -755,7 +788,17 @@ constexpr OpEntry kOps[] = {
     {"FusedGemm", gemm_body},
     {"MatMul", matmul_body},
     {"FusedMatMul", matmul_body},
+    {"Reshape", copy_body},
+    {"Flatten", copy_body},
+    {"Identity", copy_body},
+    {"Dropout", copy_body},
 };
+
+/// Operators whose only tensor input is the data (the others are shapes, ratios, modes).
+bool reads_data_only(const std::string& op_type) {
+  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Identity" ||
+         op_type == "Dropout";
+}
 
 const OpEntry* find_op(const std::string& op_type) {
   for (const OpEntry& e : kOps)
@@ -775,6 +818,19 @@ int binding_of(int i) {
   return i < 2 ? i : i + 1;
 }
 
+/// plain_texture_layout, its error naming the node and the tensor.
+TensorLayout plain_layout(const std::vector<int64_t>& shape, const DeviceLimits& limits,
+                          const NodeError& fail, const std::string& what) {
+  try {
+    return plain_texture_layout(shape, limits);
+  } catch (const std::invalid_argument& e) {
+    fail(what + ": " + e.what());
+  }
+}
+
+/// WebGPU's default maxStorageBuffersPerShaderStage: the inputs and the output share it.
+constexpr size_t kWebgpuStorageBuffers = 8;
+
 }  // namespace
 
 bool has_op_kernel(Target target, const std::string& op_type) {
@@ -784,6 +840,9 @@ bool has_op_kernel(Target target, const std::string& op_type) {
 }
 
 std::vector<std::string> op_kernel_inputs(const graph::Node& node) {
+  if (reads_data_only(node.op_type))
+    return node.inputs.empty() ? std::vector<std::string>{}
+                               : std::vector<std::string>{node.inputs[0]};
   std::vector<std::string> inputs;
   for (const std::string& name : node.inputs)
     if (!name.empty()) inputs.push_back(name);
@@ -822,6 +881,9 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
   if (ctx.out_elements < 1) fail("the output is empty");
   if (ctx.out_elements >= (int64_t{1} << 30)) fail("the output is too large for int indices");
   if (ctx.inputs.empty()) fail("has no input");
+  if (target == Target::kWebgpu && ctx.inputs.size() + 1 > kWebgpuStorageBuffers)
+    fail(std::to_string(ctx.inputs.size()) + " inputs and the output exceed WebGPU's default " +
+         std::to_string(kWebgpuStorageBuffers) + " storage buffers per shader stage");
 
   const Lang lang = target == Target::kWebgpu ? Lang::kWgsl : Lang::kGlsl;
   Code body(lang);
@@ -830,10 +892,35 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
   KernelArtifact artifact;
   artifact.target = target;
   const bool frag = target == Target::kGlesFrag;
-  for (const std::string& name : ctx.inputs) {
+  if (!frag && (!options.input_storage.empty() || options.output_layout))
+    fail("input_storage and output_layout are for gles-frag kernels only");
+  if (!options.input_storage.empty() && options.input_storage.size() != ctx.inputs.size())
+    fail("input_storage has " + std::to_string(options.input_storage.size()) + " entries for " +
+         std::to_string(ctx.inputs.size()) + " bound inputs");
+  // frag: the ld<i> function of each bound input, over its sampler unit(s).
+  std::string loaders;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const std::string& name = ctx.inputs[i];
     const std::vector<int64_t>& shape = graph.tensor(name).shape;
-    if (frag) {
-      artifact.inputs.push_back(plain_texture_layout(shape, limits));
+    const int unit = static_cast<int>(artifact.inputs.size());
+    if (frag && !options.input_storage.empty() && options.input_storage[i]) {
+      const Storage& storage = *options.input_storage[i];
+      std::vector<TensorLayout> layouts;
+      try {
+        layouts = glue_frag::source_layouts(storage, product(shape), "input '" + name + "'");
+      } catch (const std::invalid_argument& e) {
+        fail(e.what());
+      }
+      artifact.inputs.insert(artifact.inputs.end(), layouts.begin(), layouts.end());
+      loaders += glue_frag::source_function("ld" + num(static_cast<int64_t>(i)), storage, unit);
+    } else if (frag) {
+      const TensorLayout l = plain_layout(shape, limits, fail, "input '" + name + "'");
+      artifact.inputs.push_back(l);
+      const std::string coord = l.height == 1
+                                    ? "ivec2(k, 0)"
+                                    : "ivec2(k % " + num(l.width) + ", k / " + num(l.width) + ")";
+      loaders += "float ld" + num(static_cast<int64_t>(i)) + "(int k) { return texelFetch(in" +
+                 num(unit) + ", " + coord + ", 0).r; }\n";
     } else {
       TensorLayout layout;
       layout.shape = shape;
@@ -855,30 +942,38 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
                              ")";
   const bool epilogue = is_fused(node.op_type) && !node.epilogue.empty();
   if (frag) {
-    const TensorLayout out_layout = plain_texture_layout(ctx.out_shape, limits);
-    artifact.output.width = out_layout.width;
-    artifact.output.height = out_layout.height;
-    if (static_cast<int64_t>(ctx.inputs.size()) > 16)
-      fail("more than 16 inputs (the texture units OpenGL ES 3.0 guarantees)");
+    if (artifact.inputs.size() > 16)
+      fail("more than 16 input textures (the texture units OpenGL ES 3.0 guarantees)");
     s << "#version 300 es\n" << header << "\n";
     s << "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
-    for (size_t i = 0; i < ctx.inputs.size(); ++i) s << "uniform highp sampler2D in" << i << ";\n";
-    s << "layout(location = 0) out float o0;\n";
-    for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-      const TensorLayout& l = artifact.inputs[i];
-      const std::string coord = l.height == 1
-                                    ? "ivec2(k, 0)"
-                                    : "ivec2(k % " + num(l.width) + ", k / " + num(l.width) + ")";
-      s << "float ld" << i << "(int k) { return texelFetch(in" << i << ", " << coord
-        << ", 0).r; }\n";
-    }
+    for (size_t i = 0; i < artifact.inputs.size(); ++i)
+      s << "uniform highp sampler2D in" << i << ";\n";
+    s << loaders;
     if (epilogue) s << glsl_epilogue_functions(node.epilogue);
-    s << "void main() {\n";
-    s << "  ivec2 px = ivec2(gl_FragCoord.xy);\n";
-    s << "  int o = px.y * " << out_layout.width << " + px.x;\n";
-    if (out_layout.width * out_layout.height > n)
-      s << "  if (o >= " << n << ") { o0 = 0.0; return; }\n";
-    s << "  float v = 0.0;\n" << body.text() << "  o0 = v;\n}\n";
+    if (options.output_layout) {
+      // The operator as a function of the output's logical index, called for each element the
+      // destination texel holds (glue_frag's writer, as a relayout's).
+      const TensorLayout& to = *options.output_layout;
+      try {
+        glue_frag::check_destination(to, n, limits, "the output layout");
+      } catch (const std::invalid_argument& e) {
+        fail(e.what());
+      }
+      s << "float op_value(int o) {\n  float v = 0.0;\n" << body.text() << "  return v;\n}\n";
+      s << glue_frag::destination_main(to, "op_value", nullptr);
+      artifact.output = glue_frag::destination_output(to);
+    } else {
+      const TensorLayout out_layout = plain_layout(ctx.out_shape, limits, fail, "the output");
+      artifact.output.width = out_layout.width;
+      artifact.output.height = out_layout.height;
+      s << "layout(location = 0) out float o0;\n";
+      s << "void main() {\n";
+      s << "  ivec2 px = ivec2(gl_FragCoord.xy);\n";
+      s << "  int o = px.y * " << out_layout.width << " + px.x;\n";
+      if (out_layout.width * out_layout.height > n)
+        s << "  if (o >= " << n << ") { o0 = 0.0; return; }\n";
+      s << "  float v = 0.0;\n" << body.text() << "  o0 = v;\n}\n";
+    }
   } else {
     const int64_t threads = std::max<int64_t>(
         1, std::min<int64_t>({64, limits.max_workgroup_invocations, limits.max_workgroup_size_x}));

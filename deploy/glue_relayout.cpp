@@ -12,6 +12,7 @@
 /// may differ from `to`'s (a Reshape or Flatten alias in between keeps row-major order):
 ///   kTexture  e decoded over the source's shape, re-encoded over its packed shape → texel
 ///             (p mod width, p div width), component e's index along its pack axis mod 4;
+///             (Same shape and pack axis, another width: the whole texel is copied, one fetch.)
 ///   kTargets  e = row·cols + col of the output matrix; render target row mod rows_per_item,
 ///             item (row div rows_per_item)·ceil(cols/channels) + col div channels at texel
 ///             (item mod width, item div width), component col mod channels (OutputLayout).
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "deploy/glue_kernels.hpp"
+#include "glue_frag.hpp"
 
 namespace webtune::deploy {
 namespace {
@@ -75,14 +77,19 @@ std::string texel_coord(const std::string& index, int64_t width, int64_t height)
          std::to_string(width) + ")";
 }
 
-/// The GLSL function `float src(int e)`: logical element e of the source storage.
-std::string source_function(const std::vector<int64_t>& shape, const Storage& from) {
+}  // namespace
+
+namespace glue_frag {
+
+std::string source_function(const std::string& name, const Storage& from, int first_sampler) {
   std::ostringstream s;
-  s << "float src(int e) {\n";
+  const auto sampler = [&](int j) { return "in" + std::to_string(first_sampler + j); };
+  s << "float " << name << "(int e) {\n";
   if (from.kind == Storage::Kind::kTexture) {
     const TensorLayout& f = from.texture;
     if (f.pack_axis < 0) {
-      s << "  return texelFetch(in0, " << texel_coord("e", f.width, f.height) << ", 0).r;\n";
+      s << "  return texelFetch(" << sampler(0) << ", " << texel_coord("e", f.width, f.height)
+        << ", 0).r;\n";
     } else {
       const std::vector<int64_t> packed = f.packed_shape();
       decode(s, "  ", "e", "s", f.shape);
@@ -91,8 +98,8 @@ std::string source_function(const std::vector<int64_t>& shape, const Storage& fr
         return static_cast<int>(d) == f.pack_axis ? axis + " / 4" : "s" + std::to_string(d);
       });
       s << "  int p = " << p << ";\n";
-      s << "  return texelFetch(in0, " << texel_coord("p", f.width, f.height) << ", 0)[" << axis
-        << " % 4];\n";
+      s << "  return texelFetch(" << sampler(0) << ", " << texel_coord("p", f.width, f.height)
+        << ", 0)[" << axis << " % 4];\n";
     }
   } else {
     const OutputLayout& o = from.targets;
@@ -108,20 +115,58 @@ std::string source_function(const std::vector<int64_t>& shape, const Storage& fr
     const std::string component = o.channels == 1 ? ".r" : "[ch]";
     // Samplers cannot be indexed dynamically in GLSL ES 3.00: one branch per render target.
     for (int j = 0; j + 1 < o.rows_per_item; ++j)
-      s << "  if (j == " << j << ") return texelFetch(in" << j << ", at, 0)" << component << ";\n";
-    s << "  return texelFetch(in" << o.rows_per_item - 1 << ", at, 0)" << component << ";\n";
+      s << "  if (j == " << j << ") return texelFetch(" << sampler(j) << ", at, 0)" << component
+        << ";\n";
+    s << "  return texelFetch(" << sampler(o.rows_per_item - 1) << ", at, 0)" << component << ";\n";
   }
   s << "}\n";
-  (void)shape;
   return s.str();
 }
 
-}  // namespace
+std::vector<TensorLayout> source_layouts(const Storage& from, int64_t elements,
+                                         const std::string& what) {
+  std::vector<TensorLayout> layouts;
+  if (from.kind == Storage::Kind::kTexture) {
+    const TensorLayout& f = from.texture;
+    if (product(f.shape) != elements)
+      throw std::invalid_argument(what + ": the source layout's shape " + shape_text(f.shape) +
+                                  " has another element count");
+    if (f.pack_axis >= static_cast<int>(f.shape.size()) || f.pack_axis < -1)
+      throw std::invalid_argument(what + ": source pack_axis " + std::to_string(f.pack_axis) +
+                                  " is outside its rank");
+    if (f.width < 1 || f.height < 1 || f.width * f.height < f.packed_elements())
+      throw std::invalid_argument(what + ": the source texture " + std::to_string(f.width) + "x" +
+                                  std::to_string(f.height) + " is too small for its layout");
+    layouts.push_back(f);
+  } else if (from.kind == Storage::Kind::kTargets) {
+    const OutputLayout& o = from.targets;
+    if (o.feedback)
+      throw std::invalid_argument(what + ": the source is a transform feedback buffer");
+    if (o.elements() != elements)
+      throw std::invalid_argument(what + ": the source render targets hold " +
+                                  std::to_string(o.elements()) + " elements, not " +
+                                  std::to_string(elements));
+    if (o.rows_per_item < 1 || (o.channels != 1 && o.channels != 4) ||
+        o.width * o.height < o.items())
+      throw std::invalid_argument(what + ": the source render targets' layout is inconsistent");
+    // Each render target, bound as a texture: the output matrix's rows of target j, as R32F or
+    // RGBA32F texels of targets.width × targets.height (described, not packed by the runtime).
+    for (int j = 0; j < o.rows_per_item; ++j) {
+      TensorLayout t;
+      t.shape = {o.width * o.height * o.channels};
+      t.pack_axis = o.channels == 4 ? 0 : -1;
+      t.width = o.width;
+      t.height = o.height;
+      layouts.push_back(t);
+    }
+  } else {
+    throw std::invalid_argument(what + ": the source must be a texture or render targets");
+  }
+  return layouts;
+}
 
-KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage& from,
-                               const TensorLayout& to, const DeviceLimits& limits) {
-  const std::string what = "relayout of a tensor " + shape_text(shape);
-  const int64_t elements = product(shape);
+void check_destination(const TensorLayout& to, int64_t elements, const DeviceLimits& limits,
+                       const std::string& what) {
   if (product(to.shape) != elements)
     throw std::invalid_argument(what + ": the destination layout's shape " + shape_text(to.shape) +
                                 " has another element count");
@@ -138,65 +183,46 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
     throw std::invalid_argument(what + ": the destination texture " + std::to_string(to.width) +
                                 "x" + std::to_string(to.height) + " holds fewer than its " +
                                 std::to_string(to.packed_elements()) + " packed elements");
+}
 
-  KernelArtifact artifact;
-  artifact.target = Target::kGlesFrag;
-  int samplers = 1;
-  if (from.kind == Storage::Kind::kTexture) {
-    const TensorLayout& f = from.texture;
-    if (product(f.shape) != elements)
-      throw std::invalid_argument(what + ": the source layout's shape " + shape_text(f.shape) +
-                                  " has another element count");
-    if (f.pack_axis >= static_cast<int>(f.shape.size()) || f.pack_axis < -1)
-      throw std::invalid_argument(what + ": source pack_axis " + std::to_string(f.pack_axis) +
-                                  " is outside its rank");
-    if (f.width < 1 || f.height < 1 || f.width * f.height < f.packed_elements())
-      throw std::invalid_argument(what + ": the source texture " + std::to_string(f.width) + "x" +
-                                  std::to_string(f.height) + " is too small for its layout");
-    artifact.inputs = {f};
-  } else if (from.kind == Storage::Kind::kTargets) {
-    const OutputLayout& o = from.targets;
-    if (o.feedback)
-      throw std::invalid_argument(what + ": the source is a transform feedback buffer");
-    if (o.elements() != elements)
-      throw std::invalid_argument(what + ": the source render targets hold " +
-                                  std::to_string(o.elements()) + " elements, not " +
-                                  std::to_string(elements));
-    if (o.rows_per_item < 1 || (o.channels != 1 && o.channels != 4) ||
-        o.width * o.height < o.items())
-      throw std::invalid_argument(what + ": the source render targets' layout is inconsistent");
-    samplers = o.rows_per_item;
-    // Each render target, bound as a texture: the output matrix's rows of target j, as R32F or
-    // RGBA32F texels of targets.width × targets.height (described, not packed by the runtime).
-    for (int j = 0; j < samplers; ++j) {
-      TensorLayout t;
-      t.shape = {o.width * o.height * o.channels};
-      t.pack_axis = o.channels == 4 ? 0 : -1;
-      t.width = o.width;
-      t.height = o.height;
-      artifact.inputs.push_back(t);
-    }
-  } else {
-    throw std::invalid_argument(what + ": the source must be a texture or render targets");
-  }
-
+std::string destination_main(const TensorLayout& to, const std::string& value,
+                             const Storage* same_source) {
   const int channels = to.channels();
   const std::vector<int64_t> packed = to.packed_shape();
   std::ostringstream s;
-  s << "#version 300 es\n";
-  s << "// webtune relayout " << shape_text(shape) << " -> pack_axis " << to.pack_axis << " "
-    << to.width << "x" << to.height << "\n";
-  s << "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
-  for (int j = 0; j < samplers; ++j) s << "uniform highp sampler2D in" << j << ";\n";
   s << "layout(location = 0) out " << (channels == 4 ? "vec4" : "float") << " o0;\n";
-  s << source_function(shape, from);
   s << "void main() {\n";
   s << "  ivec2 px = ivec2(gl_FragCoord.xy);\n";
   s << "  int t = px.y * " << to.width << " + px.x;\n";
   s << "  " << (channels == 4 ? "vec4 r = vec4(0.0);" : "float r = 0.0;") << "\n";
   s << "  if (t < " << to.packed_elements() << ") {\n";
+  const bool same_packing =
+      same_source != nullptr && same_source->kind == Storage::Kind::kTexture && channels == 4 &&
+      same_source->texture.pack_axis == to.pack_axis && same_source->texture.shape == to.shape;
   if (channels == 1) {
-    s << "    r = src(t);\n";  // plain: packed element t is logical element t
+    s << "    r = " << value << "(t);\n";  // plain: packed element t is logical element t
+  } else if (same_packing) {
+    // Same packed tensor, only wrapped at another width: packed element t is the source's
+    // texel t, whole. Positions past the packed axis's end are zeroed again (a source's
+    // padding is 0 whoever wrote it, but this costs one compare per texel).
+    const TensorLayout& f = same_source->texture;
+    s << "    r = texelFetch(in0, " << texel_coord("t", f.width, f.height) << ", 0);\n";
+    const auto a = static_cast<size_t>(to.pack_axis);
+    if (to.shape[a] % 4 != 0) {
+      int64_t inner = 1;  // packed elements per step of the pack axis
+      for (size_t d = a + 1; d < packed.size(); ++d) inner *= packed[d];
+      s << "    int qa = (t / " << inner << ") % " << packed[a] << ";\n";
+      s << "    if (qa == " << packed[a] - 1 << ") r = vec4(";
+      const char* comp = "xyzw";
+      for (int c = 0; c < 4; ++c) {
+        s << (c ? ", " : "");
+        if ((packed[a] - 1) * 4 + c < to.shape[a])
+          s << "r." << comp[c];
+        else
+          s << "0.0";  // a select, not a product: 0 · inf would be NaN
+      }
+      s << ");\n";
+    }
   } else {
     decode(s, "    ", "t", "q", packed);
     const int a = to.pack_axis;
@@ -209,21 +235,49 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
     const char* comp = "xyzw";
     for (int c = 0; c < 4; ++c) {
       s << "    if (" << qa << " * 4 + " << c << " < " << to.shape[static_cast<size_t>(a)] << ") r."
-        << comp[c] << " = src(e + " << c * stride << ");\n";
+        << comp[c] << " = " << value << "(e + " << c * stride << ");\n";
     }
   }
   s << "  }\n";
   s << "  o0 = r;\n";
   s << "}\n";
+  return s.str();
+}
+
+OutputLayout destination_output(const TensorLayout& to) {
+  OutputLayout out;
+  out.rows = 1;
+  out.cols = to.width * to.height * to.channels();
+  out.rows_per_item = 1;
+  out.channels = to.channels();
+  out.width = to.width;
+  out.height = to.height;
+  return out;
+}
+
+}  // namespace glue_frag
+
+KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage& from,
+                               const TensorLayout& to, const DeviceLimits& limits) {
+  const std::string what = "relayout of a tensor " + shape_text(shape);
+  const int64_t elements = product(shape);
+  glue_frag::check_destination(to, elements, limits, what);
+  KernelArtifact artifact;
+  artifact.target = Target::kGlesFrag;
+  artifact.inputs = glue_frag::source_layouts(from, elements, what);
+  std::ostringstream s;
+  s << "#version 300 es\n";
+  s << "// webtune relayout " << shape_text(shape) << " -> pack_axis " << to.pack_axis << " "
+    << to.width << "x" << to.height << "\n";
+  s << "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
+  for (size_t j = 0; j < artifact.inputs.size(); ++j)
+    s << "uniform highp sampler2D in" << j << ";\n";
+  s << glue_frag::source_function("src", from, 0);
+  s << glue_frag::destination_main(to, "src", &from);
   artifact.source = s.str();
   // The destination texels as they are: one render target of to.width × to.height, read back
   // (OutputLayout::unpack) as the flat texel array that TensorLayout::pack makes.
-  artifact.output.rows = 1;
-  artifact.output.cols = to.width * to.height * channels;
-  artifact.output.rows_per_item = 1;
-  artifact.output.channels = channels;
-  artifact.output.width = to.width;
-  artifact.output.height = to.height;
+  artifact.output = glue_frag::destination_output(to);
   return artifact;
 }
 
