@@ -134,14 +134,17 @@ void check_package(const PlannedPackage& p, const graph::Graph& g) {
     ASSERT_LT(static_cast<size_t>(k), p.kernels.size());
     const KernelArtifact& a = p.kernels[k];
     EXPECT_EQ(a.target, m.artifact_target);
-    const Storage& from = m.values[root_of(m, s.inputs.at(0).id)].storage;
-    if (s.role == PackageStep::Role::kRelayout && from.kind == Storage::Kind::kTargets) {
-      // One value input binds every render target.
-      EXPECT_EQ(s.inputs.size(), 1u);
-      EXPECT_EQ(a.inputs.size(), static_cast<size_t>(from.targets.rows_per_item));
-    } else {
-      EXPECT_EQ(s.inputs.size(), a.inputs.size());
+    // A value in render targets binds one texture per target (relayout and op steps read
+    // them in place); anything else one texture or buffer.
+    size_t textures = 0;
+    for (const StepInput& in : s.inputs) {
+      const Storage* st =
+          in.kind == StepInput::Kind::kValue ? &m.values[root_of(m, in.id)].storage : nullptr;
+      textures += st && st->kind == Storage::Kind::kTargets
+                      ? static_cast<size_t>(st->targets.rows_per_item)
+                      : 1;
     }
+    EXPECT_EQ(textures, a.inputs.size());
     if (s.role == PackageStep::Role::kTask) EXPECT_FALSE(s.task.empty());
   }
   // Weights: 256-byte aligned, inside weights.bin, in order and not overlapping.
@@ -458,21 +461,32 @@ void check_frag_bindings(const PlannedPackage& p) {
     const PackageStep& s = m.steps[i];
     if (s.kind != PackageStep::Kind::kKernel || s.role == PackageStep::Role::kRelayout) continue;
     const KernelArtifact& a = p.kernels.at(kernel_index(s.kernel));
+    size_t k = 0;  // the artifact's input (sampler) of s.inputs[j]
     for (size_t j = 0; j < s.inputs.size(); ++j) {
+      ASSERT_LT(k, a.inputs.size()) << "step " << i;
       if (s.inputs[j].kind == StepInput::Kind::kWeight) {
         const PackageWeight& w = m.weights[s.inputs[j].id];
         ASSERT_TRUE(w.texture.has_value());
-        EXPECT_EQ(w.texture->width, a.inputs[j].width);
-        EXPECT_EQ(w.texture->height, a.inputs[j].height);
-        EXPECT_EQ(w.texture->channels, a.inputs[j].channels());
+        EXPECT_EQ(w.texture->width, a.inputs[k].width);
+        EXPECT_EQ(w.texture->height, a.inputs[k].height);
+        EXPECT_EQ(w.texture->channels, a.inputs[k].channels());
+        ++k;
         continue;
       }
       const int v = s.inputs[j].id;
       Storage st = m.values[root_of(m, v)].storage;
       if (st.kind == Storage::Kind::kTexture) st.texture.shape = m.values[v].shape;
-      EXPECT_TRUE(same_placement(st, a.inputs[j]))
-          << "step " << i << " (" << s.node << ") input " << j << " value " << v;
+      const bool plain =
+          st.kind == Storage::Kind::kTexture && st.texture.pack_axis == -1 &&
+          same_placement(st, plain_texture_layout(m.values[v].shape, DeviceLimits{}));
+      // Task kernels read their layout: the value must place every element there. Op kernels
+      // read plain textures, or any storage in place (OpKernelOptions::input_storage).
+      if (s.role == PackageStep::Role::kTask || plain)
+        EXPECT_TRUE(same_placement(st, a.inputs[k]))
+            << "step " << i << " (" << s.node << ") input " << j << " value " << v;
+      k += st.kind == Storage::Kind::kTargets ? static_cast<size_t>(st.targets.rows_per_item) : 1;
     }
+    EXPECT_EQ(k, a.inputs.size()) << "step " << i;
   }
 }
 
