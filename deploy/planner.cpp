@@ -442,6 +442,28 @@ class Planner {
     out_.manifest.steps.push_back(std::move(s));
   }
 
+  /// The layout in which a frag op kernel should write `tensor`: when its one reader is a
+  /// tuned kernel that reads it as a value (and it is no graph output), that kernel's input
+  /// layout, so no relayout goes between them; else nullopt (plain).
+  std::optional<TensorLayout> consumer_layout(const std::string& tensor) const {
+    if (std::find(graph_.outputs.begin(), graph_.outputs.end(), tensor) != graph_.outputs.end())
+      return std::nullopt;
+    const std::vector<size_t> readers = graph_.consumers(tensor);
+    if (readers.size() != 1) return std::nullopt;
+    const graph::Node& reader = graph_.nodes[readers[0]];
+    const auto task = task_of_node_.find(node_name(reader));
+    if (task == task_of_node_.end()) return std::nullopt;
+    std::vector<std::string> inputs;
+    for (const std::string& in : reader.inputs)
+      if (!in.empty()) inputs.push_back(in);
+    if (std::count(inputs.begin(), inputs.end(), tensor) != 1) return std::nullopt;
+    const size_t j =
+        static_cast<size_t>(std::find(inputs.begin(), inputs.end(), tensor) - inputs.begin());
+    const KernelArtifact& artifact = task_artifacts_[static_cast<size_t>(task->second)];
+    if (j >= artifact.inputs.size()) return std::nullopt;
+    return artifact.inputs[j];
+  }
+
   void plan_gpu_op(const graph::Node& node, size_t index) {
     const std::string& out_name = single_output(node, index);
     const std::vector<std::string> inputs = op_kernel_inputs(node);
@@ -461,6 +483,7 @@ class Planner {
         }
         options.input_storage.push_back(std::move(where));
       }
+      options.output_layout = consumer_layout(out_name);
     }
     KernelArtifact artifact;
     try {
@@ -501,7 +524,9 @@ class Planner {
     s.kernel = kernel_file(add_kernel(artifact));
     const std::vector<int64_t>& shape = graph_.tensor(out_name).shape;
     Storage storage = plain_storage(shape);
-    if (frag_) {
+    if (frag_ && options.output_layout) {
+      storage.texture = *options.output_layout;  // written as its one reader reads it
+    } else if (frag_) {
       Storage targets;
       targets.kind = Storage::Kind::kTargets;
       targets.targets = artifact.output;
