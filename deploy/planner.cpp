@@ -442,11 +442,52 @@ class Planner {
     out_.manifest.steps.push_back(std::move(s));
   }
 
+  /// The layout in which a frag op kernel should write `tensor`: when its one reader is a
+  /// tuned kernel that reads it as a value (and it is no graph output), that kernel's input
+  /// layout, so no relayout goes between them; else nullopt (plain).
+  std::optional<TensorLayout> consumer_layout(const std::string& tensor) const {
+    if (std::find(graph_.outputs.begin(), graph_.outputs.end(), tensor) != graph_.outputs.end())
+      return std::nullopt;
+    const std::vector<size_t> readers = graph_.consumers(tensor);
+    if (readers.size() != 1) return std::nullopt;
+    const graph::Node& reader = graph_.nodes[readers[0]];
+    const auto task = task_of_node_.find(node_name(reader));
+    if (task == task_of_node_.end()) return std::nullopt;
+    std::vector<std::string> inputs;
+    for (const std::string& in : reader.inputs)
+      if (!in.empty()) inputs.push_back(in);
+    if (std::count(inputs.begin(), inputs.end(), tensor) != 1) return std::nullopt;
+    const size_t j =
+        static_cast<size_t>(std::find(inputs.begin(), inputs.end(), tensor) - inputs.begin());
+    const KernelArtifact& artifact = task_artifacts_[static_cast<size_t>(task->second)];
+    if (j >= artifact.inputs.size()) return std::nullopt;
+    return artifact.inputs[j];
+  }
+
   void plan_gpu_op(const graph::Node& node, size_t index) {
     const std::string& out_name = single_output(node, index);
+    const std::vector<std::string> inputs = op_kernel_inputs(node);
+    OpKernelOptions options{options_.opset, {}, std::nullopt};
+    if (frag_) {
+      // Frag op kernels read their value inputs where they are (a tuned kernel's render targets,
+      // a packed texture): no relayout to plain before them. Plain ones stay nullopt.
+      for (const std::string& in : inputs) {
+        std::optional<Storage> where;
+        if (!graph_.tensor(in).is_constant()) {
+          const int v = value_of(in, "input");
+          const int r = root(v);
+          const Storage& st = values_[r].storage;
+          if (r == v && values_[r].decided &&
+              !same_placement(st, plain_texture_layout(values_[r].shape, limits_)))
+            where = st;
+        }
+        options.input_storage.push_back(std::move(where));
+      }
+      options.output_layout = consumer_layout(out_name);
+    }
     KernelArtifact artifact;
     try {
-      artifact = op_kernel(target_.kernel, graph_, node, limits_, OpKernelOptions{options_.opset});
+      artifact = op_kernel(target_.kernel, graph_, node, limits_, options);
     } catch (const std::invalid_argument& e) {
       unsupported(node, index, e.what());
     }
@@ -454,11 +495,38 @@ class Planner {
     s.kind = PackageStep::Kind::kKernel;
     s.role = PackageStep::Role::kOp;
     s.node = node_name(node);
-    bind_inputs(s, node, index, op_kernel_inputs(node), artifact, false);
+    if (!frag_) {
+      bind_inputs(s, node, index, inputs, artifact, false);
+    } else {
+      // artifact.inputs are in sampler order: one per texture, rows_per_item per render targets.
+      size_t sampler = 0;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const graph::Tensor& t = graph_.tensor(inputs[i]);
+        const std::optional<Storage>& where = options.input_storage[i];
+        const size_t samplers = where && where->kind == Storage::Kind::kTargets
+                                    ? static_cast<size_t>(where->targets.rows_per_item)
+                                    : 1;
+        if (sampler + samplers > artifact.inputs.size())
+          throw std::invalid_argument(node.describe(index) + ": its op kernel binds " +
+                                      std::to_string(artifact.inputs.size()) +
+                                      " textures, fewer than its inputs need");
+        if (t.is_constant())
+          s.inputs.push_back(
+              StepInput::weight(weight(node, index, i, t, artifact.inputs[sampler], false)));
+        else if (where)
+          s.inputs.push_back(StepInput::value(value_of(inputs[i], "input")));
+        else
+          s.inputs.push_back(StepInput::value(
+              bind(value_of(inputs[i], "input"), artifact.inputs[sampler], node_name(node))));
+        sampler += samplers;
+      }
+    }
     s.kernel = kernel_file(add_kernel(artifact));
     const std::vector<int64_t>& shape = graph_.tensor(out_name).shape;
     Storage storage = plain_storage(shape);
-    if (frag_) {
+    if (frag_ && options.output_layout) {
+      storage.texture = *options.output_layout;  // written as its one reader reads it
+    } else if (frag_) {
       Storage targets;
       targets.kind = Storage::Kind::kTargets;
       targets.targets = artifact.output;

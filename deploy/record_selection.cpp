@@ -133,6 +133,26 @@ TaskChoice choose_config(const RecordStore* store, const Workload& workload,
   choice.limits = stored_limits(store, device_key);
   const Task task = Task::create(workload, target.kernel, choice.limits);
   choice.entity = task.default_config();
+  if (frag && is_vertex_stage(bj::serialize(choice.entity.to_json()))) {
+    // Under tight limits the template's fallback (its lowest valid index) may be a vertex-stage
+    // kernel; a package needs a fragment-stage one: the first valid one.
+    bool found = false;
+    for (int64_t index : task.space->valid_indices()) {
+      const ConfigEntity e = task.space->get(index);
+      if (is_vertex_stage(bj::serialize(e.to_json()))) continue;
+      choice.entity = e;
+      found = true;
+      break;
+    }
+    if (!found)
+      throw std::invalid_argument(
+          "no fragment-stage config of " + workload.key() +
+          " fits the device's limits (packages take no vertex-stage kernels)");
+    choice.notes.push_back(
+        "the template's default is a vertex-stage kernel for these limits; "
+        "took the first valid fragment-stage config (index " +
+        std::to_string(choice.entity.index()) + ")");
+  }
   choice.artifact = task.build(choice.entity);
   return choice;
 }

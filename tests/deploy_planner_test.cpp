@@ -34,12 +34,14 @@
 #include "deploy/memory_plan.hpp"
 #include "deploy/package.hpp"
 #include "deploy/planner.hpp"
+#include "deploy/record_selection.hpp"
 #include "deploy/weights.hpp"
 #include "graph/onnx_import.hpp"
 #include "graph/passes.hpp"
 #include "graph/task_extraction.hpp"
 #include "graph/zoo.hpp"
 #include "tuner/records.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace fs = std::filesystem;
 namespace bj = boost::json;
@@ -115,7 +117,8 @@ int root_of(const Manifest& m, int v) {
 
 /// Checks the structure every package must have: kernel inputs against their artifacts, aligned
 /// weights, and the memory plan by simulation.
-void check_package(const PlannedPackage& p, const graph::Graph& g) {
+/// `reuse`: the graph is large enough that some slot must serve two values.
+void check_package(const PlannedPackage& p, const graph::Graph& g, bool reuse = true) {
   const Manifest& m = p.manifest;
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const PackageStep& s = m.steps[i];
@@ -134,14 +137,17 @@ void check_package(const PlannedPackage& p, const graph::Graph& g) {
     ASSERT_LT(static_cast<size_t>(k), p.kernels.size());
     const KernelArtifact& a = p.kernels[k];
     EXPECT_EQ(a.target, m.artifact_target);
-    const Storage& from = m.values[root_of(m, s.inputs.at(0).id)].storage;
-    if (s.role == PackageStep::Role::kRelayout && from.kind == Storage::Kind::kTargets) {
-      // One value input binds every render target.
-      EXPECT_EQ(s.inputs.size(), 1u);
-      EXPECT_EQ(a.inputs.size(), static_cast<size_t>(from.targets.rows_per_item));
-    } else {
-      EXPECT_EQ(s.inputs.size(), a.inputs.size());
+    // A value in render targets binds one texture per target (relayout and op steps read
+    // them in place); anything else one texture or buffer.
+    size_t textures = 0;
+    for (const StepInput& in : s.inputs) {
+      const Storage* st =
+          in.kind == StepInput::Kind::kValue ? &m.values[root_of(m, in.id)].storage : nullptr;
+      textures += st && st->kind == Storage::Kind::kTargets
+                      ? static_cast<size_t>(st->targets.rows_per_item)
+                      : 1;
     }
+    EXPECT_EQ(textures, a.inputs.size());
     if (s.role == PackageStep::Role::kTask) EXPECT_FALSE(s.task.empty());
   }
   // Weights: 256-byte aligned, inside weights.bin, in order and not overlapping.
@@ -185,7 +191,8 @@ void check_package(const PlannedPackage& p, const graph::Graph& g) {
     write(s.output);
   }
   for (const PackageTensor& out : m.outputs) check_read(out.value, m.steps.size());
-  EXPECT_LT(p.slot_bytes, p.value_bytes);
+  if (reuse) EXPECT_LT(p.slot_bytes, p.value_bytes);
+  EXPECT_LE(p.slot_bytes, p.value_bytes);
   int64_t slot_bytes = 0;
   for (const PackageSlot& s : m.slots) slot_bytes += s.bytes();
   EXPECT_EQ(slot_bytes, p.slot_bytes);
@@ -458,21 +465,32 @@ void check_frag_bindings(const PlannedPackage& p) {
     const PackageStep& s = m.steps[i];
     if (s.kind != PackageStep::Kind::kKernel || s.role == PackageStep::Role::kRelayout) continue;
     const KernelArtifact& a = p.kernels.at(kernel_index(s.kernel));
+    size_t k = 0;  // the artifact's input (sampler) of s.inputs[j]
     for (size_t j = 0; j < s.inputs.size(); ++j) {
+      ASSERT_LT(k, a.inputs.size()) << "step " << i;
       if (s.inputs[j].kind == StepInput::Kind::kWeight) {
         const PackageWeight& w = m.weights[s.inputs[j].id];
         ASSERT_TRUE(w.texture.has_value());
-        EXPECT_EQ(w.texture->width, a.inputs[j].width);
-        EXPECT_EQ(w.texture->height, a.inputs[j].height);
-        EXPECT_EQ(w.texture->channels, a.inputs[j].channels());
+        EXPECT_EQ(w.texture->width, a.inputs[k].width);
+        EXPECT_EQ(w.texture->height, a.inputs[k].height);
+        EXPECT_EQ(w.texture->channels, a.inputs[k].channels());
+        ++k;
         continue;
       }
       const int v = s.inputs[j].id;
       Storage st = m.values[root_of(m, v)].storage;
       if (st.kind == Storage::Kind::kTexture) st.texture.shape = m.values[v].shape;
-      EXPECT_TRUE(same_placement(st, a.inputs[j]))
-          << "step " << i << " (" << s.node << ") input " << j << " value " << v;
+      const bool plain =
+          st.kind == Storage::Kind::kTexture && st.texture.pack_axis == -1 &&
+          same_placement(st, plain_texture_layout(m.values[v].shape, DeviceLimits{}));
+      // Task kernels read their layout: the value must place every element there. Op kernels
+      // read plain textures, or any storage in place (OpKernelOptions::input_storage).
+      if (s.role == PackageStep::Role::kTask || plain)
+        EXPECT_TRUE(same_placement(st, a.inputs[k]))
+            << "step " << i << " (" << s.node << ") input " << j << " value " << v;
+      k += st.kind == Storage::Kind::kTargets ? static_cast<size_t>(st.targets.rows_per_item) : 1;
     }
+    EXPECT_EQ(k, a.inputs.size()) << "step " << i;
   }
 }
 
@@ -498,6 +516,69 @@ TEST(FragTarget, Resnet18DefaultsRelayoutWherePlacementsDiffer) {
   const KernelArtifact& a = p.kernels.at(kernel_index(stem->kernel));
   EXPECT_EQ(weight_floats(p, stem->inputs[1].id),
             a.inputs[1].pack(*g.tensor(g.nodes.front().inputs[1]).float_data));
+}
+
+// The device's limits come from the records (its device info), for task and glue kernels alike.
+TEST(FragTarget, DeviceLimitsComeFromTheRecords) {
+  const std::string path = (temp_dir() / "limits.db").string();
+  fs::remove(path);
+  {
+    RecordStore store(path);
+    DeviceLimits small;
+    small.max_texture_size = 2048;
+    store.upsert_device("gles:small", bj::serialize(bj::object{{"limits", small.to_json()}}));
+  }
+  RecordStore store(path);
+  const graph::Graph& g = zoo_graph("resnet18");
+  const PlannedPackage p = plan_package(g, options_for("gles-frag", &store, "gles:small"));
+  for (const PackageSlot& s : p.manifest.slots) {
+    EXPECT_LE(s.width, 2048) << "slot " << s.id;
+    EXPECT_LE(s.height, 2048) << "slot " << s.id;
+  }
+  for (const PackageWeight& w : p.manifest.weights) {
+    ASSERT_TRUE(w.texture.has_value());
+    EXPECT_LE(w.texture->width, 2048) << w.name;
+    EXPECT_LE(w.texture->height, 2048) << w.name;
+  }
+  check_package(p, g);
+  check_frag_bindings(p);
+  // Without the records the defaults allow 4096: a plain texture is wider.
+  const PlannedPackage wide = plan_package(g, options_for("gles-frag"));
+  int64_t widest = 0;
+  for (const PackageSlot& s : wide.manifest.slots) widest = std::max(widest, s.width);
+  EXPECT_GT(widest, 2048);
+}
+
+// Under a 1024-texel limit the frag template's default for ResNet-18's stem is a vertex-stage
+// kernel (its fallback, the lowest valid index) and no fragment-stage config fits: the choice
+// refuses it, naming the workload, rather than packaging a transform-feedback kernel. (When a
+// fragment-stage config fits, choose_config takes the first one, with a note.)
+TEST(FragTarget, NoVertexStageDefaultUnderTightLimits) {
+  const std::string key = "gles:tight";
+  const std::string path = (temp_dir() / "tight.db").string();
+  fs::remove(path);
+  {
+    RecordStore store(path);
+    DeviceLimits tight;
+    tight.max_texture_size = 1024;
+    store.upsert_device(key, bj::serialize(bj::object{{"limits", tight.to_json()}}));
+  }
+  RecordStore store(path);
+  const Workload stem = graph::extract_tasks(zoo_graph("resnet18")).tasks.at(0).workload;
+  const Task task = Task::create(stem, Target::kGlesFrag, stored_limits(&store, key));
+  ASSERT_EQ(task.default_config().get_string("stage"), "vertex")
+      << "the template's default changed: this test needs another workload or limit";
+  try {
+    choose_config(&store, stem, tune_target_from_name("gles-frag"), key);
+    FAIL() << "took a config for " << stem.key();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(stem.key()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fragment-stage"), std::string::npos) << e.what();
+  }
+  // The wasm or compute targets have no stage: their default stands.
+  const TaskChoice c = choose_config(&store, stem, tune_target_from_name("gles-compute"), key);
+  EXPECT_EQ(c.source, TaskSource::kDefault);
+  EXPECT_TRUE(c.notes.empty());
 }
 
 TEST(FragTarget, Webgl2MobilenetBindsEveryInputAsRead) {
@@ -628,6 +709,65 @@ TEST(FragTarget, AgreeingChainNeedsNoRelayout) {
   ASSERT_EQ(add->inputs[1].kind, StepInput::Kind::kWeight);
   const std::vector<float> c = weight_floats(p, add->inputs[1].id);
   EXPECT_EQ(std::vector<float>(c.begin(), c.begin() + 4), (std::vector<float>{1, 2, 3, 4}));
+}
+
+// An op whose one reader is a tuned kernel writes its output in that kernel's input layout
+// (OpKernelOptions::output_layout): no relayout between them, even for a packed layout.
+TEST(FragTarget, OpWritesTheLayoutOfItsTaskReader) {
+  graph::Graph g;
+  g.name = "relu_conv";
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  g.tensors["x"] = float_tensor("x", {1, 8, 8, 8});
+  g.tensors["r"] = float_tensor("r", {1, 8, 8, 8});
+  g.tensors["w"] = float_tensor("w", {8, 8, 3, 3}, std::vector<float>(8 * 8 * 9, 0.5f));
+  g.tensors["y"] = float_tensor("y", {1, 8, 8, 8});
+  g.nodes.push_back({"relu", "Relu", {"x"}, {"r"}, {}, {}});
+  graph::Node conv{"conv", "Conv", {"r", "w"}, {"y"}, {}, {}};
+  conv.attributes["kernel_shape"] = std::vector<int64_t>{3, 3};
+  conv.attributes["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  conv.attributes["strides"] = std::vector<int64_t>{1, 1};
+  g.nodes.push_back(conv);
+  g.validate();
+  const graph::Extraction extraction = graph::extract_tasks(g);
+  ASSERT_EQ(extraction.tasks.size(), 1u);
+  // A record whose data input is packed (RGBA along C), so plain would not do.
+  const std::string path = (temp_dir() / "relu_conv.db").string();
+  fs::remove(path);
+  ConfigEntity packed;
+  {
+    RecordStore store(path);
+    const Workload& w = extraction.tasks[0].workload;
+    const int64_t job = store.open_job(w, Target::kGlesFrag, "gles:dev", w.name);
+    const Task task = Task::create(w, Target::kGlesFrag);
+    for (int64_t index = 0; index < task.space->raw_size(); ++index) {
+      const ConfigEntity e = task.space->get(index);
+      if (!task.space->is_valid(e) || e.get_string("stage") != "fragment") continue;
+      if (task.build(e).inputs[0].pack_axis < 0) continue;
+      packed = e;
+      break;
+    }
+    ASSERT_GE(packed.index(), 0) << "no packed data layout in the space";
+    TrialRecord t;
+    t.config_index = packed.index();
+    t.config_json = bj::serialize(packed.to_json());
+    t.result.costs = {0.001};
+    store.add_trials(job, {t});
+  }
+  RecordStore store(path);
+  const PlannedPackage p = plan_package(g, options_for("gles-frag", &store, "gles:dev"));
+  const Manifest& m = p.manifest;
+  EXPECT_EQ(m.layout_transforms, 0);
+  const PackageStep* c = step_of(m, "conv");
+  ASSERT_NE(c, nullptr);
+  const KernelArtifact& a = p.kernels.at(kernel_index(c->kernel));
+  ASSERT_GE(a.inputs[0].pack_axis, 0);
+  const PackageValue& r = m.values.at(c->inputs[0].id);
+  EXPECT_EQ(r.name, "r");
+  ASSERT_EQ(r.storage.kind, Storage::Kind::kTexture);
+  EXPECT_EQ(bj::serialize(r.storage.texture.to_json()), bj::serialize(a.inputs[0].to_json()));
+  check_package(p, g, false);  // three values of three sizes: nothing to share
+  check_frag_bindings(p);
 }
 
 // wasm op steps carry the op and its attributes, constants as weights with their shape.

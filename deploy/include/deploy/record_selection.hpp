@@ -51,8 +51,10 @@ DeviceLimits stored_limits(const RecordStore* store, const std::string& device_k
 /// transform-feedback kernel's output is a buffer the next fragment kernel cannot sample (a
 /// note says when a vertex-stage trial was faster). A record whose config no longer builds
 /// (outside the current space or the device's limits) is skipped with a note. `store` null:
-/// the default config. Throws std::invalid_argument when the target has no template for the
-/// workload, or when even the default config does not build.
+/// the default config; on gles-frag, when the default is a vertex-stage kernel (the template's
+/// fallback under tight limits), the first valid fragment-stage config instead, with a note.
+/// Throws std::invalid_argument when the target has no template for the workload, when no
+/// fragment-stage config fits (gles-frag), or when even the default config does not build.
 TaskChoice choose_config(const RecordStore* store, const Workload& workload,
                          const TuneTarget& target, const std::string& device_key);
 
