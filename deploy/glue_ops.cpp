@@ -49,12 +49,6 @@ int64_t product(const std::vector<int64_t>& shape, size_t begin = 0, size_t end 
   return n;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 std::string num(int64_t value) {
   return std::to_string(value);
 }

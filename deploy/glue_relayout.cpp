@@ -29,18 +29,6 @@
 namespace webtune::deploy {
 namespace {
 
-int64_t product(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 /// GLSL lines declaring `prefix`0 … `prefix`(n−1): the multi-index of flat index `flat` over
 /// `dims` (row-major), by constant div / mod from the last axis.
 void decode(std::ostringstream& s, const std::string& indent, const std::string& flat,
@@ -128,7 +116,7 @@ std::vector<TensorLayout> source_layouts(const Storage& from, int64_t elements,
   std::vector<TensorLayout> layouts;
   if (from.kind == Storage::Kind::kTexture) {
     const TensorLayout& f = from.texture;
-    if (product(f.shape) != elements)
+    if (shape_elements(f.shape) != elements)
       throw std::invalid_argument(what + ": the source layout's shape " + shape_text(f.shape) +
                                   " has another element count");
     if (f.pack_axis >= static_cast<int>(f.shape.size()) || f.pack_axis < -1)
@@ -167,7 +155,7 @@ std::vector<TensorLayout> source_layouts(const Storage& from, int64_t elements,
 
 void check_destination(const TensorLayout& to, int64_t elements, const DeviceLimits& limits,
                        const std::string& what) {
-  if (product(to.shape) != elements)
+  if (shape_elements(to.shape) != elements)
     throw std::invalid_argument(what + ": the destination layout's shape " + shape_text(to.shape) +
                                 " has another element count");
   if (to.pack_axis >= static_cast<int>(to.shape.size()) || to.pack_axis < -1)
@@ -260,7 +248,7 @@ OutputLayout destination_output(const TensorLayout& to) {
 KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage& from,
                                const TensorLayout& to, const DeviceLimits& limits) {
   const std::string what = "relayout of a tensor " + shape_text(shape);
-  const int64_t elements = product(shape);
+  const int64_t elements = shape_elements(shape);
   glue_frag::check_destination(to, elements, limits, what);
   KernelArtifact artifact;
   artifact.target = Target::kGlesFrag;

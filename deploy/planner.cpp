@@ -31,18 +31,6 @@ const std::vector<std::string>& build_targets() {
   return names;
 }
 
-int64_t elements_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string text;
   for (size_t i = 0; i < items.size(); ++i) text += (i ? ", " : "") + items[i];
@@ -68,7 +56,7 @@ std::vector<PackageSlot> slot_needs(const Storage& s, const std::vector<int64_t>
     case Storage::Kind::kArray:
       slot.kind =
           s.kind == Storage::Kind::kBuffer ? PackageSlot::Kind::kBuffer : PackageSlot::Kind::kArray;
-      slot.floats = std::max<int64_t>(elements_of(shape), 1);
+      slot.floats = std::max<int64_t>(shape_elements(shape), 1);
       needs.push_back(slot);
       break;
     case Storage::Kind::kTexture:
@@ -338,7 +326,7 @@ class Planner {
     alias.kind = Storage::Kind::kAlias;
     alias.alias_of = root(v);
     const graph::Tensor& out = graph_.tensor(out_name);
-    if (out.elements() != elements_of(values_[v].shape))
+    if (out.elements() != shape_elements(values_[v].shape))
       throw std::invalid_argument(node.describe(index) + ": output " + shape_text(out.shape) +
                                   " has another element count than its input " +
                                   shape_text(values_[v].shape));
@@ -362,7 +350,7 @@ class Planner {
     std::vector<float> data = *tensor.float_data;
     std::string name = tensor.name, transform;
     const bool gemm = node.op_type == "Gemm" || node.op_type == "FusedGemm";
-    const int64_t want = elements_of(layout.shape);
+    const int64_t want = shape_elements(layout.shape);
     if (task && gemm && i == 1 && node.get_int("transB", 0) != 0) {
       if (tensor.shape.size() != 2)
         throw std::invalid_argument(node.describe(index) + ": B '" + tensor.name + "' is not 2-D");
