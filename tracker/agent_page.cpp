@@ -163,7 +163,7 @@ void finish(AgentPageResponse& r, bool head) {
 }  // namespace
 
 bool is_agent_page_target(std::string_view target) {
-  return under_prefix(target, kPrefix);
+  return under_prefix(target, kPrefix) || under_prefix(target, kRuntimePrefix);
 }
 
 AgentPageResponse agent_page_response(std::string_view target, const std::string& root,
