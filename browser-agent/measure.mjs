@@ -2,26 +2,11 @@
 // (codegen/include/codegen/measure.hpp), the sampled reference check (codegen/reference.cpp) and
 // the workload sizes the seeded inputs need (codegen/include/codegen/workload.hpp).
 
-/** AutoTVM's MeasureErrorNo, as the tracker protocol carries it. */
-export const ErrorNo = Object.freeze({
-  NO_ERROR: 0,
-  INSTANTIATION: 1,
-  COMPILE_HOST: 2,
-  COMPILE_DEVICE: 3,
-  RUNTIME_DEVICE: 4,
-  WRONG_ANSWER: 5,
-  BUILD_TIMEOUT: 6,
-  RUN_TIMEOUT: 7,
-  UNKNOWN: 8,
-});
+// The error numbers and the error class are the kernel runners' (runtime/errors.mjs), shared
+// with the model runtime.
+import { ErrorNo, MeasureError } from '../runtime/errors.mjs';
 
-/** A failure inside a trial; executors throw it and the agent turns it into a result. */
-export class MeasureError extends Error {
-  constructor(errorNo, message) {
-    super(message);
-    this.errorNo = errorNo;
-  }
-}
+export { ErrorNo, MeasureError };
 
 /** A MeasureResult JSON object. `costs` in seconds; `allCost` in seconds. */
 export function makeResult(errorNo, message, costs, allCost) {

@@ -61,6 +61,15 @@ tracker::TrackerConfig make_config(const TrackerArgs& args) {
 void run_tracker(const TrackerArgs& args) {
   tracker::TrackerServer server(make_config(args));
   spdlog::info("dashboard at {}", server.http_url());
+  if (!args.models_root.empty()) {
+    // Each package folder is a page (tracker/agent_page.hpp); say where to open them.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(args.models_root, ec)) {
+      if (entry.is_directory(ec) && std::filesystem::exists(entry.path() / "index.html", ec))
+        spdlog::info("model page at {}models/{}/", server.http_url(),
+                     entry.path().filename().string());
+    }
+  }
   run_until_signal(server);
   spdlog::info("tracker stopped");
 }

@@ -31,6 +31,8 @@ class AgentPageTest : public ::testing::Test {
     write(base_ / "root" / "sub" / "x.wasm", "wasm");
     write(base_ / "root" / ".hidden", "secret");
     write(base_ / "secret.txt", "outside");
+    fs::create_directories(base_ / "runtime");
+    write(base_ / "runtime" / "webgl2.mjs", "export const runner = 1;");
     fs::create_symlink(base_ / "secret.txt", base_ / "root" / "link.txt");
     root_ = (base_ / "root").string();
   }
@@ -61,6 +63,16 @@ TEST_F(AgentPageTest, ServesThePageAndModulesWithIsolationHeaders) {
   EXPECT_EQ(agent_page_response("/agent/agent.mjs", root_, false).status, 405);
 }
 
+TEST_F(AgentPageTest, ServesTheSharedKernelRunnersUnderRuntime) {
+  // browser-agent/webgl2.mjs imports ../runtime/webgl2.mjs: /agent/webgl2.mjs → /runtime/...
+  EXPECT_TRUE(is_agent_page_target("/runtime/webgl2.mjs"));
+  AgentPageResponse r = agent_page_response("/runtime/webgl2.mjs", root_);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "export const runner = 1;");
+  EXPECT_EQ(header(r, "Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(header(r, "Cross-Origin-Embedder-Policy"), "require-corp");
+}
+
 TEST_F(AgentPageTest, RefusesTraversalHiddenFilesAndLinksOutOfTheRoot) {
   for (const char* target :
        {"/agent/../secret.txt", "/agent/sub/../../secret.txt", "/agent/%2e%2e/secret.txt",
@@ -72,6 +84,11 @@ TEST_F(AgentPageTest, RefusesTraversalHiddenFilesAndLinksOutOfTheRoot) {
     EXPECT_EQ(r.body.find("outside"), std::string::npos) << target;
     EXPECT_EQ(r.body.find("secret"), std::string::npos) << target;
   }
+  for (const char* target : {"/runtime", "/runtime/", "/runtime/../secret.txt",
+                             "/runtime/%2e%2e/secret.txt", "/runtime/missing.mjs"}) {
+    EXPECT_EQ(agent_page_response(target, root_).status, 404) << target;
+  }
+  EXPECT_FALSE(is_agent_page_target("/runtimex"));
   EXPECT_FALSE(is_agent_page_target("/agentx"));
   EXPECT_FALSE(is_agent_page_target("/ws"));
   EXPECT_TRUE(is_agent_page_target("/agent?token=1"));

@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::string_view kPrefix = "/agent";
 constexpr std::string_view kModelsPrefix = "/models";
+/// The kernel runners the agent's executors import (`../runtime/x.mjs` from /agent/ resolves to
+/// /runtime/x.mjs), served from the `runtime/` directory beside the agent root.
+constexpr std::string_view kRuntimePrefix = "/runtime";
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -160,7 +163,7 @@ void finish(AgentPageResponse& r, bool head) {
 }  // namespace
 
 bool is_agent_page_target(std::string_view target) {
-  return under_prefix(target, kPrefix);
+  return under_prefix(target, kPrefix) || under_prefix(target, kRuntimePrefix);
 }
 
 AgentPageResponse agent_page_response(std::string_view target, const std::string& root,
@@ -171,6 +174,12 @@ AgentPageResponse agent_page_response(std::string_view target, const std::string
   } else if (!method_ok) {
     r = error_response(405, "the agent page answers GET and HEAD only");
     r.headers.emplace_back("Allow", "GET, HEAD");
+  } else if (under_prefix(target, kRuntimePrefix)) {
+    const std::string_view rest = rest_of(target, kRuntimePrefix);
+    // No index page for the runtime: only its modules.
+    r = rest.empty()
+            ? error_response(404, "no such file of the agent page")
+            : tree_file_response(rest, (fs::path(root) / ".." / "runtime").string(), "agent page");
   } else {
     r = tree_file_response(rest_of(target, kPrefix), root, "agent page");
   }

@@ -24,12 +24,15 @@ struct AgentPageResponse {
 };
 
 /// True when `target` (the request target, query included) is one this module answers:
-/// `/agent`, `/agent/` or anything under `/agent/`.
+/// `/agent`, `/agent/` or anything under `/agent/`, and anything under `/runtime/` (the kernel
+/// runners the agent's executors import as `../runtime/*.mjs`, shared with the model runtime).
 bool is_agent_page_target(std::string_view target);
 
 /// Answers GET or HEAD (`head` true: no body, but the length of the GET body in
 /// Content-Length) of an agent page target from the files under `root`:
-///   `/agent`, `/agent/` → `index.html`;  `/agent/<path>` → `<root>/<path>`.
+///   `/agent`, `/agent/` → `index.html`;  `/agent/<path>` → `<root>/<path>`;
+///   `/runtime/<path>` → `<root>/../runtime/<path>` (the repository's runtime/ beside
+///   browser-agent/).
 /// The query string is ignored (the page reads it in the browser). Percent-escapes are decoded
 /// once; a path with a `..` or `.`-prefixed segment, a backslash, a NUL, an empty segment, or
 /// that resolves (through symbolic links) outside `root` is refused with 404, as is a missing
