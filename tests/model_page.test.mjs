@@ -108,7 +108,8 @@ test('a built package is a page that runs the model on the tab\'s device', { tim
   const shown = result.top5.map((c) => c.index);
   for (let i = 1; i < 5; ++i) assert.ok(result.top5[i - 1].value >= result.top5[i].value);
   if (useShared) {
-    const logits = new Float32Array(readFileSync(join(shared, 'mobilenet_v2.logits.f32')).buffer.slice(0));
+    const bytes = readFileSync(join(shared, 'mobilenet_v2.logits.f32'));
+    const logits = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
     assert.deepEqual(shown, top5(logits), 'the page\'s top-5 classes are the export\'s');
   }
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
