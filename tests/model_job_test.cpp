@@ -7,7 +7,8 @@
 /// reference executor on the seeded input; a wrong sample is WRONG_ANSWER; a package rebuilt
 /// after the client read its hash is COMPILE_HOST "package changed: ..."; a model the tracker
 /// does not serve is COMPILE_HOST naming the HTTP 404; the package is fetched once into a folder
-/// named by its manifest hash and reused. Also the input's parsing and the package path rules.
+/// named by its manifest hash and reused; kernel jobs run as ever around model jobs; a job past its
+/// timeout_s is RUN_TIMEOUT. Also the input's parsing and the package path rules.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -29,6 +30,7 @@
 #include "graph/executor.hpp"
 #include "graph/graph.hpp"
 #include "native_agent/model_job.hpp"
+#include "support/measure_inputs.hpp"
 #include "support/webtune_process.hpp"
 #include "tracker/protocol.hpp"
 #include "tracker/tracker_client.hpp"
@@ -241,6 +243,28 @@ TEST_F(ModelJob, MeasuresThePackageEndToEndAndCachesItByHash) {
   // Only what the manifest names: no page, no runtime.
   EXPECT_FALSE(fs::exists(cached / "report.txt"));
   EXPECT_NE(agent_->log().find("from the cache"), std::string::npos) << agent_->log();
+}
+
+// The model runs on a context of its own in the agent's GL worker: kernel jobs before and after
+// it are measured as ever.
+TEST_F(ModelJob, KernelJobsStillRunAroundAModelJob) {
+  const bj::value kernel = testing_support::dense_input(16, testing_support::measured(1, 3));
+  EXPECT_EQ(error_no(measure(kernel)), 0);
+  EXPECT_EQ(error_no(measure(input_for("tiny-gles", 2).to_json())), 0);
+  const bj::object after = measure(kernel);
+  EXPECT_EQ(error_no(after), 0) << message(after);
+  EXPECT_EQ(after.at("costs").as_array().size(), 3u);
+}
+
+// timeout_s is the whole job's budget: download, load, warm-up and runs.
+TEST_F(ModelJob, AJobPastItsTimeoutIsRunTimeout) {
+  ModelMeasureInput in = input_for("tiny-gles", 1000);
+  in.options.number = 1000;
+  in.options.timeout_s = 0.002;
+  const bj::object result = measure(in.to_json());
+  EXPECT_EQ(error_no(result), 7) << message(result);
+  EXPECT_NE(message(result).find("timeout"), std::string::npos) << message(result);
+  EXPECT_LT(result.at("all_cost").to_number<double>(), 5.0);
 }
 
 TEST_F(ModelJob, AWrongSampleIsAWrongAnswer) {
