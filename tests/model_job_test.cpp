@@ -16,6 +16,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -32,6 +33,7 @@
 #include "native_agent/model_job.hpp"
 #include "support/measure_inputs.hpp"
 #include "support/webtune_process.hpp"
+#include "tracker/http_fetch.hpp"
 #include "tracker/protocol.hpp"
 #include "tracker/tracker_client.hpp"
 
@@ -97,6 +99,14 @@ Hello hello_as(Role role, std::string name) {
   return h;
 }
 
+/// Writes the gles-compute package of tiny_graph() (default configs) into `dir`.
+void write_tiny_package(const fs::path& dir) {
+  deploy::PlanOptions options;
+  options.target = "gles-compute";
+  options.model = {"tiny", "tiny.onnx", std::string(64, 'a')};
+  deploy::write_package(deploy::plan_package(tiny_graph(), options), dir.string());
+}
+
 /// One tracker, one agent and the packages for the whole suite (an agent start costs seconds).
 class ModelJob : public ::testing::Test {
  protected:
@@ -106,12 +116,8 @@ class ModelJob : public ::testing::Test {
     fs::remove_all(*root_);
     fs::create_directories(*root_ / "models");
     const graph::Graph g = tiny_graph();
-    deploy::PlanOptions options;
-    options.target = "gles-compute";
-    options.model = {"tiny", "tiny.onnx", std::string(64, 'a')};
-    const deploy::PlannedPackage package = deploy::plan_package(g, options);
-    deploy::write_package(package, (*root_ / "models" / "tiny-gles").string());
-    deploy::write_package(package, (*root_ / "models" / "tiny-rebuilt").string());
+    write_tiny_package(*root_ / "models" / "tiny-gles");
+    write_tiny_package(*root_ / "models" / "tiny-rebuilt");
 
     // The graph's reference executor on the seeded input: the client's samples.
     graph::ValueMap inputs;
@@ -303,6 +309,89 @@ TEST_F(ModelJob, AModelTheTrackerDoesNotServeIsACompileHostError) {
   EXPECT_NE(message(result).find("/models/no-such-model/manifest.json: HTTP 404"),
             std::string::npos)
       << message(result);
+}
+
+/// A self-signed certificate for 127.0.0.1 (Debian's openssl command), as the tracker tests make.
+void make_certificate(const fs::path& dir) {
+  fs::create_directories(dir);
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "
+      "/CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+      (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " 2>/dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+// Over wss:// the package comes over https:// from the same port, with the certificate verified
+// against the agent's --ca-file (an untrusted one is refused); http_get bounds the body.
+TEST(ModelJobTls, PackagesComeOverHttpsFromTheVerifiedTracker) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("webtune_model_job_tls_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  make_certificate(dir / "cert");
+  make_certificate(dir / "other");
+  write_tiny_package(dir / "models" / "tiny-gles");
+  const std::string cert = (dir / "cert" / "cert.pem").string();
+  const uint16_t port = testing_support::free_port();
+  const std::string url = "wss://127.0.0.1:" + std::to_string(port) + "/ws";
+  WebtuneProcess tracker_process({"tracker", "--listen", "127.0.0.1:" + std::to_string(port),
+                                  "--models", (dir / "models").string(), "--tls-cert", cert,
+                                  "--tls-key", (dir / "cert" / "key.pem").string()},
+                                 (dir / "tracker.log").string());
+  tracker::set_tracker_ca_file(cert);
+  const std::string manifest = read_text(dir / "models" / "tiny-gles" / "manifest.json");
+  std::string got;
+  for (int i = 0; i < 100 && got.empty(); ++i) {
+    try {
+      got = tracker::http_get(url, "/models/tiny-gles/manifest.json", 1 << 20, 5s);
+    } catch (const tracker::HttpFetchError&) {
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  EXPECT_EQ(got, manifest) << tracker_process.log();
+  try {
+    tracker::http_get(url, "/models/tiny-gles/manifest.json", 100, 5s);
+    ADD_FAILURE() << "a body over the limit was taken";
+  } catch (const tracker::HttpFetchError& e) {
+    EXPECT_EQ(e.status(), 0);
+    EXPECT_NE(std::string(e.what()).find("longer than the limit of 100 bytes"), std::string::npos)
+        << e.what();
+  }
+  try {
+    tracker::http_get(url, "/models/absent/manifest.json", 1 << 20, 5s);
+    ADD_FAILURE() << "a missing file was answered";
+  } catch (const tracker::HttpFetchError& e) {
+    EXPECT_EQ(e.status(), 404) << e.what();
+  }
+
+  WebtuneProcess agent({"agent", "--tracker", url, "--key", "gles", "--name", "tls-agent",
+                        "--ca-file", cert, "--cache-dir", (dir / "cache").string()},
+                       (dir / "agent.log").string());
+  TrackerClient client(url, hello_as(Role::kClient, "test"));
+  ModelMeasureInput in;
+  in.model = "tiny-gles";
+  in.manifest_sha256 = sha256_hex(manifest);
+  in.seed = kSeed;
+  in.options.repeat = 3;
+  tracker::SubmitItem item;
+  item.tag = 1;
+  item.key = "gles";
+  item.input = in.to_json();
+  client.submit({item});
+  std::optional<tracker::ClientResult> r = client.next_result(60s);
+  ASSERT_TRUE(r) << agent.log();
+  EXPECT_EQ(r->result.at("error_no").to_number<int>(), 0) << bj::serialize(r->result);
+  EXPECT_EQ(r->result.at("costs").as_array().size(), 3u);
+
+  // A tracker whose certificate is not the trusted one is never fetched from.
+  tracker::set_tracker_ca_file((dir / "other" / "cert.pem").string());
+  try {
+    tracker::http_get(url, "/models/tiny-gles/manifest.json", 1 << 20, 5s);
+    ADD_FAILURE() << "an untrusted tracker was fetched from";
+  } catch (const tracker::HttpFetchError& e) {
+    EXPECT_NE(std::string(e.what()).find("TLS handshake failed"), std::string::npos) << e.what();
+  }
+  tracker::set_tracker_ca_file({});
+  fs::remove_all(dir);
 }
 
 TEST(ModelJobInput, ReadsTheContractsJsonAndRefusesBadFields) {
