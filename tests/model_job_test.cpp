@@ -118,6 +118,16 @@ class ModelJob : public ::testing::Test {
     const graph::Graph g = tiny_graph();
     write_tiny_package(*root_ / "models" / "tiny-gles");
     write_tiny_package(*root_ / "models" / "tiny-rebuilt");
+    // A package whose step names a kernel file outside itself.
+    write_tiny_package(*root_ / "models" / "tiny-escapes");
+    {
+      const fs::path path = *root_ / "models" / "tiny-escapes" / "manifest.json";
+      bj::value manifest = bj::parse(read_text(path));
+      for (bj::value& step : manifest.at("steps").as_array())
+        if (step.at("kind") == "kernel")
+          step.as_object()["kernel"] = "../tiny-gles/kernels/000.json";
+      std::ofstream(path, std::ios::trunc) << bj::serialize(manifest);
+    }
 
     // The graph's reference executor on the seeded input: the client's samples.
     graph::ValueMap inputs;
@@ -301,6 +311,17 @@ TEST_F(ModelJob, APackageRebuiltAfterSubmitIsNotMeasured) {
   EXPECT_EQ(message(result), "package changed: manifest sha256 " + got + " != " + want);
 }
 
+TEST_F(ModelJob, AKernelPathOutsideThePackageIsRefused) {
+  const bj::object result = measure(input_for("tiny-escapes", 1).to_json());
+  EXPECT_EQ(error_no(result), 2) << message(result);
+  // The manifest's own check (deploy/package.hpp) says it first; package_files is the second.
+  EXPECT_NE(message(result).find("must be a path inside the package, not "
+                                 "'../tiny-gles/kernels/000.json'"),
+            std::string::npos)
+      << message(result);
+  EXPECT_FALSE(fs::exists(*root_ / "cache" / manifest_sha256("tiny-escapes")));
+}
+
 TEST_F(ModelJob, AModelTheTrackerDoesNotServeIsACompileHostError) {
   ModelMeasureInput in = input_for("tiny-gles", 1);
   in.model = "no-such-model";
@@ -437,6 +458,22 @@ TEST(ModelJobInput, ReadsTheContractsJsonAndRefusesBadFields) {
 }
 
 TEST(ModelJobInput, PackagePathsStayInsideThePackage) {
+  deploy::Manifest escaping;
+  deploy::PackageStep step;
+  step.kind = deploy::PackageStep::Kind::kKernel;
+  step.node = "conv";
+  step.kernel = "kernels/../../x.json";
+  escaping.steps = {step};
+  try {
+    package_files(escaping);
+    ADD_FAILURE() << "an escaping kernel path was taken";
+  } catch (const ModelJobError& e) {
+    EXPECT_EQ(e.error(), MeasureErrorNo::kCompileHost);
+    EXPECT_NE(std::string(e.what()).find("step 0 (node 'conv')"), std::string::npos) << e.what();
+  }
+  step.kernel = "kernels/000.json";
+  escaping.steps = {step, step};
+  EXPECT_EQ(package_files(escaping), (std::vector<std::string>{"weights.bin", "kernels/000.json"}));
   for (const char* good : {"weights.bin", "kernels/003.json", "a/b-c_d.e"})
     EXPECT_TRUE(safe_package_path(good)) << good;
   for (const char* bad : {"", "/etc/passwd", "../x", "kernels/../../x", "kernels/.x", "a//b", "a/",
