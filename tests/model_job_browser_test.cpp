@@ -1,11 +1,12 @@
 /// \file model_job_browser_test.cpp
 /// Model jobs on the browser agent (issue 16 item 3, MODEL_JOBS.md) in real headless Chromium:
 /// a tracker on loopback serving /agent and, from --models, two small packages built here by
-/// the planner (Relu → Conv 3×3 → Relu; wasm and webgl2, default configs), one tab of
-/// browser-agent/farm.mjs with the wasm and webgl2 executors, and a client that submits model
-/// jobs. Checked: a measurement has `repeat` positive costs and its seeded output matches
-/// reference samples of the graph's reference executor (on both targets); a wrong sample is
-/// WRONG_ANSWER; a package rebuilt after the submit is COMPILE_HOST "package changed: ...".
+/// the planner (Relu → Conv 3×3 → Relu; wasm, webgl2 and webgpu, default configs), one tab of
+/// browser-agent/farm.mjs with the wasm, webgl2 and webgpu (SwiftShader) executors, and a client
+/// that submits model jobs. Checked: a measurement has `repeat` positive costs and its seeded
+/// output matches reference samples of the graph's reference executor (on the three targets); a
+/// wrong sample is WRONG_ANSWER; a package rebuilt after the submit is COMPILE_HOST "package
+/// changed: ...".
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -147,7 +148,7 @@ class BrowserModelJob : public ::testing::Test {
     fs::remove_all(*root_);
     fs::create_directories(*root_ / "models");
     const graph::Graph g = tiny_graph();
-    for (const char* target : {"wasm", "webgl2"}) {
+    for (const char* target : {"wasm", "webgl2", "webgpu"}) {
       deploy::PlanOptions options;
       options.target = target;
       options.model = {"tiny", "tiny.onnx", std::string(64, 'a')};
@@ -165,7 +166,7 @@ class BrowserModelJob : public ::testing::Test {
     config.models_root = (*root_ / "models").string();
     server_ = new tracker::TrackerServer(config);
     server_->start_background();
-    farm_ = new Farm(server_->url(), "wasm,webgl2");
+    farm_ = new Farm(server_->url(), "wasm,webgl2,webgpu");
     TrackerClient viewer(server_->url(), hello_as(Role::kViewer));
     const auto deadline = std::chrono::steady_clock::now() + 120s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -256,6 +257,10 @@ TEST_F(BrowserModelJob, WasmPackageIsMeasuredEndToEnd) {
 
 TEST_F(BrowserModelJob, Webgl2PackageIsMeasuredEndToEnd) {
   expect_costs(measure(input_for("tiny-webgl2", 3).to_json(), "webgl2"), 3);
+}
+
+TEST_F(BrowserModelJob, WebgpuPackageIsMeasuredEndToEnd) {
+  expect_costs(measure(input_for("tiny-webgpu", 3).to_json(), "webgpu"), 3);
 }
 
 TEST_F(BrowserModelJob, AWrongSampleIsAWrongAnswer) {
