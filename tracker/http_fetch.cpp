@@ -4,6 +4,7 @@
 /// connect, TLS handshake, write and read together.
 #include "tracker/http_fetch.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 
