@@ -78,6 +78,7 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
     hello.name = options.name;
     hello.keys = options.keys;
     hello.device = options.device;
+    hello.job_kinds = options.job_kinds;
     send(bj::serialize(hello.to_json()));
     read();
   }

@@ -28,25 +28,32 @@ void Scheduler::unmark_idle(AgentId id, const Agent& agent) {
   }
 }
 
-std::optional<std::pair<AgentId, std::string>> Scheduler::find_idle(
-    const std::string& pattern, const std::string& avoid) const {
+std::optional<std::pair<AgentId, std::string>> Scheduler::find_idle(const std::string& pattern,
+                                                                    const std::string& avoid,
+                                                                    JobKind kind) const {
   for (auto it = idle_by_key_.lower_bound(pattern); it != idle_by_key_.end(); ++it) {
     if (it->first.compare(0, pattern.size(), pattern) != 0) break;  // past the prefix range
     if (!key_matches(pattern, it->first)) continue;
-    for (AgentId id : it->second)
-      if (avoid.empty() || agents_.at(id).name != avoid) return std::make_pair(id, it->first);
+    for (AgentId id : it->second) {
+      const Agent& agent = agents_.at(id);
+      if (!avoid.empty() && agent.name == avoid) continue;
+      if (kind == JobKind::kModel ? !agent.models : !agent.kernels) continue;
+      return std::make_pair(id, it->first);
+    }
   }
   return std::nullopt;
 }
 
 void Scheduler::add_agent(AgentId id, std::vector<std::string> keys, TimePoint now,
-                          std::string name) {
+                          std::string name, std::vector<JobKind> kinds) {
   if (agents_.count(id)) throw std::invalid_argument("agent id already registered");
   keys.erase(std::remove(keys.begin(), keys.end(), std::string()), keys.end());
   if (keys.empty()) throw std::invalid_argument("an agent needs at least one key");
   Agent& agent = agents_[id];
   agent.keys = std::move(keys);
   agent.name = std::move(name);
+  agent.kernels = std::find(kinds.begin(), kinds.end(), JobKind::kKernel) != kinds.end();
+  agent.models = std::find(kinds.begin(), kinds.end(), JobKind::kModel) != kinds.end();
   mark_idle(id, agent);
 }
 
@@ -275,7 +282,8 @@ std::vector<Action> Scheduler::dispatch(TimePoint now) {
       int scanned = 0;
       for (auto it = queue.begin(); it != queue.end() && scanned < kDispatchScan; ++it, ++scanned) {
         if (best && !QueueOrder()(it->first, best->first)) break;
-        if (auto agent = find_idle(pattern, jobs_.at(it->second).spec.avoid_agent)) {
+        const JobSpec& spec = jobs_.at(it->second).spec;
+        if (auto agent = find_idle(pattern, spec.avoid_agent, spec.facts.kind)) {
           best = &*it;
           best_agent = std::move(*agent);
           break;

@@ -39,7 +39,8 @@ struct PeerInfo {
   bool greeted = false;  ///< sent a valid hello
   std::string name;
   std::vector<std::string> keys;
-  std::string device_json;  ///< the hello's device object, serialized
+  std::vector<std::string> job_kinds;  ///< agents: the hello's job_kinds ({"kernel"} if none)
+  std::string device_json;             ///< the hello's device object, serialized
   /// Agents: the fastest each of its keys' devices could be (result_check.hpp).
   std::map<std::string, DevicePeak> peaks;
   uint64_t jobs_done = 0, jobs_failed = 0;
@@ -105,7 +106,8 @@ class TrackerState {
   /// "counters": {...}, "results_by_error_no": {"NO_ERROR": n, ...}, "open_connections",
   /// "agents", "clients", "viewers"}.
   boost::json::object summary(TimePoint now) const;
-  /// The greeted agents, by session id: [{"session", "name", "keys": [...], "device": {...},
+  /// The greeted agents, by session id: [{"session", "name", "keys": [...], "job_kinds": [...],
+  /// "device": {...},
   /// "state": "busy"|"idle"|"quarantined"|"suspect", "jobs_done", "jobs_failed",
   /// "results_refused", "connected_at", "last_seen"}], times in Unix seconds.
   boost::json::array agents_json() const;
