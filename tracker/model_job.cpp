@@ -196,13 +196,16 @@ ModelPackageFacts read_model_package(const std::string& dir) {
       if (!v.is_array() || v.get_array().empty())
         throw std::invalid_argument("'" + std::string(list) + "' must be a non-empty array");
       const std::string what = std::string(list) + "[0].shape";
-      const std::vector<int64_t> shape =
-          json::get_int_array(json::as_object(v.get_array()[0], what), "shape");
+      const bj::object& tensor = json::as_object(v.get_array()[0], std::string(list) + "[0]");
+      const std::vector<int64_t> shape = json::get_int_array(tensor, "shape");
+      const std::string name = json::get_string_or(tensor, "name", "");
       const int64_t n = elements_of(shape, what);
       if (std::string_view(list) == "inputs") {
+        f.input_name = name;
         f.input_shape = shape;
         f.input_elements = n;
       } else {
+        f.output_name = name;
         f.output_shape = shape;
         f.output_elements = n;
       }

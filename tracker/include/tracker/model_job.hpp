@@ -77,6 +77,7 @@ struct ModelPackageFacts {
   std::string model_sha256;     ///< manifest "model"."sha256": the ONNX file's hash
   std::string target;           ///< manifest "target" (webgl2, webgpu, wasm, gles-frag, ...)
   std::string device_key;       ///< manifest "device_key" ("" when none was given)
+  std::string input_name, output_name;             ///< of the first input and first output
   std::vector<int64_t> input_shape, output_shape;  ///< of the first input and first output
   int64_t input_elements = 0, output_elements = 0;
   int64_t weights_bytes = 0;  ///< size of weights.bin (0 when absent)
