@@ -230,6 +230,29 @@ TEST(ModelJobs, BadModelSubmitsAreRefusedSayingWhy) {
                         "(start it with --models DIR)"));
 }
 
+TEST(ModelJobs, APackageIsReadOnceUntilItChanges) {
+  const fs::path models = temp_dir("cache");
+  const auto first = testing_support::make_model_package(models, "net-c", "webgl2");
+  TrackerServer server(config_with_models(models));
+  server.start_background();
+  TrackerClient client(server.url(), hello_as(Role::kClient, "c"));
+  const bj::object input = model_input("net-c", first.manifest_text).to_json();
+  client.submit({item(1, "webgl2", input), item(2, "webgl2", input), item(3, "webgl2", input)});
+  size_t reads = 0;
+  server.inspect([&](const TrackerState& state) { reads = state.model_packages().reads(); });
+  EXPECT_EQ(reads, 1u);
+  // Rebuilt (another estimate, a larger weights.bin): read again, and the old hash is refused.
+  std::this_thread::sleep_for(20ms);
+  const auto second =
+      testing_support::make_model_package(models, "net-c", "webgl2", 256, 2, 2.5, 12, 10, 8192);
+  ASSERT_NE(second.manifest_text, first.manifest_text);
+  EXPECT_THAT(submit_error(client, "webgl2", input), HasSubstr("package 'net-c' changed"));
+  EXPECT_EQ(submit_error(client, "webgl2", model_input("net-c", second.manifest_text).to_json()),
+            "");
+  server.inspect([&](const TrackerState& state) { reads = state.model_packages().reads(); });
+  EXPECT_EQ(reads, 2u);
+}
+
 TEST(ModelJobs, AnImplausiblyFastModelResultIsRefusedAndAPlausibleOneArrivesOnce) {
   const fs::path models = temp_dir("plausibility");
   // dense 1024³ run by 2 nodes: 4.3 GFLOP per inference.

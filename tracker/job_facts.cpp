@@ -33,7 +33,7 @@ JobFacts JobFacts::from_input(const bj::value& input) {
 }
 
 JobFacts JobFacts::from_model_input(const bj::value& input, const std::string& models_root,
-                                    const std::string& key) {
+                                    const std::string& key, ModelPackageCache* cache) {
   if (models_root.empty())
     throw std::invalid_argument("this tracker serves no models (start it with --models DIR)");
   const ModelMeasureInput m = ModelMeasureInput::from_json(input);
@@ -42,7 +42,8 @@ JobFacts JobFacts::from_model_input(const bj::value& input, const std::string& m
   if (!std::filesystem::is_regular_file(dir / "manifest.json", ec))
     throw std::invalid_argument("no package '" + m.model +
                                 "' under the models folder (no manifest.json)");
-  const ModelPackageFacts package = read_model_package(dir.string());
+  const ModelPackageFacts package =
+      cache ? cache->get(dir.string()) : read_model_package(dir.string());
   if (package.manifest_sha256 != m.manifest_sha256)
     throw std::invalid_argument("package '" + m.model + "' changed: manifest sha256 " +
                                 package.manifest_sha256 + " != " + m.manifest_sha256);

@@ -245,4 +245,26 @@ ModelPackageFacts read_model_package(const std::string& dir) {
   return f;
 }
 
+const ModelPackageFacts& ModelPackageCache::get(const std::string& dir) {
+  auto stamp_of = [](const fs::path& file) {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec) return std::string("-");
+    const auto time = fs::last_write_time(file, ec);
+    return std::to_string(size) + "@" +
+           std::to_string(ec ? 0 : static_cast<long long>(time.time_since_epoch().count()));
+  };
+  const std::string stamp =
+      stamp_of(fs::path(dir) / "manifest.json") + "," + stamp_of(fs::path(dir) / "weights.bin");
+  auto it = entries_.find(dir);
+  if (it != entries_.end() && it->second.stamp == stamp) return it->second.facts;
+  ModelPackageFacts facts = read_model_package(dir);  // throws: nothing cached
+  ++reads_;
+  if (entries_.size() >= kMaxEntries && it == entries_.end()) entries_.clear();
+  Entry& e = entries_[dir];
+  e.stamp = stamp;
+  e.facts = std::move(facts);
+  return e.facts;
+}
+
 }  // namespace webtune::tracker

@@ -234,8 +234,9 @@ void TrackerState::handle_submit(uint64_t id, const bj::object& message, TimePoi
     try {
       model = is_model_input(item.input);
       // A model job: the package it names must be served here, unchanged, for the key's family.
-      spec.facts = model ? JobFacts::from_model_input(item.input, policy_.models_root, item.key)
-                         : JobFacts::from_input(item.input);
+      spec.facts =
+          model ? JobFacts::from_model_input(item.input, policy_.models_root, item.key, &packages_)
+                : JobFacts::from_input(item.input);
     } catch (const std::exception& e) {
       throw ProtocolError(
           "bad_message",

@@ -9,6 +9,8 @@
 
 namespace webtune::tracker {
 
+class ModelPackageCache;
+
 /// What a job runs: one kernel (a MeasureInput) or a whole compiled model (model_job.hpp).
 enum class JobKind { kKernel, kModel };
 
@@ -31,8 +33,9 @@ struct JobFacts {
   /// --models DIR)" when `models_root` is empty, "no package 'x' under the models folder",
   /// "package 'x' changed: manifest sha256 <got> != <want>", "package 'x' is for target webgl2,
   /// which agents of key family 'webgl2' run, not 'gles'".
+  /// `cache` (optional) keeps packages read earlier (model_job.hpp's ModelPackageCache).
   static JobFacts from_model_input(const boost::json::value& input, const std::string& models_root,
-                                   const std::string& key);
+                                   const std::string& key, ModelPackageCache* cache = nullptr);
 };
 
 }  // namespace webtune::tracker

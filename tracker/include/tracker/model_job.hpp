@@ -7,6 +7,7 @@
 
 #include <boost/json/fwd.hpp>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,5 +95,25 @@ struct ModelPackageFacts {
 /// tasks[3].workload: ...", when a file cannot be read or the manifest is not a format-1
 /// webtune package.
 ModelPackageFacts read_model_package(const std::string& dir);
+
+/// Package facts by folder, read again only when manifest.json or weights.bin changed (size or
+/// modification time): a submit of many model jobs, or of a large manifest, must not hash the
+/// same file over and over on the tracker's one thread. Holds at most kMaxEntries packages
+/// (forgets them all past that). Not thread-safe.
+class ModelPackageCache {
+ public:
+  static constexpr size_t kMaxEntries = 64;
+  /// read_model_package(dir), from the cache when the files are unchanged; throws as it does.
+  const ModelPackageFacts& get(const std::string& dir);
+  size_t reads() const { return reads_; }  ///< packages read from disk so far
+
+ private:
+  struct Entry {
+    std::string stamp;  // sizes and modification times of the two files
+    ModelPackageFacts facts;
+  };
+  std::map<std::string, Entry> entries_;
+  size_t reads_ = 0;
+};
 
 }  // namespace webtune::tracker

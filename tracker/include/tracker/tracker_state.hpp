@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "tracker/model_job.hpp"
 #include "tracker/protocol.hpp"
 #include "tracker/result_check.hpp"
 #include "tracker/scheduler.hpp"
@@ -99,6 +100,8 @@ class TrackerState {
   bool is_suspect(const std::string& agent_name, TimePoint now) const;
   const TrackerCounters& counters() const { return counters_; }
   const std::map<uint64_t, PeerInfo>& peers() const { return peers_; }
+  /// The packages of model jobs read so far (a cache: unchanged files are not read again).
+  const ModelPackageCache& model_packages() const { return packages_; }
   /// Open WebSocket connections (greeted or not).
   size_t open_connections() const { return connections_.size(); }
   /// The `summary` message body: {"keys": {KEY: {"agents_idle", "agents_busy",
@@ -134,6 +137,7 @@ class TrackerState {
   std::map<uint64_t, std::shared_ptr<PeerConnection>> connections_;
   std::map<uint64_t, PeerInfo> peers_;
   TrackerCounters counters_;
+  ModelPackageCache packages_;  // model jobs' packages, read at submit
 };
 
 }  // namespace webtune::tracker
