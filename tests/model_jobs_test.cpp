@@ -144,9 +144,12 @@ TEST(ModelJobs, AModelJobGoesOnlyToAnAgentThatDeclaredModelAndHoldsUpNoKernelJob
       R"({"type":"hello","protocol":1,"role":"agent","name":"old","keys":["webgl2:gpu-a"]})");
   ASSERT_TRUE(next_of(*old_agent, "welcome", 5s).has_value());
   TrackerClient client(server.url(), hello_as(Role::kClient, "c"));
-  // The model job first, a kernel job behind it.
-  client.submit({item(1, "webgl2", model_input("net-a", package.manifest_text).to_json()),
-                 item(2, "webgl2", testing_support::dense_input(8))});
+  // Model jobs first (more than the scheduler's scan depth), a kernel job behind them.
+  std::vector<SubmitItem> items;
+  for (int i = 0; i < Scheduler::kDispatchScan + 8; ++i)
+    items.push_back(item(100 + i, "webgl2", model_input("net-a", package.manifest_text).to_json()));
+  items.push_back(item(2, "webgl2", testing_support::dense_input(8)));
+  client.submit(items);
   auto job = next_of(*old_agent, "job", 5s);
   ASSERT_TRUE(job.has_value());
   EXPECT_FALSE(job->at("input").as_object().contains("kind")) << "the kernel job, not the model";

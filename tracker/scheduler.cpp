@@ -76,7 +76,8 @@ std::vector<Action> Scheduler::remove_agent(AgentId id, TimePoint now) {
 void Scheduler::enqueue(Job& job, bool front) {
   // A re-queued job keeps its original sequence number, so it goes ahead of later submissions.
   if (!front || job.sequence == 0) job.sequence = next_sequence_++;
-  queues_[job.spec.key].emplace(std::make_pair(job.spec.priority, job.sequence), job.id);
+  queues_[{job.spec.key, job.spec.facts.kind}].emplace(
+      std::make_pair(job.spec.priority, job.sequence), job.id);
 }
 
 void Scheduler::erase_job(std::map<JobId, Job>::iterator it) {
@@ -118,7 +119,7 @@ std::string Scheduler::leased_key(JobId job) const {
 }
 
 void Scheduler::unqueue(const Job& job) {
-  auto q = queues_.find(job.spec.key);
+  auto q = queues_.find({job.spec.key, job.spec.facts.kind});
   if (q == queues_.end()) return;
   q->second.erase(std::make_pair(job.spec.priority, job.sequence));
   if (q->second.empty()) queues_.erase(q);
@@ -278,7 +279,8 @@ std::vector<Action> Scheduler::dispatch(TimePoint now) {
     // scanned past jobs that no idle agent may take (an avoided agent), a bounded number deep.
     const Queue::value_type* best = nullptr;
     std::pair<AgentId, std::string> best_agent;
-    for (const auto& [pattern, queue] : queues_) {
+    for (const auto& [which, queue] : queues_) {
+      const std::string& pattern = which.first;
       int scanned = 0;
       for (auto it = queue.begin(); it != queue.end() && scanned < kDispatchScan; ++it, ++scanned) {
         if (best && !QueueOrder()(it->first, best->first)) break;
@@ -347,7 +349,7 @@ std::optional<TimePoint> Scheduler::next_deadline() const {
 
 size_t Scheduler::pending_jobs() const {
   size_t n = 0;
-  for (const auto& [pattern, queue] : queues_) n += queue.size();
+  for (const auto& [which, queue] : queues_) n += queue.size();
   return n;
 }
 
@@ -370,7 +372,7 @@ std::map<std::string, KeyStatus> Scheduler::status(TimePoint now) const {
         ++s.agents_idle;
     }
   }
-  for (const auto& [pattern, queue] : queues_) out[pattern].jobs_pending += queue.size();
+  for (const auto& [which, queue] : queues_) out[which.first].jobs_pending += queue.size();
   for (const auto& [job, lease] : leases_) out[jobs_.at(job).spec.key].jobs_leased += 1;
   return out;
 }

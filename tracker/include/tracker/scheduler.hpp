@@ -14,8 +14,8 @@
 ///    behind it.
 ///  - A job goes only to an agent that runs its kind (JobFacts::kind): a model job only to an
 ///    agent that declared "model" in its hello, a kernel job only to one that declared "kernel"
-///    (every agent older than model jobs). A job that no idle agent may take waits, scanned past
-///    as above.
+///    (every agent older than model jobs). Each kind has its own queues, so a job that no idle
+///    agent may take waits without holding up the other kind's jobs.
 ///  - A job whose agent goes away, or whose lease expires, goes back to the front of its queue
 ///    with its attempt count raised; once it has used `max_attempts` it is delivered to its client
 ///    as an error (RUN_TIMEOUT after an expired lease, RUNTIME_DEVICE after a lost agent), never
@@ -242,8 +242,10 @@ class Scheduler {
   SchedulerOptions options_;
   JobId next_job_ = 1;
   uint64_t next_sequence_ = 1;
-  std::map<JobId, Job> jobs_;            // queued or leased, not yet delivered
-  std::map<std::string, Queue> queues_;  // by key pattern
+  std::map<JobId, Job> jobs_;  // queued or leased, not yet delivered
+  // By key pattern and job kind: jobs of a kind that no idle agent runs (model jobs before any
+  // agent that runs models joined) sit in a queue of their own, never in front of the others.
+  std::map<std::pair<std::string, JobKind>, Queue> queues_;
   std::map<JobId, Lease> leases_;
   std::map<AgentId, Agent> agents_;
   // Agents ready for a job (not busy, not quarantined), indexed by each of their keys, so a
