@@ -37,5 +37,8 @@ void add_zoo_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 /// `webtune build`: a model package (docs/package.md) from an ONNX model and the records.
 void add_build_command(CLI::App& app);
+/// `webtune measure-model`: a built package measured end to end on the farm (one model job),
+/// recorded beside its estimate.
+void add_measure_model_command(CLI::App& app);
 
 }  // namespace webtune::cli

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   webtune::cli::add_zoo_command(app);
   webtune::cli::add_run_command(app);
   webtune::cli::add_build_command(app);
+  webtune::cli::add_measure_model_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

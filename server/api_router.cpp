@@ -141,6 +141,34 @@ bj::object model_run_json(const ModelRunInfo& run) {
                     {"latest", run.latest ? bj::value(estimate_json(*run.latest)) : nullptr}};
 }
 
+bj::value optional_number(const std::optional<double>& v) {
+  return v ? bj::value(*v) : bj::value(nullptr);
+}
+
+bj::object model_measurement_json(const ModelMeasurementRecord& m) {
+  std::optional<double> ratio;
+  if (m.median_ms && m.estimated_ms && *m.estimated_ms > 0) ratio = *m.median_ms / *m.estimated_ms;
+  bj::array costs;
+  for (double c : m.costs) costs.emplace_back(c);
+  return bj::object{{"id", m.id},
+                    {"created", m.created},
+                    {"model", m.model},
+                    {"target", m.target},
+                    {"device_key", m.device_key},
+                    {"agent", m.agent},
+                    {"manifest_sha256", m.manifest_sha256},
+                    {"model_sha256", m.model_sha256},
+                    {"seed", m.seed},
+                    {"runs", m.costs.size()},
+                    {"median_ms", optional_number(m.median_ms)},
+                    {"min_ms", optional_number(m.min_ms)},
+                    {"estimated_ms", optional_number(m.estimated_ms)},
+                    {"measured_over_estimate", optional_number(ratio)},
+                    {"error_no", static_cast<int>(m.error)},
+                    {"error", error_name(m.error)},
+                    {"message", m.message}};
+}
+
 /// /api/models/{id}[/estimates]: `rest` is what follows "/api/models/".
 tracker::HttpResponse model_route(const RecordStore* store, std::string_view rest,
                                   const RequestTarget& target) {
@@ -261,10 +289,15 @@ tracker::HttpResponse ApiRouter::route(std::string_view method, const RequestTar
     if (path.starts_with(kJobs)) return job_route(store_, path.substr(kJobs.size()), target);
     if (path == "/api/best") return best_route(store_, target);
     if (path == "/api/models") {
-      bj::array runs;
-      if (store_)
+      bj::array runs, measurements;
+      if (store_) {
         for (const ModelRunInfo& r : store_->model_runs()) runs.push_back(model_run_json(r));
-      return json_ok(bj::object{{"models", std::move(runs)}});
+        for (const ModelMeasurementRecord& m :
+             store_->model_measurements({}, kRecentModelMeasurements))
+          measurements.push_back(model_measurement_json(m));
+      }
+      return json_ok(
+          bj::object{{"models", std::move(runs)}, {"measurements", std::move(measurements)}});
     }
     constexpr std::string_view kModels = "/api/models/";
     if (path.starts_with(kModels)) return model_route(store_, path.substr(kModels.size()), target);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -131,9 +132,10 @@ class RecordsTest : public testing::Test {
 TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   { RecordStore store(path_); }
   EXPECT_EQ(query_text(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
-  for (const char* table : {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials",
-                            "verifications", "model_runs", "model_run_jobs", "model_estimates"}) {
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
+  for (const char* table :
+       {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials", "verifications",
+        "model_runs", "model_run_jobs", "model_estimates", "model_measurements"}) {
     EXPECT_EQ(query_text(path_, std::string("SELECT count(*) FROM sqlite_master WHERE type = "
                                             "'table' AND name = '") +
                                     table + "'"),
@@ -142,7 +144,7 @@ TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   }
   // Reopening an up-to-date file leaves it alone.
   { RecordStore store(path_); }
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
 }
 
 TEST_F(RecordsTest, RefusesNewerSchemaVersion) {
@@ -1049,6 +1051,7 @@ TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
   }
   // Turn the file into what webtune wrote before version 2.
   exec_sql(path_,
+           "DROP TABLE model_measurements; "
            "DROP TABLE model_estimates; DROP TABLE model_run_jobs; DROP TABLE model_runs; "
            "DROP TABLE verifications; ALTER TABLE trials DROP COLUMN agent_session; "
            "ALTER TABLE trials DROP COLUMN attempt; ALTER TABLE trials DROP COLUMN received; "
@@ -1056,7 +1059,7 @@ TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
   ASSERT_EQ(query_text(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'verifications'"),
             "0");
   RecordStore store(path_);
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
   const std::vector<TrialRecord> trials = store.trials(job);
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_EQ(trials[0].result.costs, std::vector<double>{1e-3});
@@ -1146,16 +1149,116 @@ TEST_F(RecordsTest, MigratesVersion2FilesToModelRuns) {
     store.add_trials(job, {ok_trial(0, {1e-3})});
   }
   exec_sql(path_,
+           "DROP TABLE model_measurements; "
            "DROP TABLE model_estimates; DROP TABLE model_run_jobs; DROP TABLE model_runs; "
            "PRAGMA user_version = 2;");
   RecordStore store(path_);
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
   EXPECT_EQ(store.trials(job).size(), 1u);
   EXPECT_TRUE(store.model_runs().empty());
   const int64_t run = store.open_model_run("m", Target::kGlesFrag, kDevice);
   store.add_model_run_job(run, job, 1);
   store.add_model_estimate(run, {1, 0.5, 1.0, 0});
   EXPECT_EQ(store.model_estimates(run).size(), 1u);
+}
+
+TEST_F(RecordsTest, MigratesVersion3FilesToModelMeasurements) {
+  int64_t job = 0, run = 0;
+  {
+    RecordStore store(path_);
+    job = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2");
+    store.add_trials(job, {ok_trial(0, {1e-3})});
+    run = store.open_model_run("m", Target::kGlesFrag, kDevice);
+    store.add_model_run_job(run, job, 2);
+  }
+  // What webtune wrote before model measurements.
+  exec_sql(path_, "DROP TABLE model_measurements; PRAGMA user_version = 3;");
+  ASSERT_EQ(
+      query_text(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'model_measurements'"),
+      "0");
+  RecordStore store(path_);
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(store.trials(job).size(), 1u);
+  ASSERT_TRUE(store.model_run(run).has_value());
+  EXPECT_EQ(store.model_run(run)->jobs.at(0).weight, 2);
+  EXPECT_TRUE(store.model_measurements().empty());
+  ModelMeasurementRecord m;
+  m.model = "net";
+  m.manifest_sha256 = "ab";
+  m.target = "webgl2";
+  m.costs = {2e-3};
+  EXPECT_GT(store.add_model_measurement(m), 0);
+  EXPECT_EQ(store.model_measurements().size(), 1u);
+}
+
+TEST_F(RecordsTest, ModelMeasurementsAreStoredWithTheirMedianAndEstimate) {
+  {
+    RecordStore store(path_);
+    ModelMeasurementRecord m;
+    m.created = 1.7e9;
+    m.model = "resnet18-webgl2";
+    m.manifest_sha256 = std::string(64, 'c');
+    m.model_sha256 = std::string(64, 'd');
+    m.target = "webgl2";
+    m.device_key = "webgl2:swiftshader:chromium-1:linux-x86_64:2t";
+    m.agent = "tab-1";
+    m.seed = (uint64_t{1} << 63) + 5;  // above int64: stored as its bits, read back the same
+    m.costs = {0.030, 0.010, 0.020, 0.040};
+    m.median_ms = 999;  // ignored: computed from the costs
+    m.estimated_ms = 12.5;
+    const int64_t first = store.add_model_measurement(m);
+    ModelMeasurementRecord failed = m;
+    failed.created = 0;  // now
+    failed.model = "mobilenet-wasm";
+    failed.target = "wasm";
+    failed.error = MeasureErrorNo::kWrongAnswer;
+    failed.message = "output[57] = 1, expected 3.14 +- 0.004";
+    failed.estimated_ms.reset();
+    const int64_t second = store.add_model_measurement(failed);
+    EXPECT_GT(second, first);
+    // Bad values are refused, naming the model.
+    ModelMeasurementRecord bad = m;
+    bad.costs = {0.01, -1};
+    EXPECT_THROW(store.add_model_measurement(bad), std::invalid_argument);
+    bad = m;
+    bad.estimated_ms = std::numeric_limits<double>::infinity();
+    EXPECT_THROW(store.add_model_measurement(bad), std::invalid_argument);
+    bad.model = "";
+    EXPECT_THROW(store.add_model_measurement(bad), std::invalid_argument);
+  }
+  // A fresh connection reads what the file holds.
+  RecordStore store(path_);
+  const std::vector<ModelMeasurementRecord> all = store.model_measurements();
+  ASSERT_EQ(all.size(), 2u);
+  const ModelMeasurementRecord& newest = all[0];
+  EXPECT_EQ(newest.model, "mobilenet-wasm");
+  EXPECT_EQ(newest.error, MeasureErrorNo::kWrongAnswer);
+  EXPECT_TRUE(newest.costs.empty()) << "a failed measurement keeps no costs";
+  EXPECT_FALSE(newest.median_ms.has_value());
+  EXPECT_FALSE(newest.estimated_ms.has_value());
+  EXPECT_GT(newest.created, 1.7e9);
+  const ModelMeasurementRecord& r = all[1];
+  EXPECT_EQ(r.model, "resnet18-webgl2");
+  EXPECT_EQ(r.created, 1.7e9);
+  EXPECT_EQ(r.manifest_sha256, std::string(64, 'c'));
+  EXPECT_EQ(r.model_sha256, std::string(64, 'd'));
+  EXPECT_EQ(r.target, "webgl2");
+  EXPECT_EQ(r.device_key, "webgl2:swiftshader:chromium-1:linux-x86_64:2t");
+  EXPECT_EQ(r.agent, "tab-1");
+  EXPECT_EQ(r.seed, (uint64_t{1} << 63) + 5);
+  EXPECT_EQ(r.costs, (std::vector<double>{0.030, 0.010, 0.020, 0.040}));
+  ASSERT_TRUE(r.median_ms && r.min_ms && r.estimated_ms);
+  EXPECT_DOUBLE_EQ(*r.median_ms, 25.0);  // (20 + 30) / 2 ms
+  EXPECT_DOUBLE_EQ(*r.min_ms, 10.0);
+  EXPECT_DOUBLE_EQ(*r.estimated_ms, 12.5);
+  EXPECT_EQ(r.error, MeasureErrorNo::kNoError);
+  // Filter and limit.
+  ASSERT_EQ(store.model_measurements("resnet18-webgl2").size(), 1u);
+  EXPECT_EQ(store.model_measurements("resnet18-webgl2")[0].agent, "tab-1");
+  EXPECT_TRUE(store.model_measurements("resnet").empty()) << "the name matches exactly";
+  ASSERT_EQ(store.model_measurements({}, 1).size(), 1u);
+  EXPECT_EQ(store.model_measurements({}, 1)[0].model, "mobilenet-wasm");
+  EXPECT_DOUBLE_EQ(median_of({3, 1, 2}), 2);
 }
 
 TEST_F(RecordsTest, SuspectTrialsAreLeftOutOfTheBest) {

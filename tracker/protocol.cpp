@@ -2,6 +2,7 @@
 /// Parsing and building tracker protocol messages.
 #include "tracker/protocol.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -129,12 +130,22 @@ static std::string get_str(const bj::object& message, std::string_view key,
   return std::string(it->value().get_string());
 }
 
+bool Hello::takes(std::string_view kind) const {
+  return std::find(job_kinds.begin(), job_kinds.end(), kind) != job_kinds.end();
+}
+
 bj::object Hello::to_json() const {
   bj::array k;
   for (const std::string& key : keys) k.emplace_back(key);
-  return bj::object{{"type", "hello"}, {"protocol", protocol}, {"role", role_name(role)},
-                    {"token", token},  {"name", name},         {"keys", std::move(k)},
-                    {"device", device}};
+  bj::object o{{"type", "hello"}, {"protocol", protocol}, {"role", role_name(role)},
+               {"token", token},  {"name", name},         {"keys", std::move(k)},
+               {"device", device}};
+  if (role == Role::kAgent) {
+    bj::array kinds;
+    for (const std::string& kind : job_kinds) kinds.emplace_back(kind);
+    o["job_kinds"] = std::move(kinds);
+  }
+  return o;
 }
 
 Hello Hello::from_json(const bj::object& message) {
@@ -189,6 +200,30 @@ Hello Hello::from_json(const bj::object& message) {
   }
   if (h.role == Role::kAgent && h.keys.empty())
     throw ProtocolError("handshake", "an agent must announce at least one key");
+  if (auto it = message.find("job_kinds"); it != message.end()) {
+    if (!it->value().is_array()) throw ProtocolError("handshake", "'job_kinds' must be an array");
+    const bj::array& kinds = it->value().get_array();
+    if (kinds.size() > kMaxJobKinds)
+      throw ProtocolError("handshake", "an agent may announce at most " +
+                                           std::to_string(kMaxJobKinds) + " job kinds");
+    h.job_kinds.clear();
+    for (const bj::value& k : kinds) {
+      if (!k.is_string() || k.get_string().empty() || k.get_string().size() > kMaxJobKindBytes)
+        throw ProtocolError("handshake", "each job kind must be a string of 1 to " +
+                                             std::to_string(kMaxJobKindBytes) + " characters");
+      const std::string_view kind = k.get_string();
+      for (char c : kind)
+        if (!std::islower(static_cast<unsigned char>(c)) &&
+            !std::isdigit(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+          throw ProtocolError("handshake",
+                              "job kind " + quote(kind) + " holds a character outside [a-z0-9_-]");
+      if (!h.takes(kind)) h.job_kinds.emplace_back(kind);
+    }
+    // An agent that names only kinds this tracker does not know could never take a job.
+    if (h.role == Role::kAgent && !h.takes(kJobKindKernel) && !h.takes(kJobKindModel))
+      throw ProtocolError("handshake",
+                          "'job_kinds' names no kind this tracker knows (kernel, model)");
+  }
   if (auto it = message.find("device"); it != message.end() && it->value().is_object()) {
     if (bj::serialize(it->value()).size() > kMaxDeviceBytes)
       throw ProtocolError("handshake",

@@ -28,25 +28,32 @@ void Scheduler::unmark_idle(AgentId id, const Agent& agent) {
   }
 }
 
-std::optional<std::pair<AgentId, std::string>> Scheduler::find_idle(
-    const std::string& pattern, const std::string& avoid) const {
+std::optional<std::pair<AgentId, std::string>> Scheduler::find_idle(const std::string& pattern,
+                                                                    const std::string& avoid,
+                                                                    JobKind kind) const {
   for (auto it = idle_by_key_.lower_bound(pattern); it != idle_by_key_.end(); ++it) {
     if (it->first.compare(0, pattern.size(), pattern) != 0) break;  // past the prefix range
     if (!key_matches(pattern, it->first)) continue;
-    for (AgentId id : it->second)
-      if (avoid.empty() || agents_.at(id).name != avoid) return std::make_pair(id, it->first);
+    for (AgentId id : it->second) {
+      const Agent& agent = agents_.at(id);
+      if (!avoid.empty() && agent.name == avoid) continue;
+      if (kind == JobKind::kModel ? !agent.models : !agent.kernels) continue;
+      return std::make_pair(id, it->first);
+    }
   }
   return std::nullopt;
 }
 
 void Scheduler::add_agent(AgentId id, std::vector<std::string> keys, TimePoint now,
-                          std::string name) {
+                          std::string name, std::vector<JobKind> kinds) {
   if (agents_.count(id)) throw std::invalid_argument("agent id already registered");
   keys.erase(std::remove(keys.begin(), keys.end(), std::string()), keys.end());
   if (keys.empty()) throw std::invalid_argument("an agent needs at least one key");
   Agent& agent = agents_[id];
   agent.keys = std::move(keys);
   agent.name = std::move(name);
+  agent.kernels = std::find(kinds.begin(), kinds.end(), JobKind::kKernel) != kinds.end();
+  agent.models = std::find(kinds.begin(), kinds.end(), JobKind::kModel) != kinds.end();
   mark_idle(id, agent);
 }
 
@@ -69,7 +76,8 @@ std::vector<Action> Scheduler::remove_agent(AgentId id, TimePoint now) {
 void Scheduler::enqueue(Job& job, bool front) {
   // A re-queued job keeps its original sequence number, so it goes ahead of later submissions.
   if (!front || job.sequence == 0) job.sequence = next_sequence_++;
-  queues_[job.spec.key].emplace(std::make_pair(job.spec.priority, job.sequence), job.id);
+  queues_[{job.spec.key, job.spec.facts.kind}].emplace(
+      std::make_pair(job.spec.priority, job.sequence), job.id);
 }
 
 void Scheduler::erase_job(std::map<JobId, Job>::iterator it) {
@@ -111,7 +119,7 @@ std::string Scheduler::leased_key(JobId job) const {
 }
 
 void Scheduler::unqueue(const Job& job) {
-  auto q = queues_.find(job.spec.key);
+  auto q = queues_.find({job.spec.key, job.spec.facts.kind});
   if (q == queues_.end()) return;
   q->second.erase(std::make_pair(job.spec.priority, job.sequence));
   if (q->second.empty()) queues_.erase(q);
@@ -271,11 +279,13 @@ std::vector<Action> Scheduler::dispatch(TimePoint now) {
     // scanned past jobs that no idle agent may take (an avoided agent), a bounded number deep.
     const Queue::value_type* best = nullptr;
     std::pair<AgentId, std::string> best_agent;
-    for (const auto& [pattern, queue] : queues_) {
+    for (const auto& [which, queue] : queues_) {
+      const std::string& pattern = which.first;
       int scanned = 0;
       for (auto it = queue.begin(); it != queue.end() && scanned < kDispatchScan; ++it, ++scanned) {
         if (best && !QueueOrder()(it->first, best->first)) break;
-        if (auto agent = find_idle(pattern, jobs_.at(it->second).spec.avoid_agent)) {
+        const JobSpec& spec = jobs_.at(it->second).spec;
+        if (auto agent = find_idle(pattern, spec.avoid_agent, spec.facts.kind)) {
           best = &*it;
           best_agent = std::move(*agent);
           break;
@@ -339,7 +349,7 @@ std::optional<TimePoint> Scheduler::next_deadline() const {
 
 size_t Scheduler::pending_jobs() const {
   size_t n = 0;
-  for (const auto& [pattern, queue] : queues_) n += queue.size();
+  for (const auto& [which, queue] : queues_) n += queue.size();
   return n;
 }
 
@@ -362,7 +372,7 @@ std::map<std::string, KeyStatus> Scheduler::status(TimePoint now) const {
         ++s.agents_idle;
     }
   }
-  for (const auto& [pattern, queue] : queues_) out[pattern].jobs_pending += queue.size();
+  for (const auto& [which, queue] : queues_) out[which.first].jobs_pending += queue.size();
   for (const auto& [job, lease] : leases_) out[jobs_.at(job).spec.key].jobs_leased += 1;
   return out;
 }

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "codegen/error_no.hpp"
+#include "tracker/model_job.hpp"
 #include "tracker/secret.hpp"
 
 namespace webtune::tracker {
@@ -123,6 +124,7 @@ void TrackerState::handle_hello(uint64_t id, const bj::object& message, TimePoin
   info.role = hello.role;
   info.name = hello.name;
   info.keys = hello.keys;
+  info.job_kinds = hello.job_kinds;
   info.device_json = bj::serialize(hello.device);
   const int heartbeat =
       hello.role == Role::kAgent ? policy_.heartbeat_ms : policy_.client_heartbeat_ms;
@@ -142,7 +144,10 @@ void TrackerState::handle_hello(uint64_t id, const bj::object& message, TimePoin
           device = &k->value().get_object();
       info.peaks[key] = DevicePeak::estimate(key, *device, policy_.plausibility);
     }
-    scheduler_.add_agent(id, hello.keys, now, hello.name);
+    std::vector<JobKind> kinds;
+    if (hello.takes(kJobKindKernel)) kinds.push_back(JobKind::kKernel);
+    if (hello.takes(kJobKindModel)) kinds.push_back(JobKind::kModel);
+    scheduler_.add_agent(id, hello.keys, now, hello.name, std::move(kinds));
     // Reconnecting does not clear a suspicion: the agent waits out the rest of it.
     if (auto s = suspects_.find(hello.name); s != suspects_.end() && s->second > now)
       scheduler_.suspend(id, s->second);
@@ -225,12 +230,19 @@ void TrackerState::handle_submit(uint64_t id, const bj::object& message, TimePoi
     JobSpec spec;
     spec.key = item.key;
     spec.priority = item.priority.value_or(batch_priority);
+    bool model = false;
     try {
-      spec.facts = JobFacts::from_input(item.input);
+      model = is_model_input(item.input);
+      // A model job: the package it names must be served here, unchanged, for the key's family.
+      spec.facts =
+          model ? JobFacts::from_model_input(item.input, policy_.models_root, item.key, &packages_)
+                : JobFacts::from_input(item.input);
     } catch (const std::exception& e) {
       throw ProtocolError(
           "bad_message",
-          "batch[" + std::to_string(i) + "]: 'input' is not a valid measure input: " + e.what());
+          "batch[" + std::to_string(i) +
+              "]: " + (model ? "model job refused: " : "'input' is not a valid measure input: ") +
+              e.what());
     }
     // The tracker chooses the lease: the job's own time budget plus a margin, within bounds.
     spec.lease = policy_.leases.lease_for(spec.facts.timeout_s, item.lease_ms);
@@ -432,9 +444,12 @@ bj::array TrackerState::agents_json() const {
     if (!p.greeted || p.role != Role::kAgent) continue;
     bj::array keys;
     for (const std::string& key : p.keys) keys.emplace_back(key);
+    bj::array kinds;
+    for (const std::string& kind : p.job_kinds) kinds.emplace_back(kind);
     out.push_back(bj::object{{"session", id},
                              {"name", p.name},
                              {"keys", std::move(keys)},
+                             {"job_kinds", std::move(kinds)},
                              {"device", bj::parse(p.device_json)},
                              {"state", agent_state(id, p)},
                              {"jobs_done", p.jobs_done},

@@ -8,11 +8,13 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <istream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,7 +34,7 @@ namespace bj = boost::json;
 namespace {
 
 /// Bump when the schema changes, and add the step from the previous version to migrate().
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 /// How long a writer waits for another connection's transaction before SQLITE_BUSY.
 constexpr int kBusyTimeoutMs = 10000;
 constexpr std::string_view kTvmVersion = "0.9.dev0";
@@ -267,11 +269,37 @@ CREATE TABLE model_estimates (
 CREATE INDEX model_estimates_run ON model_estimates(run_id);
 )sql";
 
+// Version 4: measurements of whole compiled models on the farm (issue 16 item 3, `webtune
+// measure-model`): one row per model job, written by the client. Keys are kept as text, not as
+// device/agent ids: a package's target ("webgl2") is not a kernel target, and these rows are read
+// on their own (the dashboard's Models panel).
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE model_measurements (
+  id              INTEGER PRIMARY KEY,  -- insertion order
+  created         REAL NOT NULL,        -- Unix time (s)
+  model           TEXT NOT NULL,        -- the package's name (its folder under --models)
+  manifest_sha256 TEXT NOT NULL,        -- of the package's manifest.json
+  model_sha256    TEXT NOT NULL DEFAULT '',  -- of the ONNX file (the manifest's model.sha256)
+  target          TEXT NOT NULL,        -- the package's target: webgl2, webgpu, wasm, gles-*
+  device_key      TEXT NOT NULL DEFAULT '',  -- the agent key that measured it
+  agent           TEXT NOT NULL DEFAULT '',
+  seed            INTEGER NOT NULL,
+  costs_json      TEXT NOT NULL,        -- [seconds per inference, ...]; [] on error
+  median_ms       REAL,                 -- NULL on error
+  min_ms          REAL,                 -- NULL on error
+  estimated_ms    REAL,                 -- the manifest's estimated_ms; NULL when it has none
+  error_no        INTEGER NOT NULL,     -- MeasureErrorNo
+  message         TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX model_measurements_model ON model_measurements(model, device_key);
+)sql";
+
 /// Brings the schema from `version` to kSchemaVersion, inside the caller's transaction.
 void migrate(sqlite3* db, int version) {
   if (version < 1) exec(db, kSchemaV1, "creating the schema");
   if (version < 2) exec(db, kSchemaV2, "migrating the schema to version 2");
   if (version < 3) exec(db, kSchemaV3, "migrating the schema to version 3");
+  if (version < 4) exec(db, kSchemaV4, "migrating the schema to version 4");
 }
 
 /// True when the latest verification of trial `alias`.id says suspect: an SQL condition.
@@ -1592,6 +1620,91 @@ int64_t RecordStore::import_autotvm(std::istream& in, const std::string& device_
   }
   tx.commit();
   return imported;
+}
+
+// ---- model measurements -----------------------------------------------------------------
+
+int64_t RecordStore::add_model_measurement(const ModelMeasurementRecord& m) {
+  if (m.model.empty()) throw std::invalid_argument("records: a model measurement needs a model");
+  if (m.estimated_ms && (!std::isfinite(*m.estimated_ms) || *m.estimated_ms < 0))
+    throw std::invalid_argument("records: model measurement of '" + m.model +
+                                "': estimated_ms must be finite and >= 0");
+  const bool ok = m.error == MeasureErrorNo::kNoError;
+  std::vector<double> costs = ok ? m.costs : std::vector<double>{};
+  bj::array costs_json;
+  for (double c : costs) {
+    if (!std::isfinite(c) || c <= 0)
+      throw std::invalid_argument("records: model measurement of '" + m.model +
+                                  "': costs must be finite and > 0 seconds");
+    costs_json.push_back(c);
+  }
+  Statement s(db_,
+              "INSERT INTO model_measurements(created, model, manifest_sha256, model_sha256, "
+              "target, device_key, agent, seed, costs_json, median_ms, min_ms, estimated_ms, "
+              "error_no, message) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+              "?14)",
+              "storing a model measurement of '" + m.model + "'");
+  s.bind(1, m.created > 0 ? m.created : now_s())
+      .bind(2, m.model)
+      .bind(3, m.manifest_sha256)
+      .bind(4, m.model_sha256)
+      .bind(5, m.target)
+      .bind(6, m.device_key)
+      .bind(7, m.agent)
+      .bind(8, static_cast<int64_t>(m.seed))
+      .bind(9, bj::serialize(costs_json));
+  if (!costs.empty()) {
+    s.bind(10, median_of(costs) * 1e3)
+        .bind(11, *std::min_element(costs.begin(), costs.end()) * 1e3);
+  } else {
+    s.bind_null(10).bind_null(11);
+  }
+  if (m.estimated_ms)
+    s.bind(12, *m.estimated_ms);
+  else
+    s.bind_null(12);
+  s.bind(13, static_cast<int>(m.error)).bind(14, m.message);
+  s.run();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::vector<ModelMeasurementRecord> RecordStore::model_measurements(const std::string& model,
+                                                                    int64_t limit) const {
+  Statement s(db_,
+              "SELECT id, created, model, manifest_sha256, model_sha256, target, device_key, "
+              "agent, seed, costs_json, median_ms, min_ms, estimated_ms, error_no, message "
+              "FROM model_measurements WHERE (?1 = '' OR model = ?1) ORDER BY id DESC LIMIT ?2",
+              "listing model measurements");
+  s.bind(1, model).bind(2, limit < 0 ? int64_t{-1} : limit);
+  std::vector<ModelMeasurementRecord> out;
+  while (s.step()) {
+    ModelMeasurementRecord m;
+    m.id = s.get_int(0);
+    m.created = s.get_double(1);
+    m.model = s.get_text(2);
+    m.manifest_sha256 = s.get_text(3);
+    m.model_sha256 = s.get_text(4);
+    m.target = s.get_text(5);
+    m.device_key = s.get_text(6);
+    m.agent = s.get_text(7);
+    m.seed = static_cast<uint64_t>(s.get_int(8));
+    const bj::value costs = bj::parse(s.get_text(9));
+    for (const bj::value& c : costs.as_array()) m.costs.push_back(c.to_number<double>());
+    if (!s.is_null(10)) m.median_ms = s.get_double(10);
+    if (!s.is_null(11)) m.min_ms = s.get_double(11);
+    if (!s.is_null(12)) m.estimated_ms = s.get_double(12);
+    m.error = static_cast<MeasureErrorNo>(s.get_int(13));
+    m.message = s.get_text(14);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace webtune

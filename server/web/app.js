@@ -1,5 +1,5 @@
 // webtune dashboard: polls the JSON API once a second and redraws the farm, the tuning jobs, the
-// selected job's convergence plot and, when the job belongs to a model run, the run's estimated
+// whole models measured on the farm beside their estimates, the selected job's convergence plot and, when the job belongs to a model run, the run's estimated
 // model latency against trials (uPlot, loaded by index.html as the global `uPlot`).
 //
 // The viewer token, when the tracker has one, comes from the page's own ?token= (the server also
@@ -202,6 +202,25 @@ function renderJob(job) {
       best ? JSON.stringify(best.config, null, 1).replace(/\n\s*(?=[\]\d"-])/g, ' ') : '—';
 }
 
+const ms = (value) => (value === null || value === undefined ? '—' : value.toFixed(3));
+
+// Whole models measured on the farm (`webtune measure-model`), newest first, beside the estimate.
+function renderModels(measurements) {
+  document.querySelector('#models tbody').replaceChildren(...measurements.map((m) => {
+    const ratio = m.measured_over_estimate;
+    const result = m.error_no === 0 ? el('td', `${m.runs} runs`, 'state-idle')
+                                    : el('td', `${m.error}: ${m.message}`, 'message');
+    if (m.error_no !== 0) result.title = m.message;
+    const tr = row([m.model, m.target, m.device_key || '—', m.agent || '—', num(ms(m.median_ms)),
+                    num(ms(m.min_ms)), num(ms(m.estimated_ms)),
+                    num(ratio === null ? '—' : `${ratio.toFixed(2)}×`), result, ago(m.created)]);
+    tr.dataset.measurement = m.id;
+    return tr;
+  }));
+  document.getElementById('model-count').textContent = `(${measurements.length})`;
+  document.getElementById('models-empty').hidden = measurements.length > 0;
+}
+
 // The model run's estimated latency (ms) against the trials spent on all its tasks.
 function drawModelPlot(run, estimates) {
   const container = document.getElementById('model-plot');
@@ -274,11 +293,12 @@ async function refresh() {
   inFlight = true;
   const status = document.getElementById('status');
   try {
-    const [summary, agents, jobs] = await Promise.all(
-        [api('/api/summary'), api('/api/agents'), api('/api/jobs')]);
+    const [summary, agents, jobs, models] = await Promise.all(
+        [api('/api/summary'), api('/api/agents'), api('/api/jobs'), api('/api/models')]);
     chooseJob(jobs.jobs);
     renderFarm(summary, agents);
     renderJobs(jobs.jobs);
+    renderModels(models.measurements || []);
     if (state.selected !== null) {
       const job = await api(`/api/jobs/${state.selected}`);
       await loadTrials(job.id);

@@ -20,10 +20,16 @@
 ///    "config" (the config entity JSON)}.
 ///  - /api/best?workload=W&target=T: {"best": [{"job": JOB, "trial": TRIAL}]}, W a substring of
 ///    the workload key or task name, T a target name ("gles-frag"); both optional.
-///  - /api/models: {"models": [RUN]} by id, RUN = {"id", "model", "target", "device_key",
-///    "schedule", "total_trials" (0: none), "started", "jobs": [{"job", "task", "weight"}],
-///    "estimates" (how many), "latest": ESTIMATE or null}; a model run is a whole-model tuning
-///    (records.hpp).
+///  - /api/models: {"models": [RUN], "measurements": [MEASUREMENT]}: RUN by id, RUN = {"id",
+///    "model", "target", "device_key", "schedule", "total_trials" (0: none), "started", "jobs":
+///    [{"job", "task", "weight"}], "estimates" (how many), "latest": ESTIMATE or null}; a model
+///    run is a whole-model tuning (records.hpp). MEASUREMENT: the kRecentModelMeasurements
+///    newest whole-model measurements on the farm (`webtune measure-model`), newest first:
+///    {"id", "created", "model" (the package), "target", "device_key", "agent",
+///    "manifest_sha256", "model_sha256", "seed", "runs" (costs), "median_ms", "min_ms",
+///    "estimated_ms" (Σ weight × best cost from the package's manifest), "measured_over_estimate"
+///    (median_ms / estimated_ms), "error_no", "error", "message"}; the numbers are null where
+///    they do not exist (a failed measurement, a package without an estimate).
 ///  - /api/models/{id}: RUN.
 ///  - /api/models/{id}/estimates: {"run", "estimates": [ESTIMATE]} oldest first, ESTIMATE =
 ///    {"trials" (the run's tasks' trials summed), "elapsed_s", "latency_ms" (estimated model
@@ -46,6 +52,8 @@ namespace webtune::server {
 
 /// The largest `limit` of /api/jobs/{id}/trials.
 inline constexpr int64_t kMaxTrialPage = 5000;
+/// How many model measurements /api/models lists (the newest).
+inline constexpr int64_t kRecentModelMeasurements = 200;
 
 class ApiRouter {
  public:

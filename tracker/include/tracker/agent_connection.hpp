@@ -23,9 +23,8 @@ struct AgentOptions {
   std::vector<std::string> keys;
   std::string token, name;
   boost::json::object device;
-  /// The job kinds said in the hello ("job_kinds", MODEL_JOBS.md), e.g. {"kernel", "model"};
-  /// empty: the field is left out (the tracker takes it as {"kernel"}).
-  std::vector<std::string> job_kinds;
+  /// The job kinds it runs, sent as the hello's job_kinds ("kernel", "model").
+  std::vector<std::string> job_kinds{"kernel"};
   std::chrono::milliseconds backoff_initial{200}, backoff_max{5000};
   bool reconnect = true;  ///< false: stop after the first disconnect
 };

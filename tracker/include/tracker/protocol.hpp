@@ -23,6 +23,10 @@ constexpr size_t kMaxKeys = 16;
 constexpr size_t kMaxKeyBytes = 200;
 constexpr size_t kMaxTokenBytes = 1024;
 constexpr size_t kMaxDeviceBytes = 64 * 1024;
+/// A hello's "job_kinds": at most kMaxJobKinds names of at most kMaxJobKindBytes characters of
+/// [a-z0-9_-] each.
+constexpr size_t kMaxJobKinds = 8;
+constexpr size_t kMaxJobKindBytes = 32;
 /// A WebSocket close frame's reason holds at most 123 bytes (RFC 6455 5.5.1: 125-byte control
 /// payload minus the 2-byte code).
 constexpr size_t kMaxCloseReasonBytes = 123;
@@ -55,15 +59,28 @@ boost::json::object parse_message(std::string_view text);
 /// The "type" of a parsed message.
 std::string message_type(const boost::json::object& message);
 
+/// The kinds of job the tracker knows (docs/protocol.md "Model jobs"): a kernel measurement
+/// (a MeasureInput) or a whole compiled model (a model measure input, model_job.hpp).
+inline constexpr std::string_view kJobKindKernel = "kernel";
+inline constexpr std::string_view kJobKindModel = "model";
+
 struct Hello {
   int protocol = kProtocolVersion;
   Role role = Role::kClient;
   std::string token, name;
   std::vector<std::string> keys;  ///< agents only
   boost::json::object device;     ///< agents only: GlDeviceInfo JSON or a browser's equivalent
+  /// Agents only: the job kinds it runs ("kernel", "model"); absent from the hello means
+  /// {"kernel"} (agents older than model jobs). Names the tracker does not know are kept but
+  /// never matched.
+  std::vector<std::string> job_kinds{std::string(kJobKindKernel)};
 
+  /// Whether `job_kinds` holds `kind`.
+  bool takes(std::string_view kind) const;
   boost::json::object to_json() const;
-  /// Throws ProtocolError: handshake (not a hello / bad role / agent without keys), version.
+  /// Throws ProtocolError: handshake (not a hello / bad role / agent without keys / job_kinds
+  /// not an array of at most kMaxJobKinds short lower-case names, or naming no kind the tracker
+  /// knows), version.
   static Hello from_json(const boost::json::object& message);
 };
 

@@ -12,6 +12,10 @@
 ///    re-measurement that must come from a second device) never goes to an agent of that name;
 ///    the queue is scanned past it (up to kDispatchScan jobs) so it does not block the jobs
 ///    behind it.
+///  - A job goes only to an agent that runs its kind (JobFacts::kind): a model job only to an
+///    agent that declared "model" in its hello, a kernel job only to one that declared "kernel"
+///    (every agent older than model jobs). Each kind has its own queues, so a job that no idle
+///    agent may take waits without holding up the other kind's jobs.
 ///  - A job whose agent goes away, or whose lease expires, goes back to the front of its queue
 ///    with its attempt count raised; once it has used `max_attempts` it is delivered to its client
 ///    as an error (RUN_TIMEOUT after an expired lease, RUNTIME_DEVICE after a lost agent), never
@@ -72,7 +76,8 @@ struct JobSpec {
   std::string payload;
   uint64_t client_tag = 0;  ///< the client's own id for the job, echoed back in its result
   std::string avoid_agent;  ///< never lease to an agent of this name (empty: any agent)
-  JobFacts facts;           ///< what the tracker read of the payload; the scheduler ignores it
+  /// What the tracker read of the payload; the scheduler reads only its `kind`.
+  JobFacts facts;
 };
 
 /// An instruction for the network layer.
@@ -126,8 +131,9 @@ class Scheduler {
 
   /// Registers an agent with its keys and name (the name a job's `avoid_agent` refers to); it is
   /// idle. Throws std::invalid_argument if the id is taken or it has no key.
-  void add_agent(AgentId agent, std::vector<std::string> keys, TimePoint now,
-                 std::string name = {});
+  /// `kinds`: the job kinds it runs (a hello's job_kinds; kernels only when not said).
+  void add_agent(AgentId agent, std::vector<std::string> keys, TimePoint now, std::string name = {},
+                 std::vector<JobKind> kinds = {JobKind::kKernel});
   /// Removes an agent (disconnect): its leased job is re-queued (or failed). Unknown ids are
   /// ignored.
   std::vector<Action> remove_agent(AgentId agent, TimePoint now);
@@ -196,6 +202,7 @@ class Scheduler {
   struct Agent {
     std::vector<std::string> keys;
     std::string name;
+    bool kernels = true, models = false;  // the job kinds it runs
     std::optional<JobId> job;
     int failures_in_a_row = 0;
     TimePoint quarantined_until{};
@@ -226,16 +233,19 @@ class Scheduler {
   void note_agent_failure(AgentId id, Agent& agent, TimePoint now);
   void mark_idle(AgentId id, const Agent& agent);
   void unmark_idle(AgentId id, const Agent& agent);
-  /// An idle agent with a key that `pattern` matches and a name other than `avoid` (when not
-  /// empty), and that key; nullopt if none.
+  /// An idle agent with a key that `pattern` matches, a name other than `avoid` (when not
+  /// empty) and that runs jobs of `kind`, and that key; nullopt if none.
   std::optional<std::pair<AgentId, std::string>> find_idle(const std::string& pattern,
-                                                           const std::string& avoid) const;
+                                                           const std::string& avoid,
+                                                           JobKind kind) const;
 
   SchedulerOptions options_;
   JobId next_job_ = 1;
   uint64_t next_sequence_ = 1;
-  std::map<JobId, Job> jobs_;            // queued or leased, not yet delivered
-  std::map<std::string, Queue> queues_;  // by key pattern
+  std::map<JobId, Job> jobs_;  // queued or leased, not yet delivered
+  // By key pattern and job kind: jobs of a kind that no idle agent runs (model jobs before any
+  // agent that runs models joined) sit in a queue of their own, never in front of the others.
+  std::map<std::pair<std::string, JobKind>, Queue> queues_;
   std::map<JobId, Lease> leases_;
   std::map<AgentId, Agent> agents_;
   // Agents ready for a job (not busy, not quarantined), indexed by each of their keys, so a

@@ -69,6 +69,9 @@ struct TrackerPolicy {
   /// How long an agent that sent an implausible result takes no job (by name, so that
   /// reconnecting does not clear it).
   std::chrono::milliseconds suspect_duration{std::chrono::hours(1)};
+  /// Directory of built model packages, served under /models/<name>/ (agent_page.hpp) and read
+  /// at the submit of a model job (job_facts.hpp); "" = none: model jobs are refused.
+  std::string models_root;
 
   /// Reads the policy fields of a tracker config object (every field optional; see
   /// configs/tracker.json and docs/protocol.md): "tokens", "heartbeat_ms",

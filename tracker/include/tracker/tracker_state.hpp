@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "tracker/model_job.hpp"
 #include "tracker/protocol.hpp"
 #include "tracker/result_check.hpp"
 #include "tracker/scheduler.hpp"
@@ -39,7 +40,8 @@ struct PeerInfo {
   bool greeted = false;  ///< sent a valid hello
   std::string name;
   std::vector<std::string> keys;
-  std::string device_json;  ///< the hello's device object, serialized
+  std::vector<std::string> job_kinds;  ///< agents: the hello's job_kinds ({"kernel"} if none)
+  std::string device_json;             ///< the hello's device object, serialized
   /// Agents: the fastest each of its keys' devices could be (result_check.hpp).
   std::map<std::string, DevicePeak> peaks;
   uint64_t jobs_done = 0, jobs_failed = 0;
@@ -98,6 +100,8 @@ class TrackerState {
   bool is_suspect(const std::string& agent_name, TimePoint now) const;
   const TrackerCounters& counters() const { return counters_; }
   const std::map<uint64_t, PeerInfo>& peers() const { return peers_; }
+  /// The packages of model jobs read so far (a cache: unchanged files are not read again).
+  const ModelPackageCache& model_packages() const { return packages_; }
   /// Open WebSocket connections (greeted or not).
   size_t open_connections() const { return connections_.size(); }
   /// The `summary` message body: {"keys": {KEY: {"agents_idle", "agents_busy",
@@ -105,7 +109,8 @@ class TrackerState {
   /// "counters": {...}, "results_by_error_no": {"NO_ERROR": n, ...}, "open_connections",
   /// "agents", "clients", "viewers"}.
   boost::json::object summary(TimePoint now) const;
-  /// The greeted agents, by session id: [{"session", "name", "keys": [...], "device": {...},
+  /// The greeted agents, by session id: [{"session", "name", "keys": [...], "job_kinds": [...],
+  /// "device": {...},
   /// "state": "busy"|"idle"|"quarantined"|"suspect", "jobs_done", "jobs_failed",
   /// "results_refused", "connected_at", "last_seen"}], times in Unix seconds.
   boost::json::array agents_json() const;
@@ -132,6 +137,7 @@ class TrackerState {
   std::map<uint64_t, std::shared_ptr<PeerConnection>> connections_;
   std::map<uint64_t, PeerInfo> peers_;
   TrackerCounters counters_;
+  ModelPackageCache packages_;  // model jobs' packages, read at submit
 };
 
 }  // namespace webtune::tracker

@@ -60,6 +60,10 @@
 /// recorded after every batch once every task has a successful trial. A job belongs to every
 /// model run that tuned it (two models, or two sessions of one model, share a task's job).
 ///
+/// Model measurements (schema version 4): whole compiled models measured end to end on the farm
+/// (`webtune measure-model`, docs/protocol.md "Model jobs"), one row per model job, written by
+/// the client beside the package's estimate (Σ weight × best cost, the manifest's estimated_ms).
+///
 /// A RecordStore is one SQLite connection: use it from one thread at a time, and open one store
 /// per thread or process; concurrent writers wait on each other through the busy timeout.
 #pragma once
@@ -183,6 +187,29 @@ struct ModelRunInfo {
   std::optional<ModelEstimate> latest;  ///< the latest estimate; nullopt when none
 };
 
+/// One whole-model measurement on the farm (a model job's result; docs/protocol.md "Model jobs").
+struct ModelMeasurementRecord {
+  int64_t id = 0;               ///< set by the store
+  double created = 0;           ///< Unix time (s); 0 in add_model_measurement: now
+  std::string model;            ///< the package's name (its folder under the tracker's --models)
+  std::string manifest_sha256;  ///< of the package's manifest.json
+  std::string model_sha256;     ///< of the ONNX file it was built from (manifest model.sha256)
+  std::string target;           ///< the package's target: webgl2, webgpu, wasm, gles-frag, ...
+  std::string device_key;       ///< the agent key that measured it ("" when none did)
+  std::string agent;            ///< the agent's name ("" when none did)
+  uint64_t seed = 0;            ///< of the model's input
+  std::vector<double> costs;    ///< seconds per inference; empty on error
+  /// Median and fastest cost (ms), computed by add_model_measurement from `costs`; nullopt on
+  /// error. The values passed in are ignored.
+  std::optional<double> median_ms, min_ms;
+  std::optional<double> estimated_ms;  ///< the manifest's estimated_ms; nullopt when none
+  MeasureErrorNo error = MeasureErrorNo::kNoError;
+  std::string message;
+};
+
+/// The median of `values` (the mean of the middle two for an even count); NaN when empty.
+double median_of(std::vector<double> values);
+
 /// Checks a trial's config JSON against the config space of its template, `workload` on
 /// `target` (device limits are not applied: the device may differ): the knob names and values as
 /// ConfigSpace::from_json checks them, and, when `succeeded`, the template's structural
@@ -296,6 +323,16 @@ class RecordStore {
   std::vector<ModelEstimate> model_estimates(int64_t run_id) const;
   /// The model runs that job `job_id` belongs to, by id.
   std::vector<int64_t> model_runs_of_job(int64_t job_id) const;
+
+  /// Stores one model measurement; returns its id. Its median_ms and min_ms are computed from
+  /// its costs (seconds → ms) when it succeeded; a failed one keeps no costs. Throws
+  /// std::invalid_argument for an empty model, a cost that is not finite and > 0, or an
+  /// estimated_ms that is not finite and >= 0.
+  int64_t add_model_measurement(const ModelMeasurementRecord& measurement);
+  /// Model measurements of package `model` (empty: every package), newest first, at most
+  /// `limit` of them (< 0: all).
+  std::vector<ModelMeasurementRecord> model_measurements(const std::string& model = {},
+                                                         int64_t limit = -1) const;
 
   /// Writes every trial matching the filters (as best()'s) as one AutoTVM JSON line, by job
   /// then insertion order; returns lines written. A suspect trial is written as a failure
