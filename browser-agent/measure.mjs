@@ -112,6 +112,21 @@ export function checkInputShapes(artifact, workload, fail = (m) => {
 }
 
 /**
+ * Refuses (INSTANTIATION) an artifact that asks for scratch buffers (`scratch_floats`,
+ * `scratch_counters`: gles-compute's k_groups, codegen/include/codegen/kernel_artifact.hpp),
+ * which no browser executor provides: running such a kernel without them would be wrong, not
+ * slow. `runtime` names the executor in the message.
+ */
+export function refuseScratch(artifact, runtime) {
+  const floats = artifact?.scratch_floats ?? 0;
+  const counters = artifact?.scratch_counters ?? 0;
+  if (floats !== 0 || counters !== 0) {
+    throw new MeasureError(ErrorNo.INSTANTIATION,
+      `the kernel asks for scratch buffers (scratch_floats ${floats}, scratch_counters ${counters}), which ${runtime} does not provide`);
+  }
+}
+
+/**
  * The soft job timeout, checked between timed batches (work in flight cannot be interrupted):
  * throws RUN_TIMEOUT once the job is cancelled (`shouldStop()` is true) or more than
  * `input.options.timeout_s` seconds (default 10; 0 or less: no limit) have passed since

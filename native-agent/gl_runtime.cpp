@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -156,7 +157,8 @@ struct GlObjects {
       glBindTexture(GL_TEXTURE_2D, 0);
     }
     glBindBuffer(GL_SHADER_STORAGE_BUFFER, 0);
-    for (GLuint index = 0; index < 5; ++index) {
+    // Inputs and output 0 … 4, scratch 5 and 6 (kernel_artifact.hpp).
+    for (GLuint index = 0; index < 7; ++index) {
       glBindBufferBase(GL_SHADER_STORAGE_BUFFER, index, 0);
     }
     if (program != 0) glDeleteProgram(program);
@@ -253,12 +255,18 @@ class Trial {
     check_gl("running the kernel");
     check_output();
     check_deadline(0, 0);
-    return time_runs();
+    std::vector<double> costs = time_runs();
+    if (has_scratch()) check_after_timed_runs();
+    return costs;
   }
 
  private:
   [[noreturn]] static void instantiation(const std::string& message) {
     throw MeasureError(MeasureErrorNo::kInstantiation, message);
+  }
+
+  bool has_scratch() const {
+    return artifact_.scratch_floats > 0 || artifact_.scratch_counters > 0;
   }
 
   // ---- checks before touching GL: a bad artifact is reported as such, not as a GL error ----
@@ -291,6 +299,15 @@ class Trial {
       instantiation("the artifact's output is " + std::to_string(output.rows) + "x" +
                     std::to_string(output.cols) + " = " + std::to_string(output.elements()) +
                     " elements but the workload has " + std::to_string(workload.output_size()));
+    }
+    if (artifact_.scratch_floats < 0 || artifact_.scratch_counters < 0) {
+      instantiation("scratch_floats and scratch_counters must be >= 0");
+    }
+    if (has_scratch() && artifact_.target != Target::kGlesCompute) {
+      instantiation(
+          "scratch buffers (scratch_floats, scratch_counters) are for gles-compute "
+          "kernels, not " +
+          std::string(target_name(artifact_.target)));
     }
     if (output.feedback && !fragment_) {
       instantiation("a transform feedback output needs target gles-frag, not " +
@@ -437,12 +454,26 @@ class Trial {
     // not left to a driver's compile log (llvmpipe and NVIDIA allow more).
     GLint max_blocks = 0;
     glGetIntegerv(GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS, &max_blocks);
-    const auto blocks = static_cast<GLint>(artifact_.inputs.size() + 1);
+    const auto blocks =
+        static_cast<GLint>(artifact_.inputs.size() + 1 + (artifact_.scratch_floats > 0 ? 1 : 0) +
+                           (artifact_.scratch_counters > 0 ? 1 : 0));
     if (max_blocks > 0 && blocks > max_blocks) {
       instantiation("the kernel binds " + std::to_string(blocks) +
-                    " storage buffers (inputs and output) but GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS "
-                    "is " +
+                    " storage buffers (inputs, output and scratch) but "
+                    "GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS is " +
                     std::to_string(max_blocks));
+    }
+    // Scratch sits at bindings 5 and 6, which ES 3.1 does not guarantee (its minimum
+    // GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS is 4).
+    GLint max_bindings = 0;
+    glGetIntegerv(GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS, &max_bindings);
+    const GLint highest = artifact_.scratch_counters > 0 ? 6
+                          : artifact_.scratch_floats > 0 ? 5
+                                                         : -1;
+    if (max_bindings > 0 && highest >= max_bindings) {
+      instantiation("the kernel's scratch buffers use SSBO binding " + std::to_string(highest) +
+                    " but GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS is " +
+                    std::to_string(max_bindings));
     }
     GLint64 max_block = 0;
     glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block);
@@ -458,6 +489,9 @@ class Trial {
       check_block("input " + std::to_string(i), layout.packed_elements() * layout.channels());
     }
     check_block("the output", artifact_.output.elements());
+    if (artifact_.scratch_floats > 0) check_block("the scratch floats", artifact_.scratch_floats);
+    if (artifact_.scratch_counters > 0)
+      check_block("the scratch counters", artifact_.scratch_counters);
   }
 
   // ---- compile and link ----
@@ -735,7 +769,36 @@ class Trial {
     glBufferData(GL_SHADER_STORAGE_BUFFER, buffer_bytes(artifact_.output.elements()), nullptr,
                  GL_DYNAMIC_COPY);
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, buffer);
+    prepare_scratch();
     glUseProgram(objects_.program);
+  }
+
+  /// The artifact's scratch buffers (kernel_artifact.hpp), created once for the checked run and
+  /// every timed run: floats at binding 5 (left uninitialised: the kernel writes them before it
+  /// reads them in every run), uint counters at binding 6, zero-filled here once (the kernel
+  /// leaves them at zero after every run).
+  void prepare_scratch() {
+    if (artifact_.scratch_floats > 0) {
+      GLuint buffer = 0;
+      glGenBuffers(1, &buffer);
+      objects_.buffers.push_back(buffer);
+      glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
+      glBufferData(GL_SHADER_STORAGE_BUFFER, buffer_bytes(artifact_.scratch_floats), nullptr,
+                   GL_DYNAMIC_COPY);
+      glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 5, buffer);
+    }
+    if (artifact_.scratch_counters > 0) {
+      // uint and float are both 4 bytes: buffer_bytes counts in 4-byte words.
+      const GLsizeiptr bytes = buffer_bytes(artifact_.scratch_counters);
+      const std::vector<uint32_t> zeros(static_cast<size_t>(bytes) / sizeof(uint32_t), 0u);
+      GLuint buffer = 0;
+      glGenBuffers(1, &buffer);
+      objects_.buffers.push_back(buffer);
+      glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
+      glBufferData(GL_SHADER_STORAGE_BUFFER, bytes, zeros.data(), GL_DYNAMIC_COPY);
+      glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 6, buffer);
+    }
+    check_gl("creating the scratch buffers");
   }
 
   void fill_outputs_with_nan() {
@@ -849,6 +912,23 @@ class Trial {
     }
     CheckResult check = check_samples(output, input_.samples);
     if (!check.ok) throw MeasureError(MeasureErrorNo::kWrongAnswer, check.message);
+  }
+
+  /// A kernel with scratch carries state from run to run (its counters must be back at zero):
+  /// after the timed runs, one more run into a NaN-filled output must still match the reference.
+  void check_after_timed_runs() {
+    fill_outputs_with_nan();
+    run_once();
+    glFinish();
+    check_gl("running the kernel after the timed runs");
+    try {
+      check_output();
+    } catch (const MeasureError& e) {
+      if (e.error() != MeasureErrorNo::kWrongAnswer) throw;
+      throw MeasureError(
+          MeasureErrorNo::kWrongAnswer,
+          std::string("after the timed runs (scratch state carried over): ") + e.what());
+    }
   }
 
   // ---- timing ----
