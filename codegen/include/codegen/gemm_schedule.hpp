@@ -46,7 +46,8 @@
 /// Device limits: threads_x·threads_y·k_split ≤ max_workgroup_invocations, threads_x ≤
 /// max_workgroup_size_x, threads_y ≤ max_workgroup_size_y, k_split ≤ max_workgroup_size_z, and
 /// shared memory — 4·k_depth·(BR + BC) bytes (twice with double_buffer) plus the k_split
-/// reduction area 4·(k_split − 1)·BR·BC — ≤ max_shared_memory_bytes.
+/// reduction area 4·(k_split − 1)·BR·BC, plus 4 for k_groups' "last group" flag — ≤
+/// max_shared_memory_bytes.
 ///
 /// ## Mapping
 /// Invocation (tx, ty, kz) of workgroup (bx, by, z) owns rows
