@@ -2,26 +2,11 @@
 // (codegen/include/codegen/measure.hpp), the sampled reference check (codegen/reference.cpp) and
 // the workload sizes the seeded inputs need (codegen/include/codegen/workload.hpp).
 
-/** AutoTVM's MeasureErrorNo, as the tracker protocol carries it. */
-export const ErrorNo = Object.freeze({
-  NO_ERROR: 0,
-  INSTANTIATION: 1,
-  COMPILE_HOST: 2,
-  COMPILE_DEVICE: 3,
-  RUNTIME_DEVICE: 4,
-  WRONG_ANSWER: 5,
-  BUILD_TIMEOUT: 6,
-  RUN_TIMEOUT: 7,
-  UNKNOWN: 8,
-});
+// The error numbers and the error class are the kernel runners' (runtime/errors.mjs), shared
+// with the model runtime; so is the refusal of kernels with scratch buffers.
+import { ErrorNo, MeasureError, refuseScratch } from '../runtime/errors.mjs';
 
-/** A failure inside a trial; executors throw it and the agent turns it into a result. */
-export class MeasureError extends Error {
-  constructor(errorNo, message) {
-    super(message);
-    this.errorNo = errorNo;
-  }
-}
+export { ErrorNo, MeasureError, refuseScratch };
 
 /** A MeasureResult JSON object. `costs` in seconds; `allCost` in seconds. */
 export function makeResult(errorNo, message, costs, allCost) {
@@ -109,21 +94,6 @@ export function checkInputShapes(artifact, workload, fail = (m) => {
       fail(`artifact input ${i} (${names[i]}) has shape [${layout.shape}] but the workload's ${names[i]} is [${shapes[i]}]`);
     }
   });
-}
-
-/**
- * Refuses (INSTANTIATION) an artifact that asks for scratch buffers (`scratch_floats`,
- * `scratch_counters`: gles-compute's k_groups, codegen/include/codegen/kernel_artifact.hpp),
- * which no browser executor provides: running such a kernel without them would be wrong, not
- * slow. `runtime` names the executor in the message.
- */
-export function refuseScratch(artifact, runtime) {
-  const floats = artifact?.scratch_floats ?? 0;
-  const counters = artifact?.scratch_counters ?? 0;
-  if (floats !== 0 || counters !== 0) {
-    throw new MeasureError(ErrorNo.INSTANTIATION,
-      `the kernel asks for scratch buffers (scratch_floats ${floats}, scratch_counters ${counters}), which ${runtime} does not provide`);
-  }
 }
 
 /**

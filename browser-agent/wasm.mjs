@@ -1,11 +1,12 @@
 // wasm.mjs — the WebAssembly executor: runs the wasm kernels of the C++ emitter
-// (codegen/wasm_emitter.*) as docs/wasm_abi.md fixes them. Per job: decode the base64 module,
+// (codegen/wasm_emitter.*) as docs/wasm_abi.md fixes them, through the kernel runner it shares
+// with the model runtime (runtime/wasm.mjs: WasmKernel, the workers). Per job: decode the base64 module,
 // compile it once (a CompileError is COMPILE_DEVICE with the browser's message), make its memory
 // (P pages, shared iff T > 1), write the seeded inputs at the artifact's offsets, run one checked
 // execution that must match the reference samples, then time executions with the shared
 // timeEvaluator.
 //
-// Every execution runs in module workers (wasm_worker.mjs), never on the page's thread: the
+// Every execution runs in module workers (runtime/wasm_worker.mjs), never on the page's thread: the
 // page stays responsive, so a kernel that never ends is cut off at the job's timeout
 // (RUN_TIMEOUT) by terminating the workers, which are recreated for the next job. Worker 0 (the
 // leader) runs `number` executions per timed batch and the clock; for T > 1 it starts and joins
@@ -19,20 +20,10 @@
 import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, refuseScratch, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 import { deviceClassKey, platformDevice } from './device_class.mjs';
+import { MAX_THREADS, WasmKernel, defaultWorkerFactory, hasSimd, hasThreads, startWorkers } from '../runtime/wasm.mjs';
 
-/**
- * The control block shared by the threads of one T > 1 job (Int32Array indices over a
- * SharedArrayBuffer of BYTES bytes); wasm_worker.mjs says how the words are used.
- */
-export const CONTROL = Object.freeze({
-  GEN: 0,          // execution generation: the leader bumps it to start one execution
-  DONE: 1,         // helpers that finished the current generation
-  STOP: 2,         // 1: helpers leave their loop
-  TRAP_TID: 3,     // tid + 1 of the first helper that trapped, 0 if none
-  MESSAGE_LEN: 4,  // bytes of its message, in MESSAGE_AT
-  MESSAGE_AT: 32,  // byte offset of the message bytes (past the words above)
-  BYTES: 32 + 1024,
-});
+// The runner's pieces, for the agent's tests and tools.
+export { CONTROL, PAGE_BYTES, MAX_THREADS, createMemory, decodeBase64, hasSimd, hasThreads, memoryPlan, writeFloats } from '../runtime/wasm.mjs';
 
 /**
  * Tier-up warm-up (Trial.warmUp): V8 first runs a new module's functions as baseline code
@@ -61,158 +52,6 @@ export async function warmUpUntilSteady(firstSeconds, runOnce,
     previous = seconds;
   }
   return WARM_UP.ROUNDS;
-}
-
-/** Bytes of a wasm page. */
-export const PAGE_BYTES = 65536;
-/** The most threads a tab advertises (docs/wasm_abi.md). */
-export const MAX_THREADS = 8;
-/** The most threads an artifact may ask for: more is a broken artifact, not a schedule. */
-const THREAD_LIMIT = 64;
-/** Seconds a new worker may take to load its script. */
-const WORKER_START_S = 20;
-
-// (module (func (result v128) v128.const i32x4 0 0 0 0)): validates only where SIMD128 exists.
-const SIMD_PROBE = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, 0x03,
-  0x02, 0x01, 0x00, 0x0a, 0x16, 0x01, 0x14, 0x00, 0xfd, 0x0c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-  0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0b,
-]);
-
-/** True when this engine validates SIMD128 modules. */
-export function hasSimd() {
-  return typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
-}
-
-/** True when shared memory (and so threads) is available: a cross-origin isolated page, or node. */
-export function hasThreads() {
-  if (typeof SharedArrayBuffer === 'undefined') return false;
-  return globalThis.crossOriginIsolated !== false;
-}
-
-/**
- * Decodes standard base64 (RFC 4648 alphabet, padded; whitespace ignored) into a Uint8Array;
- * throws MeasureError INSTANTIATION on anything else.
- */
-export function decodeBase64(text) {
-  if (typeof text !== 'string') throw new MeasureError(ErrorNo.INSTANTIATION, 'the artifact source is not a base64 string');
-  const clean = text.replace(/\s+/g, '');
-  if (clean.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) {
-    throw new MeasureError(ErrorNo.INSTANTIATION, `the artifact source is not padded standard base64 (${clean.length} characters)`);
-  }
-  const binary = atob(clean);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; ++i) bytes[i] = binary.charCodeAt(i);
-  return bytes;
-}
-
-/**
- * Checks an artifact's `wasm` block against the workload's element counts {data, weight,
- * output, inputs: [every input's count]} (workloadSizes); returns {threads, pages, offsets:
- * [every input's, then the output's], outputOffset, simd}. Throws INSTANTIATION when the
- * offsets do not match the inputs, or a region is misaligned or outside the P pages: the host
- * could not write the inputs or read the output there.
- */
-export function memoryPlan(wasm, sizes) {
-  const bad = (message) => { throw new MeasureError(ErrorNo.INSTANTIATION, `artifact.wasm: ${message}`); };
-  if (!wasm || typeof wasm !== 'object') bad('missing (threads, memory_pages, offsets, simd)');
-  const { threads, memory_pages: pages, offsets } = wasm;
-  if (!Number.isInteger(threads) || threads < 1 || threads > THREAD_LIMIT) bad(`threads ${threads} is outside 1..${THREAD_LIMIT}`);
-  if (!Number.isInteger(pages) || pages < 1 || pages > 65536) bad(`memory_pages ${pages} is outside 1..65536`);
-  const inputCounts = sizes.inputs || [sizes.data, sizes.weight];
-  const names = ['data', 'weight', 'bias or residual', 'residual'].slice(0, inputCounts.length);
-  if (!Array.isArray(offsets) || offsets.length !== inputCounts.length + 1) {
-    bad(`offsets must be [${[...names, 'output'].join(', ')}] (${inputCounts.length + 1} numbers), not ${JSON.stringify(offsets)}`);
-  }
-  const end = pages * PAGE_BYTES;
-  const counts = [...inputCounts, sizes.output];
-  [...names, 'output'].forEach((name, i) => {
-    const at = offsets[i];
-    if (!Number.isInteger(at) || at < 0 || at % 64 !== 0) bad(`the ${name} offset ${at} is not a 64-byte aligned byte offset`);
-    if (at + counts[i] * 4 > end) {
-      bad(`the ${name} (${counts[i]} floats at byte ${at}) ends past the memory's ${pages} pages (${end} bytes)`);
-    }
-  });
-  return { threads, pages, offsets: offsets.slice(), outputOffset: offsets[offsets.length - 1], simd: Boolean(wasm.simd) };
-}
-
-/** The ABI's memory: P pages, initial = maximum, shared iff T > 1. */
-export function createMemory(plan) {
-  return new WebAssembly.Memory({ initial: plan.pages, maximum: plan.pages, shared: plan.threads > 1 });
-}
-
-/** Writes Float32Array `values` at byte `offset` of `memory`. */
-export function writeFloats(memory, offset, values) {
-  new Float32Array(memory.buffer, offset, values.length).set(values);
-}
-
-/** A worker of the pool: queued replies, a load failure or crash rejects what waits. */
-class Thread {
-  constructor(raw) {
-    this.raw = raw;
-    this.replies = [];
-    this.waiter = null;
-    this.failure = null;
-    const onMessage = (data) => {
-      if (this.waiter) {
-        const { resolve } = this.waiter;
-        this.waiter = null;
-        resolve(data);
-      } else {
-        this.replies.push(data);
-      }
-    };
-    const onFailure = (message) => {
-      this.failure = message;
-      if (this.waiter) {
-        const { reject } = this.waiter;
-        this.waiter = null;
-        reject(new MeasureError(ErrorNo.RUNTIME_DEVICE, `a wasm worker failed: ${message}`));
-      }
-    };
-    if (typeof raw.on === 'function') {  // node worker_threads
-      raw.on('message', onMessage);
-      raw.on('error', (e) => onFailure(e?.message || String(e)));
-      raw.on('exit', (code) => onFailure(`exited with code ${code}`));
-    } else {
-      raw.onmessage = (e) => onMessage(e.data);
-      raw.onerror = (e) => {
-        e.preventDefault?.();
-        onFailure(e.message || 'its script did not load');
-      };
-      raw.onmessageerror = () => onFailure('a message could not be deserialized');
-    }
-  }
-
-  post(message) {
-    this.raw.postMessage(message);
-  }
-
-  /** The next reply (a promise). */
-  next() {
-    if (this.replies.length) return Promise.resolve(this.replies.shift());
-    if (this.failure) return Promise.reject(new MeasureError(ErrorNo.RUNTIME_DEVICE, `a wasm worker failed: ${this.failure}`));
-    return new Promise((resolve, reject) => { this.waiter = { resolve, reject }; });
-  }
-
-  /** Ends the worker; a reply still awaited rejects with RUNTIME_DEVICE. */
-  terminate(reason = 'terminated') {
-    this.failure = this.failure || reason;
-    if (this.waiter) {
-      const { reject } = this.waiter;
-      this.waiter = null;
-      reject(new MeasureError(ErrorNo.RUNTIME_DEVICE, `the wasm workers were ${reason}`));
-    }
-    try { this.raw.terminate(); } catch { /* already gone */ }
-  }
-}
-
-/** The default worker factory: module workers in a browser, worker_threads in node. */
-async function defaultWorkerFactory() {
-  const url = new URL('./wasm_worker.mjs', import.meta.url);
-  if (typeof Worker === 'function') return () => new Worker(url, { type: 'module', name: 'webtune-wasm' });
-  const { Worker: NodeWorker } = await import('node:worker_threads');
-  return () => new NodeWorker(url);
 }
 
 export class WasmExecutor {
@@ -268,13 +107,7 @@ export class WasmExecutor {
 
   /** `count` started workers (the pool grows; each new worker must say it is ready). */
   async workers(count, trial) {
-    while (this.pool.length < count) {
-      const thread = new Thread(this.workerFactory());
-      this.pool.push(thread);
-      const ready = await trial.reply(thread, 'starting a wasm worker', WORKER_START_S);
-      if (!ready.ready) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `a wasm worker said ${JSON.stringify(ready)} instead of ready`);
-    }
-    return this.pool.slice(0, count);
+    return startWorkers(this.pool, count, this.workerFactory, (t, what, limitS) => trial.reply(t, what, limitS));
   }
 
   /** Terminates every worker (a hung or failed job); the next job starts fresh ones. */
@@ -315,12 +148,12 @@ class Trial {
     this.artifact = input.artifact;
     this.start = start;
     this.shouldStop = shouldStop;
-    this.control = null;
+    this.kernel = null;
   }
 
   async run() {
     this.validate();
-    await this.compile();
+    await this.kernel.compile();
     await this.load();
     // The checked run is also TVM's untimed warm-up run; the output starts as NaN so that a
     // kernel that skips outputs cannot pass.
@@ -357,75 +190,27 @@ class Trial {
     refuseScratch(artifact, 'the wasm executor');
     this.sizes = workloadSizes(input.workload);
     checkPlainInputs(artifact, input.workload, 'wasm kernels read plain row-major memory');
-    this.plan = memoryPlan(artifact.wasm, this.sizes);
+    this.kernel = new WasmKernel(artifact, this.sizes);
+    this.plan = this.kernel.plan;
     if (this.plan.threads > 1 && !this.executor.threads) {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel uses ${this.plan.threads} threads; threads need a cross-origin isolated page`);
     }
   }
 
-  async compile() {
-    const bytes = decodeBase64(this.artifact.source);
-    if (this.plan.simd && !hasSimd()) {
-      throw new MeasureError(ErrorNo.COMPILE_DEVICE, 'the module uses SIMD128, which this browser does not validate');
-    }
-    // A SIMD module that does not validate says so first; compile() then gives the engine's reason.
-    const what = this.plan.simd && !WebAssembly.validate(bytes) ? 'the SIMD128 module does not validate: ' : '';
-    try {
-      this.module = await WebAssembly.compile(bytes);
-    } catch (e) {
-      throw new MeasureError(ErrorNo.COMPILE_DEVICE, `${what}WebAssembly.compile failed: ${e?.name || 'Error'}: ${e?.message || e}`);
-    }
-  }
-
-  /** Memory, inputs and one instance per thread (tid 0 last: helpers are in their loop first). */
+  /** Memory, inputs and one instance per thread (the runner's load). */
   async load() {
     const { plan, sizes } = this;
     const seed = this.input.seed;
     const inputs = (sizes.inputs || [sizes.data, sizes.weight]).map((count, i) => (
       { offset: plan.offsets[i], values: cachedSeededTensor(seed, i, count) }));
     const nan = { offset: plan.outputOffset, values: new Float32Array(sizes.output).fill(NaN) };
-    this.threads = await this.executor.workers(plan.threads, this);
-    const common = { cmd: 'load', module: this.module, pages: plan.pages, threads: plan.threads, spin: this.executor.spin };
-    if (plan.threads === 1) {
-      // Not shared, so not postable: the worker makes the memory and writes the inputs.
-      this.threads[0].post({ ...common, tid: 0, inputs: [...inputs, nan] });
-    } else {
-      let memory;
-      try {
-        memory = createMemory(plan);
-      } catch (e) {
-        throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate ${plan.pages} shared pages: ${e.message}`);
-      }
-      for (const { offset, values } of [...inputs, nan]) writeFloats(memory, offset, values);
-      this.control = new SharedArrayBuffer(CONTROL.BYTES);
-      for (let tid = plan.threads - 1; tid >= 0; --tid) {
-        this.threads[tid].post({ ...common, tid, memory, control: this.control });
-      }
-    }
-    const replies = [];
-    for (const thread of this.threads) replies.push(await this.reply(thread, 'instantiating the module'));
-    const failed = replies.find((r) => r.error);
-    if (failed?.kind === 'memory') throw new MeasureError(ErrorNo.RUNTIME_DEVICE, failed.error);
-    if (failed) {
-      throw new MeasureError(ErrorNo.COMPILE_DEVICE, `the module does not instantiate with the ABI's imports: ${failed.error}`);
-    }
+    const threads = await this.executor.workers(plan.threads, this);
+    await this.kernel.load(threads, [...inputs, nan], (t, what, limitS) => this.reply(t, what, limitS), this.executor.spin);
   }
 
-  /**
-   * One batch of `number` executions on the leader: {seconds, output (when asked)}. With
-   * `readback` the leader copies the output out after every execution, inside the clock.
-   */
-  async batch(number, withOutput, readback = false) {
-    const leader = this.threads[0];
-    const region = { offset: this.plan.outputOffset, count: this.sizes.output };
-    leader.post({
-      cmd: 'run', number,
-      output: withOutput ? region : null,
-      readback: readback ? region : null,
-    });
-    const reply = await this.reply(leader, 'running the kernel');
-    if (reply.error) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${reply.error}`);
-    return reply;
+  /** One batch of `number` executions on the leader (WasmKernel.batch within the job's deadline). */
+  batch(number, withOutput, readback = false) {
+    return this.kernel.batch(number, withOutput, readback, (t, what) => this.reply(t, what));
   }
 
   /**
@@ -465,11 +250,6 @@ class Trial {
 
   /** Lets the helpers leave their loop so that they can load the next job's module. */
   release() {
-    if (!this.control) return;
-    const ctl = new Int32Array(this.control);
-    Atomics.store(ctl, CONTROL.STOP, 1);
-    Atomics.add(ctl, CONTROL.GEN, 1);
-    Atomics.notify(ctl, CONTROL.GEN);
-    this.control = null;
+    this.kernel?.release();
   }
 }

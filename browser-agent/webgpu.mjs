@@ -1,5 +1,6 @@
 // webgpu.mjs — the WebGPU executor: runs the WGSL compute kernels of the webgpu template
-// (codegen/wgsl_emitter.cpp; KernelArtifact JSON, codegen/include/codegen/kernel_artifact.hpp):
+// (codegen/wgsl_emitter.cpp; KernelArtifact JSON, codegen/include/codegen/kernel_artifact.hpp)
+// through the kernel runner it shares with the model runtime (runtime/webgpu.mjs: GPUKernel):
 // seeded inputs into storage buffers (bindings 0 and 1, the epilogue's 3 and 4; row-major floats; the kernel may view
 // them as vec4s), one dispatch writing binding 2, a checked (and warm-up) run read back with
 // mapAsync that must match the reference samples, then TVM time_evaluator timing with
@@ -20,6 +21,7 @@
 // --enable-unsafe-webgpu (farm.mjs adds it); the adapter is then SwiftShader.
 
 import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, refuseScratch, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
+import { GPUKernel, createBuffer, requestDevice, scoped } from '../runtime/webgpu.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 import { deviceClassKey, platformDevice } from './device_class.mjs';
 
@@ -77,23 +79,9 @@ export class WebGPUExecutor {
   }
 
   async createDevice() {
-    if (typeof navigator === 'undefined' || !navigator.gpu) {
-      throw new Error('this browser offers no WebGPU (navigator.gpu is missing: it needs a secure context, and headless Chromium --enable-unsafe-webgpu)');
-    }
-    const adapter = await this.requestAdapter();
-    if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
-    const a = adapter.limits;
-    // The device gets the adapter's own compute limits, not the spec defaults, so that configs up
-    // to what the device reports (e.g. SwiftShader's 32 KiB of workgroup storage) can run.
-    const requiredLimits = {};
-    for (const name of ['maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX',
-      'maxComputeWorkgroupSizeY', 'maxComputeWorkgroupSizeZ', 'maxComputeWorkgroupStorageSize',
-      'maxComputeWorkgroupsPerDimension', 'maxStorageBufferBindingSize', 'maxBufferSize']) {
-      if (typeof a[name] === 'number') requiredLimits[name] = a[name];
-    }
-    const device = await adapter.requestDevice({ requiredLimits });
-    this.adapterInfo = adapter.info || (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : {});
-    this.features = [...adapter.features].sort();
+    const { device, adapterInfo, features, limits } = await requestDevice(() => this.requestAdapter());
+    this.adapterInfo = adapterInfo;
+    this.features = features;
     this.gpu = device;
     this.lost = false;
     this.lostMessage = '';
@@ -107,15 +95,7 @@ export class WebGPUExecutor {
     device.addEventListener?.('uncapturederror', (event) => {
       console.warn(`[webtune] WebGPU uncaptured error: ${event.error?.message}`);
     });
-    const d = device.limits;
-    this.limits = {
-      // DeviceLimits' JSON shape (codegen/config_space.hpp); textures are unused by WGSL kernels.
-      max_texture_size: d.maxTextureDimension2D,
-      max_draw_buffers: d.maxColorAttachments,
-      max_workgroup_invocations: d.maxComputeInvocationsPerWorkgroup,
-      max_workgroup_size: [d.maxComputeWorkgroupSizeX, d.maxComputeWorkgroupSizeY, d.maxComputeWorkgroupSizeZ],
-      max_shared_memory_bytes: d.maxComputeWorkgroupStorageSize,
-    };
+    this.limits = limits;
   }
 
   /** The tracker key of this device class, e.g. "webgpu:swiftshader:chromium-156:linux-x86_64:2t". */
@@ -194,11 +174,12 @@ class Trial {
     this.start = start;
     this.shouldStop = shouldStop;
     this.buffers = [];
+    this.kernel = new GPUKernel(this.device, this.artifact, (what) => this.checkLost(what));
   }
 
   async run() {
     this.validate();
-    await this.compile();
+    await this.kernel.compile();
     await this.setUp();
     // The checked run is also TVM's untimed warm-up run. The output starts as NaN so that a
     // kernel that skips some outputs cannot pass with values left from an earlier run.
@@ -220,32 +201,13 @@ class Trial {
   }
 
   /** Runs `fn` inside validation and out-of-memory error scopes; a captured error → `errorNo`. */
-  async scoped(what, errorNo, fn) {
-    const device = this.device;
-    device.pushErrorScope('out-of-memory');
-    device.pushErrorScope('validation');
-    let value;
-    let thrown = null;
-    try {
-      value = await fn();
-    } catch (e) {
-      thrown = e;
-    }
-    const validation = await device.popErrorScope();
-    const memory = await device.popErrorScope();
-    if (thrown instanceof MeasureError) throw thrown;
-    this.checkLost(what);
-    const error = validation || memory;
-    if (error) throw new MeasureError(errorNo, `${error.constructor?.name || 'GPUError'} while ${what}: ${error.message}`);
-    if (thrown) throw new MeasureError(errorNo, `${thrown.name || 'Error'} while ${what}: ${thrown.message}`);
-    return value;
+  scoped(what, errorNo, fn) {
+    return scoped(this.device, what, errorNo, fn, (w) => this.checkLost(w));
   }
 
   // ---- checks before touching the device: a bad artifact is reported as such ----
   validate() {
     const { artifact, input } = this;
-    const limits = this.executor.limits;
-    const d = this.device.limits;
     if (!artifact || typeof artifact.source !== 'string') this.instantiation('the measure input has no artifact source');
     if (!WebGPUExecutor.artifactTargets.includes(artifact.target)) {
       this.instantiation(`WebGPU runs webgpu (WGSL) kernels, not '${artifact.target}'`);
@@ -257,57 +219,12 @@ class Trial {
     if (out.rows * out.cols !== this.sizes.output) {
       this.instantiation(`the artifact's output is ${out.rows}x${out.cols} = ${out.rows * out.cols} elements but the workload has ${this.sizes.output}`);
     }
-    const [gx, gy, gz] = artifact.dispatch || [1, 1, 1];
-    for (const g of [gx, gy, gz]) {
-      if (!(g >= 1) || g > d.maxComputeWorkgroupsPerDimension) {
-        this.instantiation(`dispatch [${artifact.dispatch}] is outside 1..${d.maxComputeWorkgroupsPerDimension} workgroups per dimension`);
-      }
-    }
-    const [wx, wy, wz] = artifact.workgroup || [1, 1, 1];
-    if (wx * wy * wz > limits.max_workgroup_invocations || wx > limits.max_workgroup_size[0] ||
-        wy > limits.max_workgroup_size[1] || wz > limits.max_workgroup_size[2]) {
-      this.instantiation(`workgroup [${artifact.workgroup}] exceeds this device's limits (${limits.max_workgroup_invocations} invocations, size [${limits.max_workgroup_size}])`);
-    }
-    if ((artifact.shared_memory_bytes || 0) > limits.max_shared_memory_bytes) {
-      this.instantiation(`the kernel declares ${artifact.shared_memory_bytes} bytes of workgroup memory, this device allows ${limits.max_shared_memory_bytes}`);
-    }
-  }
-
-  // ---- compile ----
-  async compile() {
-    const device = this.device;
-    device.pushErrorScope('validation');
-    const module = device.createShaderModule({ code: this.artifact.source });
-    const info = await module.getCompilationInfo();
-    const scopeError = await device.popErrorScope();
-    this.checkLost('compiling the kernel');
-    const errors = info.messages.filter((m) => m.type === 'error');
-    if (errors.length || scopeError) {
-      const text = errors.map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`).join('; ');
-      throw new MeasureError(ErrorNo.COMPILE_DEVICE,
-        `WGSL shader failed to compile: ${text || scopeError.message}`);
-    }
-    // Pipeline creation validates the entry point, bindings and workgroup limits.
-    device.pushErrorScope('validation');
-    let pipelineError = null;
-    try {
-      this.pipeline = await device.createComputePipelineAsync({
-        layout: 'auto', compute: { module, entryPoint: 'main' },
-      });
-    } catch (e) {
-      pipelineError = e;
-    }
-    const scoped = await device.popErrorScope();
-    this.checkLost('building the compute pipeline');
-    if (pipelineError || scoped) {
-      throw new MeasureError(ErrorNo.COMPILE_DEVICE,
-        `the compute pipeline failed to build: ${(pipelineError || scoped).message}`);
-    }
+    this.kernel.validate(this.executor.limits);
   }
 
   createBuffer(bytes, usage) {
     // Sizes rounded up to 16 bytes: an array<vec4<f32>> view needs whole vec4s.
-    const buffer = this.device.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16), usage });
+    const buffer = createBuffer(this.device, bytes, usage);
     this.buffers.push(buffer);
     return buffer;
   }
@@ -329,24 +246,15 @@ class Trial {
       this.readBuffer = this.createBuffer(outBytes, S.MAP_READ | S.COPY_DST);
       this.outputBytes = this.outputBuffer.size;
       device.queue.writeBuffer(this.outputBuffer, 0, new Float32Array(this.outputBytes / 4).fill(NaN));
-      this.bindGroup = device.createBindGroup({
-        layout: this.pipeline.getBindGroupLayout(0),
-        // data 0, weight 1, output 2, then the epilogue's bias / residual 3, 4
-        // (codegen/include/codegen/kernel_artifact.hpp).
-        entries: [
-          ...this.inputBuffers.map((buffer, i) => ({ binding: i < 2 ? i : i + 1, resource: { buffer } })),
-          { binding: 2, resource: { buffer: this.outputBuffer } },
-        ],
-      });
+      // data 0, weight 1, output 2, then the epilogue's bias / residual 3, 4
+      // (codegen/include/codegen/kernel_artifact.hpp).
+      this.kernel.bind(this.inputBuffers, this.outputBuffer);
     });
   }
 
   encodeRuns(encoder, count) {
-    const [gx, gy, gz] = this.artifact.dispatch;
     const pass = encoder.beginComputePass();
-    pass.setPipeline(this.pipeline);
-    pass.setBindGroup(0, this.bindGroup);
-    for (let i = 0; i < count; ++i) pass.dispatchWorkgroups(gx, gy, gz);
+    this.kernel.encode(pass, count);
     pass.end();
   }
 

@@ -32,5 +32,10 @@ void add_artifact_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 /// `webtune zoo`: a standard architecture (ResNet-18, MobileNet-v2) as ONNX with seeded weights.
 void add_zoo_command(CLI::App& app);
+/// `webtune run`: a gles-frag / gles-compute model package on the local GL device (latency,
+/// top-K, the check against the reference executor).
+void add_run_command(CLI::App& app);
+/// `webtune build`: a model package (docs/package.md) from an ONNX model and the records.
+void add_build_command(CLI::App& app);
 
 }  // namespace webtune::cli

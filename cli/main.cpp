@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   webtune::cli::add_artifact_command(app);
   webtune::cli::add_import_command(app);
   webtune::cli::add_zoo_command(app);
+  webtune::cli::add_run_command(app);
+  webtune::cli::add_build_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

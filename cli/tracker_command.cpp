@@ -22,7 +22,7 @@ namespace webtune::cli {
 namespace {
 
 struct TrackerArgs {
-  std::string listen, config, agent_root;
+  std::string listen, config, agent_root, models_root;
   std::string agent_token, client_token, viewer_token;
   std::string db, web_root;
   std::string tls_cert, tls_key;
@@ -45,6 +45,7 @@ tracker::TrackerConfig make_config(const TrackerArgs& args) {
   for (const std::string& o : args.allowed_origins) config.allowed_origins.push_back(o);
   if (args.insecure_public) config.allow_public_without_tokens = true;
   if (!args.agent_root.empty()) config.agent_root = args.agent_root;
+  if (!args.models_root.empty()) config.models_root = args.models_root;
   if (!args.agent_token.empty()) config.tokens.agent = args.agent_token;
   if (!args.client_token.empty()) config.tokens.client = args.client_token;
   if (!args.viewer_token.empty()) config.tokens.viewer = args.viewer_token;
@@ -60,6 +61,15 @@ tracker::TrackerConfig make_config(const TrackerArgs& args) {
 void run_tracker(const TrackerArgs& args) {
   tracker::TrackerServer server(make_config(args));
   spdlog::info("dashboard at {}", server.http_url());
+  if (!args.models_root.empty()) {
+    // Each package folder is a page (tracker/agent_page.hpp); say where to open them.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(args.models_root, ec)) {
+      if (entry.is_directory(ec) && std::filesystem::exists(entry.path() / "index.html", ec))
+        spdlog::info("model page at {}models/{}/", server.http_url(),
+                     entry.path().filename().string());
+    }
+  }
   run_until_signal(server);
   spdlog::info("tracker stopped");
 }
@@ -109,6 +119,10 @@ void add_tracker_command(CLI::App& app) {
   cmd->add_option("--agent-root", args->agent_root,
                   "directory served as the browser agent page /agent (default: "
                   "$WEBTUNE_AGENT_ROOT or the source tree's browser-agent/)");
+  cmd->add_option("--models", args->models_root,
+                  "directory of built model packages (`webtune build -o DIR/<name>`), each "
+                  "served as a page under /models/<name>/")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--client-token", args->client_token,
                   "token clients must present (or $WEBTUNE_CLIENT_TOKEN)")
       ->envname("WEBTUNE_CLIENT_TOKEN");

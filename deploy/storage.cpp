@@ -31,13 +31,19 @@ const char* kind_name(Storage::Kind kind) {
   return "?";
 }
 
-int64_t elements_of(const std::vector<int64_t>& shape) {
+}  // namespace
+
+int64_t shape_elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
-}  // namespace
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
 
 bj::object Storage::to_json() const {
   bj::object o{{"kind", kind_name(kind)}};
@@ -108,7 +114,7 @@ TensorLayout plain_texture_layout(const std::vector<int64_t>& shape, const Devic
   TensorLayout layout;
   layout.shape = shape;
   layout.pack_axis = -1;
-  const int64_t elements = std::max<int64_t>(elements_of(shape), 1);
+  const int64_t elements = std::max<int64_t>(shape_elements(shape), 1);
   layout.width = std::min(elements, limits.max_texture_size);
   layout.height = (elements + layout.width - 1) / layout.width;
   if (layout.height > limits.max_texture_size)
@@ -119,7 +125,7 @@ TensorLayout plain_texture_layout(const std::vector<int64_t>& shape, const Devic
 }
 
 bool same_placement(const Storage& from, const TensorLayout& to) {
-  const int64_t elements = elements_of(to.shape);
+  const int64_t elements = shape_elements(to.shape);
   // Where `to` puts each logical element: position = texel · channels + channel. Packing the
   // element indices themselves gives the inverse map; indices are split into two exact float
   // halves so that tensors beyond 2^24 elements compare exactly too.
@@ -134,7 +140,7 @@ bool same_placement(const Storage& from, const TensorLayout& to) {
   if (from.kind == Storage::Kind::kTexture) {
     const TensorLayout& a = from.texture;
     if (a.width != to.width || a.height != to.height || a.channels() != to.channels() ||
-        elements_of(a.shape) != elements)
+        shape_elements(a.shape) != elements)
       return false;
     if (a.pack_axis == to.pack_axis && a.shape == to.shape) return true;
     auto pa = positions([&](const std::vector<float>& v) { return a.pack(v); });

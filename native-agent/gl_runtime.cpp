@@ -9,7 +9,11 @@
 /// Three kinds of kernel: fragment shaders (gles-frag) drawn into float render targets, vertex
 /// shaders (gles-frag with output.feedback) whose outputs are captured by transform feedback
 /// into one buffer, and compute shaders (gles-compute) writing a storage buffer. The first two
-/// read their inputs from the same textures.
+/// read their inputs from the same textures. The GL pieces themselves (checking the artifact,
+/// compiling, textures, buffers, render targets, the run, reading back) are gl_kernel.hpp's,
+/// shared with the model runner (model_runner.hpp); the trial adds its seeded inputs, the
+/// reference check and the timing. A kernel with scratch buffers (gles-compute k_groups) keeps
+/// them for all its runs and is checked once more after the timed runs (gl_runtime.hpp).
 #include "native_agent/gl_runtime.hpp"
 
 #include <GLES3/gl32.h>
@@ -18,9 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -30,77 +32,17 @@
 #include "codegen/kernel_artifact.hpp"
 #include "codegen/reference.hpp"
 #include "codegen/seeded_random.hpp"
+#include "gl_kernel.hpp"
 
 namespace webtune {
 namespace {
 
+using gl::check_gl;
+using gl::drain_gl_errors;
 using Clock = std::chrono::steady_clock;
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
-}
-
-std::string gl_error_name(GLenum code) {
-  switch (code) {
-    case GL_INVALID_ENUM:
-      return "GL_INVALID_ENUM";
-    case GL_INVALID_VALUE:
-      return "GL_INVALID_VALUE";
-    case GL_INVALID_OPERATION:
-      return "GL_INVALID_OPERATION";
-    case GL_INVALID_FRAMEBUFFER_OPERATION:
-      return "GL_INVALID_FRAMEBUFFER_OPERATION";
-    case GL_OUT_OF_MEMORY:
-      return "GL_OUT_OF_MEMORY";
-    case GL_CONTEXT_LOST:
-      return "GL_CONTEXT_LOST";
-    default: {
-      char buffer[32];
-      std::snprintf(buffer, sizeof buffer, "GL error 0x%04X", code);
-      return buffer;
-    }
-  }
-}
-
-std::string framebuffer_status_name(GLenum status) {
-  switch (status) {
-    case GL_FRAMEBUFFER_INCOMPLETE_ATTACHMENT:
-      return "GL_FRAMEBUFFER_INCOMPLETE_ATTACHMENT";
-    case GL_FRAMEBUFFER_INCOMPLETE_MISSING_ATTACHMENT:
-      return "GL_FRAMEBUFFER_INCOMPLETE_MISSING_ATTACHMENT";
-    case GL_FRAMEBUFFER_INCOMPLETE_DIMENSIONS:
-      return "GL_FRAMEBUFFER_INCOMPLETE_DIMENSIONS";
-    case GL_FRAMEBUFFER_UNSUPPORTED:
-      return "GL_FRAMEBUFFER_UNSUPPORTED";
-    case GL_FRAMEBUFFER_INCOMPLETE_MULTISAMPLE:
-      return "GL_FRAMEBUFFER_INCOMPLETE_MULTISAMPLE";
-    default: {
-      char buffer[32];
-      std::snprintf(buffer, sizeof buffer, "status 0x%04X", status);
-      return buffer;
-    }
-  }
-}
-
-/// Empties the error queue; returns the names of what was in it ("" when nothing). Bounded,
-/// because a lost context may report GL_CONTEXT_LOST on every call.
-std::string drain_gl_errors() {
-  std::string names;
-  for (int i = 0; i < 16; ++i) {
-    GLenum error = glGetError();
-    if (error == GL_NO_ERROR) break;
-    if (!names.empty()) names += ", ";
-    names += gl_error_name(error);
-  }
-  return names;
-}
-
-/// Throws RUNTIME_DEVICE naming the GL errors raised while doing `what`.
-void check_gl(const std::string& what) {
-  std::string errors = drain_gl_errors();
-  if (!errors.empty()) {
-    throw MeasureError(MeasureErrorNo::kRuntimeDevice, errors + " while " + what);
-  }
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -113,114 +55,6 @@ std::string seconds_string(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%g", value);
   return buffer;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-/// Bytes of a storage buffer holding `floats` floats: rounded up to 16 so that std430 arrays of
-/// vec4 never read past the end, and never 0 (a zero-sized SSBO binding is an error).
-GLsizeiptr buffer_bytes(int64_t floats) {
-  int64_t bytes = std::max<int64_t>(floats, 1) * static_cast<int64_t>(sizeof(float));
-  return static_cast<GLsizeiptr>(ceil_div(bytes, 16) * 16);
-}
-
-/// Every GL object of one trial; the destructor unbinds and deletes them all.
-struct GlObjects {
-  std::vector<GLuint> shaders, textures, buffers, framebuffers, renderbuffers, vertex_arrays,
-      transform_feedbacks;
-  GLuint program = 0;
-
-  GlObjects() = default;
-  GlObjects(const GlObjects&) = delete;
-  GlObjects& operator=(const GlObjects&) = delete;
-  ~GlObjects() {
-    // A feedback run ends its transform feedback before anything can throw, but if one were
-    // left active, the unbinding and deleting below would all fail.
-    GLboolean feedback_active = GL_FALSE;
-    glGetBooleanv(GL_TRANSFORM_FEEDBACK_ACTIVE, &feedback_active);
-    if (feedback_active == GL_TRUE) glEndTransformFeedback();
-    // Rasterizer discard would silently turn the next fragment kernel's draws into no-ops.
-    glDisable(GL_RASTERIZER_DISCARD);
-    glBindTransformFeedback(GL_TRANSFORM_FEEDBACK, 0);
-    glBindBuffer(GL_TRANSFORM_FEEDBACK_BUFFER, 0);
-    glBindBuffer(GL_COPY_READ_BUFFER, 0);
-    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
-    glBindRenderbuffer(GL_RENDERBUFFER, 0);
-    glUseProgram(0);
-    glBindFramebuffer(GL_FRAMEBUFFER, 0);
-    glBindVertexArray(0);
-    // Units 0 … 4: up to four inputs and the render targets' unit after them.
-    for (GLenum unit = GL_TEXTURE4 + 1; unit-- > GL_TEXTURE0;) {
-      glActiveTexture(unit);
-      glBindTexture(GL_TEXTURE_2D, 0);
-    }
-    glBindBuffer(GL_SHADER_STORAGE_BUFFER, 0);
-    // Inputs and output 0 … 4, scratch 5 and 6 (kernel_artifact.hpp).
-    for (GLuint index = 0; index < 7; ++index) {
-      glBindBufferBase(GL_SHADER_STORAGE_BUFFER, index, 0);
-    }
-    if (program != 0) glDeleteProgram(program);
-    for (GLuint shader : shaders) glDeleteShader(shader);
-    if (!textures.empty()) glDeleteTextures(static_cast<GLsizei>(textures.size()), textures.data());
-    if (!buffers.empty()) glDeleteBuffers(static_cast<GLsizei>(buffers.size()), buffers.data());
-    if (!framebuffers.empty()) {
-      glDeleteFramebuffers(static_cast<GLsizei>(framebuffers.size()), framebuffers.data());
-    }
-    if (!renderbuffers.empty()) {
-      glDeleteRenderbuffers(static_cast<GLsizei>(renderbuffers.size()), renderbuffers.data());
-    }
-    if (!transform_feedbacks.empty()) {
-      glDeleteTransformFeedbacks(static_cast<GLsizei>(transform_feedbacks.size()),
-                                 transform_feedbacks.data());
-    }
-    if (!vertex_arrays.empty()) {
-      glDeleteVertexArrays(static_cast<GLsizei>(vertex_arrays.size()), vertex_arrays.data());
-    }
-    // Unbinding SSBOs is an error on an ES 3.0 context; nothing here may leak into the next trial.
-    drain_gl_errors();
-  }
-};
-
-/// One measurement; see the file comment of gl_runtime.hpp for its steps.
-/// The first `count` floats of `buffer`, read back through a staging buffer: the buffer is
-/// copied into a fresh GL_STREAM_READ buffer and that one is mapped, never `buffer` itself.
-/// NVIDIA's driver moves a buffer that the CPU maps for reading into system memory, and the
-/// timed runs that follow the checked one then wrote their output over PCIe (H100, driver
-/// 580, 2026-11-24: MobileNet-v2's first depthwise layer, 1.6 MB out, timed 64 us instead of
-/// 5.6 us; dense 1000^3 186 us instead of 118 us). Throws MeasureError (RUNTIME_DEVICE) when
-/// the mapping fails or its contents are lost.
-std::vector<float> read_through_staging(GLuint buffer, int64_t count, const std::string& what) {
-  const auto bytes = static_cast<GLsizeiptr>(count) * static_cast<GLsizeiptr>(sizeof(float));
-  GLuint staging = 0;
-  glGenBuffers(1, &staging);
-  struct DeleteStaging {
-    GLuint buffer;
-    ~DeleteStaging() {
-      glBindBuffer(GL_COPY_READ_BUFFER, 0);
-      glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
-      glDeleteBuffers(1, &buffer);
-    }
-  } delete_staging{staging};
-  glBindBuffer(GL_COPY_READ_BUFFER, buffer);
-  glBindBuffer(GL_COPY_WRITE_BUFFER, staging);
-  glBufferData(GL_COPY_WRITE_BUFFER, bytes, nullptr, GL_STREAM_READ);
-  glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, bytes);
-  check_gl("copying the " + what + " to a staging buffer");
-  const void* mapped = glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, bytes, GL_MAP_READ_BIT);
-  if (mapped == nullptr) {
-    check_gl("mapping the " + what + "'s staging buffer");
-    throw MeasureError(MeasureErrorNo::kRuntimeDevice, "glMapBufferRange returned null");
-  }
-  std::vector<float> values(static_cast<size_t>(count));
-  std::memcpy(values.data(), mapped, static_cast<size_t>(bytes));
-  if (glUnmapBuffer(GL_COPY_WRITE_BUFFER) != GL_TRUE) {
-    throw MeasureError(MeasureErrorNo::kRuntimeDevice,
-                       "the " + what + "'s contents were lost while mapped");
-  }
-  check_gl("reading the " + what + " back");
-  return values;
 }
 
 class Trial {
@@ -300,274 +134,12 @@ class Trial {
                     std::to_string(output.cols) + " = " + std::to_string(output.elements()) +
                     " elements but the workload has " + std::to_string(workload.output_size()));
     }
-    if (artifact_.scratch_floats < 0 || artifact_.scratch_counters < 0) {
-      instantiation("scratch_floats and scratch_counters must be >= 0");
-    }
-    if (has_scratch() && artifact_.target != Target::kGlesCompute) {
-      instantiation(
-          "scratch buffers (scratch_floats, scratch_counters) are for gles-compute "
-          "kernels, not " +
-          std::string(target_name(artifact_.target)));
-    }
-    if (output.feedback && !fragment_) {
-      instantiation("a transform feedback output needs target gles-frag, not " +
-                    std::string(target_name(artifact_.target)));
-    }
-    if (feedback_) {
-      validate_feedback();
-    } else {
-      fragment_ ? validate_fragment() : validate_compute();
-    }
-  }
-
-  void check_texture_size(const std::string& what, int64_t width, int64_t height) const {
-    int64_t max = info_.limits.max_texture_size;
-    if (width <= 0 || height <= 0) {
-      instantiation(what + " has an empty texture size " + std::to_string(width) + "x" +
-                    std::to_string(height));
-    }
-    if (width > max || height > max) {
-      instantiation(what + " needs a " + std::to_string(width) + "x" + std::to_string(height) +
-                    " texture but this device's GL_MAX_TEXTURE_SIZE is " + std::to_string(max) +
-                    " (use a wrapped layout, or filter configs with the device limits)");
-    }
-  }
-
-  void validate_fragment() const {
-    if (!info_.color_buffer_float && (info_.major < 3 || (info_.major == 3 && info_.minor < 2))) {
-      throw MeasureError(MeasureErrorNo::kRuntimeDevice,
-                         "fragment kernels render to float textures, which needs "
-                         "EXT_color_buffer_float; this device (" +
-                             info_.renderer + ", " + info_.version + ") lacks it");
-    }
-    validate_texture_inputs();
-    const OutputLayout& output = artifact_.output;
-    if (output.channels != 1 && output.channels != 4) {
-      instantiation("output channels must be 1 (R32F) or 4 (RGBA32F), not " +
-                    std::to_string(output.channels));
-    }
-    if (output.rows_per_item < 1 || output.rows_per_item > info_.limits.max_draw_buffers) {
-      instantiation("the output needs " + std::to_string(output.rows_per_item) +
-                    " draw buffers but this device allows 1 to " +
-                    std::to_string(info_.limits.max_draw_buffers));
-    }
-    check_texture_size("the output", output.width, output.height);
-    const int64_t items = output.items();
-    if (output.width * output.height < items) {
-      instantiation("the output has " + std::to_string(items) + " items but its " +
-                    std::to_string(output.width) + "x" + std::to_string(output.height) +
-                    " render targets hold fewer");
-    }
-  }
-
-  /// Fragment and vertex-stage kernels read their inputs from 2D textures.
-  void validate_texture_inputs() const {
-    for (size_t i = 0; i < artifact_.inputs.size(); ++i) {
-      const TensorLayout& layout = artifact_.inputs[i];
-      std::string what = "input " + std::to_string(i);
-      check_texture_size(what, layout.width, layout.height);
-      if (layout.width * layout.height < layout.packed_elements()) {
-        instantiation(what + " has " + std::to_string(layout.packed_elements()) +
-                      " packed elements but its " + std::to_string(layout.width) + "x" +
-                      std::to_string(layout.height) + " texture holds fewer");
-      }
-    }
-  }
-
-  /// A vertex-stage kernel renders nothing: its output is a buffer, so neither the texture size
-  /// nor EXT_color_buffer_float limit it, but the varyings and captured components do.
-  void validate_feedback() const {
-    validate_texture_inputs();
-    const OutputLayout& output = artifact_.output;
-    const DeviceLimits& limits = info_.limits;
-    if (output.channels != 1 && output.channels != 4 && output.channels != 8) {
-      instantiation(
-          "output channels must be 1 (float varyings), 4 (vec4 varyings) or 8 (two vec4 "
-          "varyings per row), not " +
-          std::to_string(output.channels));
-    }
-    if (output.rows_per_item < 1 || output.varyings() > limits.max_varying_vectors) {
-      instantiation("the output needs " + std::to_string(output.varyings()) +
-                    " varyings but this device allows 1 to " +
-                    std::to_string(limits.max_varying_vectors) + " (GL_MAX_VARYING_VECTORS)");
-    }
-    int64_t components = int64_t{output.rows_per_item} * output.channels;
-    if (components > limits.max_feedback_components) {
-      instantiation("the output captures " + std::to_string(components) +
-                    " components per item but this device's "
-                    "GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS is " +
-                    std::to_string(limits.max_feedback_components));
-    }
-    if (output.height != 1) {
-      instantiation("a transform feedback output has height 1 (width = items), not " +
-                    std::to_string(output.height));
-    }
-    const int64_t items = output.items();
-    if (output.width < items) {
-      instantiation("the output has " + std::to_string(items) + " items but its width draws " +
-                    std::to_string(output.width) + " vertices");
-    }
-    // glDrawArrays takes a GLsizei count.
-    if (output.width > std::numeric_limits<GLsizei>::max()) {
-      instantiation("the output's width " + std::to_string(output.width) +
-                    " exceeds the largest draw call");
-    }
-  }
-
-  void validate_compute() const {
-    if (info_.major < 3 || (info_.major == 3 && info_.minor < 1)) {
-      instantiation("compute kernels need OpenGL ES 3.1; this context is " + info_.version);
-    }
-    const DeviceLimits& limits = info_.limits;
-    const auto& group = artifact_.workgroup;
-    const int64_t max_size[3] = {limits.max_workgroup_size_x, limits.max_workgroup_size_y,
-                                 limits.max_workgroup_size_z};
-    for (int i = 0; i < 3; ++i) {
-      if (group[i] < 1 || group[i] > max_size[i]) {
-        instantiation("workgroup size " + std::to_string(group[i]) + " along axis " +
-                      std::to_string(i) + " is outside this device's 1.." +
-                      std::to_string(max_size[i]));
-      }
-    }
-    int64_t invocations = group[0] * group[1] * group[2];
-    if (invocations > limits.max_workgroup_invocations) {
-      instantiation("workgroup of " + std::to_string(invocations) +
-                    " invocations exceeds this device's GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS " +
-                    std::to_string(limits.max_workgroup_invocations));
-    }
-    for (GLuint i = 0; i < 3; ++i) {
-      GLint64 max_count = 0;
-      glGetInteger64i_v(GL_MAX_COMPUTE_WORK_GROUP_COUNT, i, &max_count);
-      if (artifact_.dispatch[i] < 1 || artifact_.dispatch[i] > max_count) {
-        instantiation("dispatch count " + std::to_string(artifact_.dispatch[i]) + " along axis " +
-                      std::to_string(i) + " is outside this device's 1.." +
-                      std::to_string(max_count));
-      }
-    }
-    if (artifact_.shared_memory_bytes > limits.max_shared_memory_bytes) {
-      instantiation("the kernel declares " + std::to_string(artifact_.shared_memory_bytes) +
-                    " bytes of shared memory but GL_MAX_COMPUTE_SHARED_MEMORY_SIZE is " +
-                    std::to_string(limits.max_shared_memory_bytes));
-    }
-    // Every input and the output is one storage block. OpenGL ES 3.1 guarantees only 4 per
-    // compute shader, and an epilogue with bias and residual needs 5: refused here by name,
-    // not left to a driver's compile log (llvmpipe and NVIDIA allow more).
-    GLint max_blocks = 0;
-    glGetIntegerv(GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS, &max_blocks);
-    const auto blocks =
-        static_cast<GLint>(artifact_.inputs.size() + 1 + (artifact_.scratch_floats > 0 ? 1 : 0) +
-                           (artifact_.scratch_counters > 0 ? 1 : 0));
-    if (max_blocks > 0 && blocks > max_blocks) {
-      instantiation("the kernel binds " + std::to_string(blocks) +
-                    " storage buffers (inputs, output and scratch) but "
-                    "GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS is " +
-                    std::to_string(max_blocks));
-    }
-    // Scratch sits at bindings 5 and 6, which ES 3.1 does not guarantee (its minimum
-    // GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS is 4).
-    GLint max_bindings = 0;
-    glGetIntegerv(GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS, &max_bindings);
-    const GLint highest = artifact_.scratch_counters > 0 ? 6
-                          : artifact_.scratch_floats > 0 ? 5
-                                                         : -1;
-    if (max_bindings > 0 && highest >= max_bindings) {
-      instantiation("the kernel's scratch buffers use SSBO binding " + std::to_string(highest) +
-                    " but GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS is " +
-                    std::to_string(max_bindings));
-    }
-    GLint64 max_block = 0;
-    glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block);
-    auto check_block = [&](const std::string& what, int64_t floats) {
-      if (buffer_bytes(floats) > max_block) {
-        instantiation(what + " needs a " + std::to_string(buffer_bytes(floats)) +
-                      "-byte storage buffer but GL_MAX_SHADER_STORAGE_BLOCK_SIZE is " +
-                      std::to_string(max_block));
-      }
-    };
-    for (size_t i = 0; i < artifact_.inputs.size(); ++i) {
-      const TensorLayout& layout = artifact_.inputs[i];
-      check_block("input " + std::to_string(i), layout.packed_elements() * layout.channels());
-    }
-    check_block("the output", artifact_.output.elements());
-    if (artifact_.scratch_floats > 0) check_block("the scratch floats", artifact_.scratch_floats);
-    if (artifact_.scratch_counters > 0)
-      check_block("the scratch counters", artifact_.scratch_counters);
-  }
-
-  // ---- compile and link ----
-  static std::string shader_log(GLuint shader) {
-    GLint length = 0;
-    glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
-    std::string log(static_cast<size_t>(std::max(length, 1)), '\0');
-    glGetShaderInfoLog(shader, static_cast<GLsizei>(log.size()), &length, log.data());
-    log.resize(static_cast<size_t>(std::max(length, 0)));
-    return log;
-  }
-
-  static std::string program_log(GLuint program) {
-    GLint length = 0;
-    glGetProgramiv(program, GL_INFO_LOG_LENGTH, &length);
-    std::string log(static_cast<size_t>(std::max(length, 1)), '\0');
-    glGetProgramInfoLog(program, static_cast<GLsizei>(log.size()), &length, log.data());
-    log.resize(static_cast<size_t>(std::max(length, 0)));
-    return log;
-  }
-
-  GLuint compile_shader(GLenum type, const char* source, const char* stage) {
-    GLuint shader = glCreateShader(type);
-    if (shader == 0) {
-      check_gl("creating a shader");
-      throw MeasureError(MeasureErrorNo::kRuntimeDevice, "glCreateShader returned 0");
-    }
-    objects_.shaders.push_back(shader);
-    glShaderSource(shader, 1, &source, nullptr);
-    glCompileShader(shader);
-    GLint ok = GL_FALSE;
-    glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-    if (ok != GL_TRUE) {
-      std::string log = shader_log(shader);
-      throw MeasureError(MeasureErrorNo::kCompileDevice,
-                         std::string(stage) + " shader failed to compile: " +
-                             (log.empty() ? "(the driver gave no log)" : log));
-    }
-    return shader;
+    gl::validate_artifact(artifact_, info_);
   }
 
   void compile() {
     auto begin = Clock::now();
-    GLuint program = glCreateProgram();
-    objects_.program = program;
-    if (feedback_) {
-      glAttachShader(program, compile_shader(GL_VERTEX_SHADER, artifact_.source.c_str(), "vertex"));
-      glAttachShader(program, compile_shader(GL_FRAGMENT_SHADER, kFeedbackFragmentShader,
-                                             "feedback fragment"));
-      // Captured varyings are part of the link (ES 3.0 §2.15.2), so they are named before it;
-      // one that the vertex shader lacks makes the link fail, with the driver's log.
-      std::vector<std::string> names;
-      for (int j = 0; j < artifact_.output.varyings(); ++j)
-        names.push_back("o" + std::to_string(j));
-      std::vector<const char*> pointers;
-      for (const std::string& name : names) pointers.push_back(name.c_str());
-      glTransformFeedbackVaryings(program, static_cast<GLsizei>(pointers.size()), pointers.data(),
-                                  GL_INTERLEAVED_ATTRIBS);
-    } else if (fragment_) {
-      glAttachShader(program, compile_shader(GL_VERTEX_SHADER, kFullscreenVertexShader, "vertex"));
-      glAttachShader(program,
-                     compile_shader(GL_FRAGMENT_SHADER, artifact_.source.c_str(), "fragment"));
-    } else {
-      glAttachShader(program,
-                     compile_shader(GL_COMPUTE_SHADER, artifact_.source.c_str(), "compute"));
-    }
-    glLinkProgram(program);
-    GLint ok = GL_FALSE;
-    glGetProgramiv(program, GL_LINK_STATUS, &ok);
-    if (ok != GL_TRUE) {
-      std::string log = program_log(program);
-      throw MeasureError(MeasureErrorNo::kCompileDevice,
-                         "program failed to link: " +
-                             (log.empty() ? std::string("(the driver gave no log)") : log));
-    }
-    check_gl("compiling the kernel");
+    program_ = gl::compile_program(artifact_, objects_);
     spdlog::trace("compiled in {:.1f} ms", 1e3 * seconds_between(begin, Clock::now()));
   }
 
@@ -588,8 +160,6 @@ class Trial {
   void upload_inputs() {
     const Workload& workload = input_.workload;
     const std::vector<std::vector<float>> logical = seeded_inputs(workload, input_.seed);
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
     for (int i = 0; i < workload.input_count(); ++i) {
       const TensorLayout& layout = artifact_.inputs[static_cast<size_t>(i)];
       std::vector<float> packed = packed_input(i, logical[i]);
@@ -600,23 +170,9 @@ class Trial {
                         std::to_string(packed.size()) + " floats, not the " +
                         std::to_string(expected) + " of its texture");
         }
-        GLuint texture = 0;
-        glGenTextures(1, &texture);
-        objects_.textures.push_back(texture);
-        glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(i));
-        glBindTexture(GL_TEXTURE_2D, texture);
-        // NEAREST and no mipmaps: kernels read with texelFetch, and float textures are not
-        // filterable without OES_texture_float_linear anyway (incomplete otherwise).
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-        bool rgba = layout.channels() == 4;
-        glTexStorage2D(GL_TEXTURE_2D, 1, rgba ? GL_RGBA32F : GL_R32F,
-                       static_cast<GLsizei>(layout.width), static_cast<GLsizei>(layout.height));
-        glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, static_cast<GLsizei>(layout.width),
-                        static_cast<GLsizei>(layout.height), rgba ? GL_RGBA : GL_RED, GL_FLOAT,
-                        packed.data());
+        // Input i on texture unit i, where sampler in<i> reads it (bound for every run).
+        gl::create_texture(objects_, GL_TEXTURE0 + static_cast<GLenum>(i), layout.width,
+                           layout.height, layout.channels(), packed.data());
       } else {
         size_t needed = static_cast<size_t>(layout.packed_elements() * layout.channels());
         if (packed.size() < needed) {
@@ -624,15 +180,9 @@ class Trial {
                         std::to_string(packed.size()) + " floats, fewer than its " +
                         std::to_string(needed) + " packed elements");
         }
-        GLsizeiptr bytes = buffer_bytes(static_cast<int64_t>(packed.size()));
-        packed.resize(static_cast<size_t>(bytes) / sizeof(float), 0.0f);
-        GLuint buffer = 0;
-        glGenBuffers(1, &buffer);
-        objects_.buffers.push_back(buffer);
-        glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
-        glBufferData(GL_SHADER_STORAGE_BUFFER, bytes, packed.data(), GL_STATIC_DRAW);
-        // data 0, weight 1, output 2, then the epilogue's inputs 3, 4 (kernel_artifact.hpp).
-        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, static_cast<GLuint>(i < 2 ? i : i + 1), buffer);
+        GLuint buffer = gl::create_storage_buffer(objects_, static_cast<int64_t>(packed.size()),
+                                                  packed.data(), GL_STATIC_DRAW);
+        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, gl::storage_binding(i), buffer);
       }
     }
     check_gl("uploading the inputs");
@@ -641,70 +191,26 @@ class Trial {
   // ---- outputs ----
   void prepare_fragment_outputs() {
     const OutputLayout& output = artifact_.output;
-    GLsizei width = static_cast<GLsizei>(output.width);
-    GLsizei height = static_cast<GLsizei>(output.height);
-    GLuint framebuffer = 0;
-    glGenFramebuffers(1, &framebuffer);
-    objects_.framebuffers.push_back(framebuffer);
-    glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);
-    std::vector<GLenum> draw_buffers;
-    // The first unit past the inputs for the targets, so that binding them never disturbs the
+    // The first unit past the inputs for the targets, so that creating them never disturbs the
     // inputs in0 … on units 0 ….
-    glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(artifact_.inputs.size()));
+    const GLenum unit = GL_TEXTURE0 + static_cast<GLenum>(artifact_.inputs.size());
+    std::vector<GLuint> targets;
     for (int j = 0; j < output.rows_per_item; ++j) {
-      GLuint texture = 0;
-      glGenTextures(1, &texture);
-      objects_.textures.push_back(texture);
-      glBindTexture(GL_TEXTURE_2D, texture);
-      glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-      glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-      glTexStorage2D(GL_TEXTURE_2D, 1, output.channels == 1 ? GL_R32F : GL_RGBA32F, width, height);
-      GLenum attachment = GL_COLOR_ATTACHMENT0 + static_cast<GLenum>(j);
-      glFramebufferTexture2D(GL_FRAMEBUFFER, attachment, GL_TEXTURE_2D, texture, 0);
-      draw_buffers.push_back(attachment);
+      targets.push_back(gl::create_texture(objects_, unit, output.width, output.height,
+                                           output.channels, nullptr));
     }
     glBindTexture(GL_TEXTURE_2D, 0);
-    glDrawBuffers(static_cast<GLsizei>(draw_buffers.size()), draw_buffers.data());
-    check_gl("creating the render targets");
-    GLenum status = glCheckFramebufferStatus(GL_FRAMEBUFFER);
-    if (status != GL_FRAMEBUFFER_COMPLETE) {
-      throw MeasureError(MeasureErrorNo::kRuntimeDevice,
-                         "the framebuffer of " + std::to_string(output.rows_per_item) + " " +
-                             (output.channels == 1 ? "R32F" : "RGBA32F") + " " +
-                             std::to_string(width) + "x" + std::to_string(height) +
-                             " render targets is incomplete: " + framebuffer_status_name(status));
-    }
-
+    gl::create_framebuffer(objects_, targets, output.width, output.height, output.channels);
     // All state of a run is set once here, so that a timed run is only the draw call.
-    glViewport(0, 0, width, height);
-    glDisable(GL_BLEND);
-    glDisable(GL_DEPTH_TEST);
-    glDisable(GL_STENCIL_TEST);
-    glDisable(GL_SCISSOR_TEST);
-    glDisable(GL_DITHER);
-    // Left on, it would make the draw a silent no-op (a feedback trial disables it when done).
-    glDisable(GL_RASTERIZER_DISCARD);
-    glColorMask(GL_TRUE, GL_TRUE, GL_TRUE, GL_TRUE);
-    use_program_with_samplers();
+    gl::set_fragment_draw_state(output.width, output.height);
+    use_program();
   }
 
-  /// Binds an empty vertex array (the kernels use gl_VertexID only) and the program, and points
-  /// samplers in0, in1, … at texture units 0, 1, ….
-  void use_program_with_samplers() {
-    GLuint vertex_array = 0;
-    glGenVertexArrays(1, &vertex_array);
-    objects_.vertex_arrays.push_back(vertex_array);
-    glBindVertexArray(vertex_array);
-    glUseProgram(objects_.program);
-    for (int i = 0; i < static_cast<int>(artifact_.inputs.size()); ++i) {
-      const std::string name = "in" + std::to_string(i);
-      GLint location = glGetUniformLocation(objects_.program, name.c_str());
-      if (location >= 0) {
-        glUniform1i(location, i);
-      } else {
-        spdlog::debug("kernel has no active sampler '{}'", name);
-      }
-    }
+  /// Binds an empty vertex array (the kernels use gl_VertexID only) and the program (whose
+  /// samplers compile_program pointed at units 0, 1, …).
+  void use_program() {
+    glBindVertexArray(gl::create_vertex_array(objects_));
+    glUseProgram(program_);
   }
 
   /// Floats of the transform feedback buffer: rows_per_item varyings of `channels` per item.
@@ -733,7 +239,7 @@ class Trial {
     if (status != GL_FRAMEBUFFER_COMPLETE) {
       throw MeasureError(MeasureErrorNo::kRuntimeDevice,
                          "the 1x1 RGBA8 framebuffer of a feedback kernel is incomplete: " +
-                             framebuffer_status_name(status));
+                             gl::framebuffer_status_name(status));
     }
 
     // Its own transform feedback object, so that the buffer binding never lingers in the
@@ -757,48 +263,17 @@ class Trial {
     // All state of a run is set once here, so that a timed run is only the draw call; the
     // GlObjects destructor disables the discard again.
     glEnable(GL_RASTERIZER_DISCARD);
-    use_program_with_samplers();
+    use_program();
   }
 
   void prepare_compute_output() {
-    GLuint buffer = 0;
-    glGenBuffers(1, &buffer);
-    objects_.buffers.push_back(buffer);
-    output_buffer_ = buffer;
-    glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
-    glBufferData(GL_SHADER_STORAGE_BUFFER, buffer_bytes(artifact_.output.elements()), nullptr,
-                 GL_DYNAMIC_COPY);
-    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, buffer);
-    prepare_scratch();
-    glUseProgram(objects_.program);
-  }
-
-  /// The artifact's scratch buffers (kernel_artifact.hpp), created once for the checked run and
-  /// every timed run: floats at binding 5 (left uninitialised: the kernel writes them before it
-  /// reads them in every run), uint counters at binding 6, zero-filled here once (the kernel
-  /// leaves them at zero after every run).
-  void prepare_scratch() {
-    if (artifact_.scratch_floats > 0) {
-      GLuint buffer = 0;
-      glGenBuffers(1, &buffer);
-      objects_.buffers.push_back(buffer);
-      glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
-      glBufferData(GL_SHADER_STORAGE_BUFFER, buffer_bytes(artifact_.scratch_floats), nullptr,
-                   GL_DYNAMIC_COPY);
-      glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 5, buffer);
-    }
-    if (artifact_.scratch_counters > 0) {
-      // uint and float are both 4 bytes: buffer_bytes counts in 4-byte words.
-      const GLsizeiptr bytes = buffer_bytes(artifact_.scratch_counters);
-      const std::vector<uint32_t> zeros(static_cast<size_t>(bytes) / sizeof(uint32_t), 0u);
-      GLuint buffer = 0;
-      glGenBuffers(1, &buffer);
-      objects_.buffers.push_back(buffer);
-      glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
-      glBufferData(GL_SHADER_STORAGE_BUFFER, bytes, zeros.data(), GL_DYNAMIC_COPY);
-      glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 6, buffer);
-    }
-    check_gl("creating the scratch buffers");
+    output_buffer_ =
+        gl::create_storage_buffer(objects_, artifact_.output.elements(), nullptr, GL_DYNAMIC_COPY);
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, gl::kOutputBinding, output_buffer_);
+    // Created once for the checked run and every timed run (kernel_artifact.hpp): the kernel
+    // leaves its counters at zero after each run.
+    gl::bind_scratch_buffers(gl::create_scratch_buffers(artifact_, objects_));
+    glUseProgram(program_);
   }
 
   void fill_outputs_with_nan() {
@@ -814,7 +289,7 @@ class Trial {
       const GLfloat value[4] = {nan, nan, nan, nan};
       for (int j = 0; j < artifact_.output.rows_per_item; ++j) glClearBufferfv(GL_COLOR, j, value);
     } else {
-      GLsizeiptr bytes = buffer_bytes(artifact_.output.elements());
+      GLsizeiptr bytes = gl::buffer_bytes(artifact_.output.elements());
       std::vector<float> nans(static_cast<size_t>(bytes) / sizeof(float), nan);
       glBindBuffer(GL_SHADER_STORAGE_BUFFER, output_buffer_);
       glBufferSubData(GL_SHADER_STORAGE_BUFFER, 0, bytes, nans.data());
@@ -823,80 +298,26 @@ class Trial {
   }
 
   // ---- running ----
-  void run_once() {
-    if (feedback_) {
-      // Nothing between begin and end may throw: an active transform feedback would block
-      // every cleanup call. Each begin restarts writing at the buffer's start, so every run
-      // overwrites the same floats.
-      glBeginTransformFeedback(GL_POINTS);
-      glDrawArrays(GL_POINTS, 0, static_cast<GLsizei>(artifact_.output.width));
-      glEndTransformFeedback();
-      // As for fragment kernels: every run is submitted on its own, so runs cost the same on
-      // both paths.
-      glFlush();
-    } else if (fragment_) {
-      glDrawArrays(GL_TRIANGLES, 0, 3);
-      // Each run must really execute. llvmpipe bins draws into a scene and may drop a tile's
-      // earlier commands when a later opaque draw covers it, so unflushed back-to-back draws
-      // could time as one; a flush per run rules that out. (Mesa 22.3, dense 128: 16.2 ms per
-      // run with or without it, so the flush costs nothing measurable there.)
-      glFlush();
-    } else {
-      glDispatchCompute(static_cast<GLuint>(artifact_.dispatch[0]),
-                        static_cast<GLuint>(artifact_.dispatch[1]),
-                        static_cast<GLuint>(artifact_.dispatch[2]));
-      // Successive runs write the same output buffer; keep them ordered as the API requires.
-      glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
-    }
-  }
+  void run_once() { gl::run_kernel(artifact_); }
 
   // ---- reading back and checking ----
   std::vector<float> read_fragment_output() const {
     const OutputLayout& output = artifact_.output;
-    GLsizei width = static_cast<GLsizei>(output.width);
-    GLsizei height = static_cast<GLsizei>(output.height);
-    size_t texels = static_cast<size_t>(width) * static_cast<size_t>(height);
-    glPixelStorei(GL_PACK_ALIGNMENT, 4);
-    glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-    std::vector<std::vector<float>> targets;
-    for (int j = 0; j < output.rows_per_item; ++j) {
-      glReadBuffer(GL_COLOR_ATTACHMENT0 + static_cast<GLenum>(j));
-      std::vector<float> pixels(texels * static_cast<size_t>(output.channels));
-      bool read_red = false;
-      if (output.channels == 1) {
-        // GL_RED is only guaranteed as the implementation's own choice of read format; RGBA
-        // with FLOAT is what EXT_color_buffer_float always allows.
-        GLint format = 0, type = 0;
-        glGetIntegerv(GL_IMPLEMENTATION_COLOR_READ_FORMAT, &format);
-        glGetIntegerv(GL_IMPLEMENTATION_COLOR_READ_TYPE, &type);
-        read_red = format == GL_RED && type == GL_FLOAT;
-      }
-      if (output.channels == 4 || read_red) {
-        glReadPixels(0, 0, width, height, output.channels == 4 ? GL_RGBA : GL_RED, GL_FLOAT,
-                     pixels.data());
-      } else {
-        std::vector<float> rgba(texels * 4);
-        glReadPixels(0, 0, width, height, GL_RGBA, GL_FLOAT, rgba.data());
-        for (size_t t = 0; t < texels; ++t) pixels[t] = rgba[4 * t];
-      }
-      targets.push_back(std::move(pixels));
-    }
-    glReadBuffer(GL_COLOR_ATTACHMENT0);
-    check_gl("reading the render targets back");
-    return output.unpack(targets);
+    return output.unpack(gl::read_render_targets(output.rows_per_item, output.width, output.height,
+                                                 output.channels));
   }
 
   std::vector<float> read_compute_output() const {
     // Shader writes must be visible to the copy in read_through_staging.
     glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
-    return read_through_staging(output_buffer_, artifact_.output.elements(), "output buffer");
+    return gl::read_through_staging(output_buffer_, artifact_.output.elements(), "output buffer");
   }
 
   std::vector<float> read_feedback_output() const {
     // ES 3.0 has no glGetBufferSubData; the copy waits for the captures, which glFinish has
     // completed already anyway.
     return artifact_.output.unpack(
-        {read_through_staging(output_buffer_, feedback_floats(), "transform feedback buffer")});
+        {gl::read_through_staging(output_buffer_, feedback_floats(), "transform feedback buffer")});
   }
 
   void check_output() {
@@ -989,7 +410,8 @@ class Trial {
   Clock::time_point start_;
   bool fragment_;  ///< target gles-frag: inputs are textures
   bool feedback_;  ///< gles-frag with a vertex-stage kernel captured by transform feedback
-  GlObjects objects_;
+  gl::GlObjects objects_;
+  GLuint program_ = 0;
   GLuint output_buffer_ = 0;
 };
 

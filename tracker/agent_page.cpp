@@ -19,6 +19,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kPrefix = "/agent";
+constexpr std::string_view kModelsPrefix = "/models";
+/// The kernel runners the agent's executors import (`../runtime/x.mjs` from /agent/ resolves to
+/// /runtime/x.mjs), served from the `runtime/` directory beside the agent root.
+constexpr std::string_view kRuntimePrefix = "/runtime";
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -77,7 +81,7 @@ std::string content_type(const fs::path& file) {
   return "application/octet-stream";
 }
 
-AgentPageResponse error_response(int status, std::string message) {
+AgentPageResponse error_response(int status, const std::string& message) {
   AgentPageResponse r;
   r.status = status;
   r.headers.emplace_back("Content-Type", "application/json");
@@ -97,10 +101,69 @@ void add_isolation_headers(AgentPageResponse& r) {
 
 }  // namespace
 
-bool is_agent_page_target(std::string_view target) {
+namespace {
+
+/// Whether `target`'s path is `prefix` itself or lies under `prefix/`.
+bool under_prefix(std::string_view target, std::string_view prefix) {
   const std::string_view path = target.substr(0, target.find('?'));
-  if (path.substr(0, kPrefix.size()) != kPrefix) return false;
-  return path.size() == kPrefix.size() || path[kPrefix.size()] == '/';
+  if (path.substr(0, prefix.size()) != prefix) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '/';
+}
+
+/// The file `relative` (percent-encoded, "" = index.html) of the tree at `root`, as an answer.
+AgentPageResponse tree_file_response(std::string_view encoded, const std::string& root,
+                                     std::string_view what) {
+  std::string relative;
+  if (encoded.empty()) {
+    relative = "index.html";
+  } else if (!percent_decode(encoded, relative)) {
+    relative.clear();
+  }
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::path(root), ec);
+  fs::path file;
+  bool found = false;
+  if (!root.empty() && !ec && safe_relative_path(relative)) {
+    file = fs::weakly_canonical(base / relative, ec);
+    // The canonical file must still lie under the canonical root (a symbolic link inside the
+    // tree must not lead out of it).
+    const auto [root_end, unused] = std::mismatch(base.begin(), base.end(), file.begin());
+    found = !ec && root_end == base.end() && fs::is_regular_file(file, ec);
+  }
+  if (!found) return error_response(404, "no such file of the " + std::string(what));
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (!in && !in.eof())
+    return error_response(500, "cannot read a file of the " + std::string(what));
+  AgentPageResponse r;
+  r.status = 200;
+  r.headers.emplace_back("Content-Type", content_type(file));
+  r.body = content.str();
+  return r;
+}
+
+/// The path part of `target` after `prefix` and its '/', fragment and query removed.
+std::string_view rest_of(std::string_view target, std::string_view prefix) {
+  std::string_view path = target.substr(0, target.find('?'));
+  path = path.substr(0, path.find('#'));
+  std::string_view rest = path.substr(prefix.size());
+  if (!rest.empty()) rest.remove_prefix(1);  // the '/'
+  return rest;
+}
+
+void finish(AgentPageResponse& r, bool head) {
+  add_isolation_headers(r);
+  if (head) {
+    r.headers.emplace_back("Content-Length", std::to_string(r.body.size()));
+    r.body.clear();
+  }
+}
+
+}  // namespace
+
+bool is_agent_page_target(std::string_view target) {
+  return under_prefix(target, kPrefix) || under_prefix(target, kRuntimePrefix);
 }
 
 AgentPageResponse agent_page_response(std::string_view target, const std::string& root,
@@ -111,48 +174,59 @@ AgentPageResponse agent_page_response(std::string_view target, const std::string
   } else if (!method_ok) {
     r = error_response(405, "the agent page answers GET and HEAD only");
     r.headers.emplace_back("Allow", "GET, HEAD");
+  } else if (under_prefix(target, kRuntimePrefix)) {
+    const std::string_view rest = rest_of(target, kRuntimePrefix);
+    // No index page for the runtime: only its modules.
+    r = rest.empty()
+            ? error_response(404, "no such file of the agent page")
+            : tree_file_response(rest, (fs::path(root) / ".." / "runtime").string(), "agent page");
   } else {
-    std::string_view path = target.substr(0, target.find('?'));
-    path = path.substr(0, path.find('#'));
-    std::string_view rest = path.substr(kPrefix.size());
-    if (!rest.empty()) rest.remove_prefix(1);  // the '/'
-    std::string relative;
-    if (rest.empty()) {
-      relative = "index.html";
-    } else if (!percent_decode(rest, relative)) {
-      relative.clear();
-    }
-    std::error_code ec;
-    const fs::path base = fs::weakly_canonical(fs::path(root), ec);
-    fs::path file;
-    bool found = false;
-    if (!ec && safe_relative_path(relative)) {
-      file = fs::weakly_canonical(base / relative, ec);
-      // The canonical file must still lie under the canonical root (a symbolic link inside the
-      // tree must not lead out of it).
-      const auto [root_end, unused] = std::mismatch(base.begin(), base.end(), file.begin());
-      found = !ec && root_end == base.end() && fs::is_regular_file(file, ec);
-    }
-    if (!found) {
-      r = error_response(404, "no such file of the agent page");
+    r = tree_file_response(rest_of(target, kPrefix), root, "agent page");
+  }
+  finish(r, head);
+  return r;
+}
+
+bool is_model_page_target(std::string_view target) {
+  return under_prefix(target, kModelsPrefix);
+}
+
+AgentPageResponse model_page_response(std::string_view target, const std::string& models_root,
+                                      bool method_ok, bool head) {
+  AgentPageResponse r;
+  const std::string_view rest = rest_of(target, kModelsPrefix);
+  const size_t slash = rest.find('/');
+  if (!is_model_page_target(target)) {
+    r = error_response(404, "not found");
+  } else if (!method_ok) {
+    r = error_response(405, "model pages answer GET and HEAD only");
+    r.headers.emplace_back("Allow", "GET, HEAD");
+  } else if (models_root.empty()) {
+    r = error_response(404, "this tracker serves no models (start it with --models DIR)");
+  } else if (rest.empty() || slash == std::string_view::npos) {
+    // "/models" or "/models/<name>": the page's relative URLs (./model.mjs) need the slash.
+    std::string name;
+    if (rest.empty() || !percent_decode(rest, name) || !safe_relative_path(name) ||
+        name.find('/') != std::string::npos) {
+      r = error_response(404, "no such model: ask for /models/<name>/");
     } else {
-      std::ifstream in(file, std::ios::binary);
-      std::ostringstream content;
-      content << in.rdbuf();
-      if (!in && !in.eof()) {
-        r = error_response(500, "cannot read a file of the agent page");
-      } else {
-        r.status = 200;
-        r.headers.emplace_back("Content-Type", content_type(file));
-        r.body = content.str();
-      }
+      r.status = 308;
+      r.headers.emplace_back("Location",
+                             std::string(kModelsPrefix) + "/" + std::string(rest) + "/");
+      r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+      r.body = "the model page is at the Location above\n";
+    }
+  } else {
+    std::string name;
+    if (!percent_decode(rest.substr(0, slash), name) || !safe_relative_path(name) ||
+        name.find('/') != std::string::npos) {
+      r = error_response(404, "no such model");
+    } else {
+      r = tree_file_response(rest.substr(slash + 1), (fs::path(models_root) / name).string(),
+                             "model's package");
     }
   }
-  add_isolation_headers(r);
-  if (head) {
-    r.headers.emplace_back("Content-Length", std::to_string(r.body.size()));
-    r.body.clear();
-  }
+  finish(r, head);
   return r;
 }
 

@@ -98,6 +98,24 @@ std::optional<HttpResponse> HttpSession<Stream>::refuse_foreign(
   return std::nullopt;
 }
 
+namespace {
+
+/// A static file answer (agent_page.hpp) as the session's HttpResponse.
+HttpResponse static_answer(AgentPageResponse page) {
+  HttpResponse r;
+  r.status = page.status;
+  r.body = std::move(page.body);
+  for (auto& [name, value] : page.headers) {
+    if (ascii_lower(name) == "content-type")
+      r.content_type = std::move(value);
+    else
+      r.headers.emplace_back(std::move(name), std::move(value));
+  }
+  return r;
+}
+
+}  // namespace
+
 template <class Stream>
 HttpResponse HttpSession<Stream>::answer(const http::request<http::string_body>& request) {
   const ListenerContext& c = context_;
@@ -106,16 +124,14 @@ HttpResponse HttpSession<Stream>::answer(const http::request<http::string_body>&
     const bool head = request.method() == http::verb::head;
     AgentPageResponse page = agent_page_response(request.target(), c.config.agent_root,
                                                  head || request.method() == http::verb::get, head);
-    HttpResponse r;
-    r.status = page.status;
-    r.body = std::move(page.body);
-    for (auto& [name, value] : page.headers) {
-      if (ascii_lower(name) == "content-type")
-        r.content_type = std::move(value);
-      else
-        r.headers.emplace_back(std::move(name), std::move(value));
-    }
-    return r;
+    return static_answer(std::move(page));
+  }
+  if (c.config.websocket && is_model_page_target(request.target())) {
+    // Built model packages (docs/package.md), pages a person can open on their own device.
+    const bool head = request.method() == http::verb::head;
+    AgentPageResponse page = model_page_response(request.target(), c.config.models_root,
+                                                 head || request.method() == http::verb::get, head);
+    return static_answer(std::move(page));
   }
   if (!c.config.http_handler)
     return json_error(404, "not found: the tracker speaks WebSocket on /ws");

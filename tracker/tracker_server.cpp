@@ -44,8 +44,9 @@ TrackerConfig TrackerConfig::from_file(const std::string& path) {
     const bj::value document = json::read_file(path);
     const bj::object& o = json::as_object(document, "tracker config");
     static const char* const kKnown[] = {
-        "host", "port", "max_frame_bytes", "max_connections", "agent_root", "allowed_hosts",
-        "allowed_origins", "tls_cert_file", "tls_key_file", "allow_public_without_tokens",
+        "host", "port", "max_frame_bytes", "max_connections", "agent_root", "models_root",
+        "allowed_hosts", "allowed_origins", "tls_cert_file", "tls_key_file",
+        "allow_public_without_tokens",
         // TrackerPolicy::read_json
         "tokens", "heartbeat_ms", "client_heartbeat_ms", "hello_timeout_ms", "max_attempts",
         "quarantine_after", "quarantine_ms", "lease_min_ms", "lease_max_ms", "lease_margin_ms",
@@ -68,6 +69,7 @@ TrackerConfig TrackerConfig::from_file(const std::string& path) {
       throw std::invalid_argument("'max_connections' must be in [1, 1000000]");
     c.max_connections = static_cast<size_t>(connections);
     c.agent_root = json::get_string_or(o, "agent_root", c.agent_root);
+    c.models_root = json::get_string_or(o, "models_root", c.models_root);
     c.allowed_hosts = string_list(o, "allowed_hosts");
     c.allowed_origins = string_list(o, "allowed_origins");
     c.tls_cert_file = json::get_string_or(o, "tls_cert_file", "");

@@ -2,7 +2,8 @@
 // secure context, so WebGPU is offered) with COOP/COEP headers, so that the page is
 // cross-origin isolated and tfjs wasm can use its threaded SIMD build, and one page that has
 // loaded index.html (TensorFlow.js 4.22 and page.mjs). Served: /agent/* = browser-agent/,
-// /tfjs/* = the @tensorflow packages in node_modules, /bench/* = this directory.
+// /runtime/* = runtime/ (the kernel runners the agent's executors import), /tfjs/* = the
+// @tensorflow packages in node_modules, /bench/* = this directory.
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -22,6 +23,7 @@ const TYPES = {
 };
 const MOUNTS = [
   ['/agent/', path.join(root, 'browser-agent')],
+  ['/runtime/', path.join(root, 'runtime')],
   ['/tfjs/', path.join(root, 'node_modules/@tensorflow')],
   ['/bench/', here],
 ];

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { pack, unpack } from '../layout.mjs';
+import { pack, unpack } from '../../runtime/layout.mjs';
 import { ErrorNo, checkInputShapes, checkSamples, inputNames, inputShapes, nextNumber, refuseScratch, workloadSizes } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
 import { shortRendererName } from '../webgl2.mjs';

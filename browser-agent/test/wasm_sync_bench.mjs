@@ -16,10 +16,10 @@ import { fileURLToPath } from 'node:url';
 
 import { wat2wasm } from './wasm_modules.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');  // the repository: browser-agent/ and runtime/
 const run = process.env.WEBTUNE_WASM_SYNC_BENCH === '1';
 
-/** Serves browser-agent/ with the isolation headers the tracker's /agent sends. */
+/** Serves the repository (browser-agent/, runtime/) with the isolation headers the tracker's /agent sends. */
 function serve() {
   const server = http.createServer((req, res) => {
     const name = new URL(req.url, 'http://x').pathname.slice(1) || 'blank.html';
@@ -47,12 +47,12 @@ function serve() {
 
 // The page side: every variant, `executions` executions per sample, median of `samples`.
 async function pageBench(moduleB64, executions, samples, spins) {
-  const { WasmExecutor, CONTROL } = await import('/wasm.mjs');
+  const { WasmExecutor, CONTROL } = await import('/browser-agent/wasm.mjs');
   const bytes = Uint8Array.from(atob(moduleB64), (c) => c.charCodeAt(0));
   const module = await WebAssembly.compile(bytes);
   const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const out = { isolated: crossOriginIsolated, cores: navigator.hardwareConcurrency };
-  const workerUrl = new URL('/wasm_worker.mjs', location.href);
+  const workerUrl = new URL('/runtime/wasm_worker.mjs', location.href);
   const next = (w) => new Promise((r) => { w.onmessage = (e) => r(e.data); });
   for (const spin of spins) {
     // worker-leader, through the executor's own workers and messages.

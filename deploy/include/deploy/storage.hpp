@@ -6,6 +6,7 @@
 
 #include <boost/json/fwd.hpp>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "codegen/config_space.hpp"
@@ -31,6 +32,11 @@ struct Storage {
   /// Throws std::invalid_argument naming the missing or bad field.
   static Storage from_json(const boost::json::value& value);
 };
+
+/// Product of a shape's dimensions (1 for a scalar), in elements.
+int64_t shape_elements(const std::vector<int64_t>& shape);
+/// A shape as messages print it: "[1,3,224,224]".
+std::string shape_text(const std::vector<int64_t>& shape);
 
 /// The plain layout of a row-major tensor in one R32F texture on a frag target: pack_axis −1,
 /// width = min(elements, limits.max_texture_size), height = ceil(elements / width). Throws

@@ -34,6 +34,8 @@ struct TrackerConfig : TrackerPolicy {
   size_t max_connections = 1024;
   /// The browser agent's files, served under /agent (see agent_page.hpp).
   std::string agent_root = default_agent_root();
+  /// Directory of built model packages served under /models/<name>/ (agent_page.hpp); "" = none.
+  std::string models_root;
   /// Extra `Host` names and `Origin`s the port answers (origin_policy.hpp).
   std::vector<std::string> allowed_hosts, allowed_origins;
   /// PEM files of the certificate (chain) and its private key: when both are set, the port

@@ -1,6 +1,7 @@
-// wasm_worker.mjs — one thread of the wasm executor (wasm.mjs): a module worker in the browser,
-// a worker_threads worker in node (the unit tests). It instantiates the job's compiled module
-// (a WebAssembly.Module posted by the page) and runs `run(tid)` as docs/wasm_abi.md says.
+// wasm_worker.mjs — one thread of a wasm kernel (wasm.mjs: the runner the agent's executor and
+// the model runtime share): a module worker in the browser, a worker_threads worker in node (the
+// unit tests). It instantiates the kernel's compiled module (a WebAssembly.Module posted by the
+// page) and runs `run(tid)` as docs/wasm_abi.md says.
 //
 // Kernel code never runs on the page's thread: a kernel that loops forever would freeze the page
 // and no timer could ever fire. Every execution runs here, so the page can always terminate the
@@ -17,6 +18,14 @@
 //
 // Control block (Int32Array over a SharedArrayBuffer, layout: CONTROL in wasm.mjs): a trap in a helper
 // stores its tid and message there, so that the leader reports it like a trap of its own.
+//
+// A shared pool (the model runtime: many threaded kernels, one set of workers) uses three more
+// commands: 'add' instantiates one kernel (its key, module, shared memory and T) in this worker
+// and keeps it beside the others; then 'serve' makes a helper (tid ≥ 1) loop like the one above
+// but running, per generation, the kernel whose key the leader stored in CONTROL.KERNEL (a
+// helper whose tid is ≥ that kernel's T only counts itself done), and tells the leader (tid 0)
+// the pool's control block and size; 'exec' {key} on the leader then executes that kernel once.
+// Once serving, helpers take no message until STOP: every 'add' comes first.
 
 import { CONTROL } from './wasm.mjs';
 
@@ -134,6 +143,66 @@ function load(m) {
   return { ok: true };
 }
 
+// ---- shared pools (the model runtime) ----
+const kernels = new Map();  // key → {run, threads}
+let pool = null;            // {ctl, size, spin, tid}
+
+function add(m) {
+  let instance;
+  try {
+    instance = new WebAssembly.Instance(m.module, { env: { memory: m.memory } });
+  } catch (e) {
+    return { error: errorText(e), kind: 'link' };
+  }
+  const run = instance.exports.run;
+  if (typeof run !== 'function') return { error: 'the module exports no function run(tid)', kind: 'link' };
+  kernels.set(m.key, { run, threads: m.threads });
+  return { ok: true };
+}
+
+function serveLoop(generation) {
+  const { ctl, tid, spin } = pool;
+  let seen = generation;
+  for (;;) {
+    waitChange(ctl, CONTROL.GEN, seen, spin);
+    seen = Atomics.load(ctl, CONTROL.GEN);
+    if (Atomics.load(ctl, CONTROL.STOP)) return;
+    const kernel = kernels.get(Atomics.load(ctl, CONTROL.KERNEL));
+    if (kernel && tid < kernel.threads) {
+      try {
+        kernel.run(tid);
+      } catch (e) {
+        storeTrap(ctl, tid, errorText(e));
+      }
+    }
+    Atomics.add(ctl, CONTROL.DONE, 1);
+    Atomics.notify(ctl, CONTROL.DONE);
+  }
+}
+
+/** One execution of kernel `key` over the pool: start every helper, run(0) here, join them all. */
+function exec(m) {
+  const kernel = kernels.get(m.key);
+  if (!kernel || !pool) return { error: `no kernel ${m.key} in this pool`, kind: 'protocol' };
+  const { ctl, size, spin } = pool;
+  Atomics.store(ctl, CONTROL.TRAP_TID, 0);
+  Atomics.store(ctl, CONTROL.KERNEL, m.key);
+  Atomics.store(ctl, CONTROL.DONE, 0);
+  Atomics.add(ctl, CONTROL.GEN, 1);
+  Atomics.notify(ctl, CONTROL.GEN);
+  let trap = null;
+  try {
+    kernel.run(0);
+  } catch (e) {
+    trap = e;
+  }
+  for (let done; (done = Atomics.load(ctl, CONTROL.DONE)) < size - 1;) waitChange(ctl, CONTROL.DONE, done, spin);
+  if (trap) return { error: errorText(trap), kind: 'trap' };
+  const helperTrap = storedTrap(ctl);
+  if (helperTrap) return { error: helperTrap, kind: 'trap' };
+  return { ok: true };
+}
+
 function runBatch(m) {
   let readBack = null;
   const begin = performance.now();
@@ -168,6 +237,19 @@ port.on((m) => {
     }
     case 'run':
       port.post(runBatch(m));
+      break;
+    case 'add':
+      port.post(add(m));
+      break;
+    case 'serve': {
+      pool = { ctl: new Int32Array(m.control), size: m.size, spin: m.spin ?? DEFAULT_SPIN, tid: m.tid };
+      const generation = Atomics.load(pool.ctl, CONTROL.GEN);
+      port.post({ ok: true });
+      if (m.tid > 0) serveLoop(generation);
+      break;
+    }
+    case 'exec':
+      port.post(exec(m));
       break;
     default:
       port.post({ error: `unknown command '${m.cmd}'`, kind: 'protocol' });

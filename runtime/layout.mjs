@@ -1,7 +1,8 @@
 // layout.mjs — device layouts of a KernelArtifact (codegen/include/codegen/kernel_artifact.hpp):
 // packing row-major inputs into texels and rebuilding the row-major output from render targets.
 // A line-by-line port of TensorLayout::pack and OutputLayout::unpack; the C++ comments there
-// define the layouts.
+// define the layouts. unpackTensor (the inverse of pack) reads a model's value back from a
+// texture (model.mjs). Shared by the browser agent's executors and the model runtime.
 
 /** Product of a shape's dims. */
 export function shapeSize(shape) {
@@ -54,6 +55,43 @@ export function pack(layout, logical) {
       if (coord[axis] * 4 + c < shape[axis]) out[t * 4 + c] = logical[base + c * stride[axis]];
     }
     for (let d = rank - 1; d >= 0; --d) {  // next packed coordinate, row-major
+      if (++coord[d] < packed[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return out;
+}
+
+/**
+ * The inverse of pack: rebuilds the row-major tensor (Float32Array of the layout's shape) from
+ * `texels`, width·height·channels floats in texel order (a texture read back). Throws when there
+ * are fewer texels than the layout's packed elements.
+ */
+export function unpackTensor(layout, texels) {
+  const packed = packedShape(layout);
+  const count = shapeSize(packed);
+  const ch = channels(layout);
+  if (texels.length < count * ch) {
+    throw new Error(`unpackTensor: ${texels.length} floats read back, the layout needs ${count * ch}`);
+  }
+  const shape = layout.shape;
+  const out = new Float32Array(shapeSize(shape));
+  const axis = layout.pack_axis;
+  if (axis < 0) {
+    out.set(texels.subarray(0, out.length));
+    return out;
+  }
+  const rank = shape.length;
+  const stride = new Array(rank).fill(1);
+  for (let d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+  const coord = new Array(rank).fill(0);
+  for (let t = 0; t < count; ++t) {
+    let base = 0;
+    for (let d = 0; d < rank; ++d) base += (d === axis ? coord[d] * 4 : coord[d]) * stride[d];
+    for (let c = 0; c < 4; ++c) {
+      if (coord[axis] * 4 + c < shape[axis]) out[base + c * stride[axis]] = texels[t * 4 + c];
+    }
+    for (let d = rank - 1; d >= 0; --d) {
       if (++coord[d] < packed[d]) break;
       coord[d] = 0;
     }

@@ -1,0 +1,222 @@
+// model_vs_web.test.mjs — bench/model_vs_web's browser-independent parts: the ONNX reader
+// (onnx.mjs) on models built here byte by byte (no file of ../shared needed), the tfjs planner's
+// graph mapping and weight re-layout checked without tfjs (a recording stand-in for `tf`), the
+// row verdicts and table of bench.mjs, and the thread count read from a webtune wasm package.
+//
+//   node --test bench/model_vs_web/test/model_vs_web.test.mjs
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'node:test';
+
+import { DataType, parseModel, serializeModel, tensorValues } from '../onnx.mjs';
+import { formatTable, median, packageThreads, rowSummary } from '../bench.mjs';
+import { planTfjsModel } from '../tfjs_model.mjs';
+
+/** A tiny ResNet-like block: Conv+Relu, depthwise Conv+Clip(0,6), Add, MaxPool, GAP, Flatten, Gemm. */
+function tinyModel({ asFloatData = false } = {}) {
+  const w1 = Array.from({ length: 4 * 2 * 3 * 3 }, (_, i) => (i % 7) - 3);  // [M=4, C=2, 3, 3]
+  const wd = Array.from({ length: 4 * 1 * 3 * 3 }, (_, i) => i / 10);      // depthwise [4, 1, 3, 3]
+  const fc = Array.from({ length: 3 * 4 }, (_, i) => i);                     // [N=3, K=4], transB
+  return serializeModel({
+    nodes: [
+      { opType: 'Conv', inputs: ['input', 'w1', 'b1'], outputs: ['c1'], name: 'conv1',
+        attributes: { group: 1, kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [1, 1], dilations: [1, 1] } },
+      { opType: 'Relu', inputs: ['c1'], outputs: ['r1'], name: 'relu1' },
+      { opType: 'Conv', inputs: ['r1', 'wd'], outputs: ['c2'], name: 'dw',
+        attributes: { group: 4, kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [1, 1] } },
+      { opType: 'Constant', inputs: [], outputs: ['lo'], name: 'lo', attributes: { value: { name: '', dims: [], values: [0] } } },
+      { opType: 'Clip', inputs: ['c2', 'lo', 'hi'], outputs: ['k2'], name: 'clip' },
+      { opType: 'Add', inputs: ['k2', 'r1'], outputs: ['a'], name: 'add' },
+      { opType: 'MaxPool', inputs: ['a'], outputs: ['p'], name: 'pool',
+        attributes: { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 0 } },
+      { opType: 'GlobalAveragePool', inputs: ['p'], outputs: ['g'], name: 'gap' },
+      { opType: 'Flatten', inputs: ['g'], outputs: ['f'], name: 'flatten', attributes: { axis: 1 } },
+      { opType: 'Gemm', inputs: ['f', 'fc', 'fcb'], outputs: ['logits'], name: 'fc', attributes: { alpha: 1.0, beta: 1.0, transB: 1 } },
+    ],
+    initializers: [
+      { name: 'w1', dims: [4, 2, 3, 3], values: w1, asFloatData },
+      { name: 'b1', dims: [4], values: [0.5, -0.5, 1, -1], asFloatData },
+      { name: 'wd', dims: [4, 1, 3, 3], values: wd, asFloatData },
+      { name: 'hi', dims: [], values: [6] },
+      { name: 'fc', dims: [3, 4], values: fc },
+      { name: 'fcb', dims: [3], values: [1, 2, 3] },
+      { name: 'shape', dims: [2], values: [1, -1], dataType: DataType.INT64 },
+    ],
+    inputs: [{ name: 'input', shape: [1, 2, 8, 8] }],
+    outputs: [{ name: 'logits', shape: [1, 3] }],
+  });
+}
+
+test('onnx.mjs: a model written here reads back (nodes, attributes, initializers, shapes)', () => {
+  for (const asFloatData of [false, true]) {
+    const m = parseModel(tinyModel({ asFloatData }));
+    assert.equal(m.irVersion, 7);
+    assert.deepEqual(m.opsets, { '': 13 });
+    const g = m.graph;
+    assert.deepEqual(g.inputs, [{ name: 'input', elemType: 1, shape: [1, 2, 8, 8] }]);
+    assert.deepEqual(g.outputs.map((o) => [o.name, o.shape]), [['logits', [1, 3]]]);
+    assert.deepEqual(g.nodes.map((n) => n.opType),
+      ['Conv', 'Relu', 'Conv', 'Constant', 'Clip', 'Add', 'MaxPool', 'GlobalAveragePool', 'Flatten', 'Gemm']);
+    const conv = g.nodes[0];
+    assert.deepEqual(conv.inputs, ['input', 'w1', 'b1']);
+    assert.deepEqual(conv.attributes, { group: 1, kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [1, 1], dilations: [1, 1] });
+    assert.equal(g.nodes[9].attributes.transB, 1);
+    assert.equal(g.nodes[9].attributes.alpha, 1);
+    const w1 = tensorValues(g.initializers.get('w1'));
+    assert.ok(w1 instanceof Float32Array);
+    assert.deepEqual([...w1.slice(0, 8)], [-3, -2, -1, 0, 1, 2, 3, -3]);
+    assert.deepEqual(g.initializers.get('w1').dims, [4, 2, 3, 3]);
+    assert.deepEqual(tensorValues(g.initializers.get('shape')), [1, -1]);  // negative int64 kept
+    assert.deepEqual([...tensorValues(g.nodes[3].attributes.value)], [0]);  // Constant's tensor
+  }
+});
+
+test('onnx.mjs: a truncated file and bad tensors are refused with the place named', () => {
+  const bytes = tinyModel();
+  assert.throws(() => parseModel(bytes.subarray(0, bytes.length - 7)), /onnx: .* at byte \d+/);
+  assert.throws(() => parseModel(new Uint8Array([0x08, 0x07])), /no graph/);
+  assert.throws(() => tensorValues({ name: 'w', dims: [2, 2], dataType: DataType.FLOAT, floatData: [1, 2, 3], raw: null }),
+    /tensor 'w' has 3 values for dims \[2,2\]/);
+  assert.throws(() => tensorValues({ name: 'h', dims: [1], dataType: 10, raw: new Uint8Array(2) }), /tensor 'h' has data type 10/);
+  assert.throws(() => tensorValues({ name: 'e', dims: [1], dataType: 1, external: true }), /external file/);
+});
+
+/** A stand-in for `tf` that records calls and keeps shapes and the tensors' values (no math). */
+function recordingTf() {
+  const calls = [];
+  const tensor = (shape, values = null) => ({ shape, rank: shape.length, values, dispose() {} });
+  const tf = {
+    calls,
+    getBackend: () => 'recording',
+    tensor: (values, shape) => tensor(shape, values),
+    tidy: (f) => f(),
+    transpose: (x, perm) => { calls.push(['transpose', perm]); return tensor(perm.map((p) => x.shape[p])); },
+    relu: (x) => { calls.push(['relu']); return x; },
+    relu6: (x) => { calls.push(['relu6']); return x; },
+    clipByValue: (x, lo, hi) => { calls.push(['clip', lo, hi]); return x; },
+    add: (a) => { calls.push(['add']); return a; },
+    maxPool: (x, k, s, pad) => {
+      calls.push(['maxPool', k, s, pad]);
+      const o = (d) => Math.floor((d + 2 * pad - k[0]) / s[0]) + 1;
+      return tensor([x.shape[0], o(x.shape[1]), o(x.shape[2]), x.shape[3]]);
+    },
+    mean: (x, axes) => { calls.push(['mean', axes]); return tensor([x.shape[0], 1, 1, x.shape[3]]); },
+    reshape: (x, shape) => { calls.push(['reshape', shape]); return tensor([x.shape[0], x.shape.slice(1).reduce((a, b) => a * b, 1)]); },
+    fused: {
+      conv2d: (a) => { calls.push(['conv2d', a.filter.shape, a.filter.values, a.bias?.values, a.activation, a.pad]); return tensor([...a.x.shape.slice(0, 3), a.filter.shape[3]]); },
+      depthwiseConv2d: (a) => { calls.push(['depthwiseConv2d', a.filter.shape, a.filter.values, a.bias, a.activation]); return a.x; },
+      matMul: (a) => { calls.push(['matMul', a.b.shape, a.b.values, a.bias?.values, a.transposeB]); return tensor([1, a.b.shape[1]]); },
+    },
+  };
+  return tf;
+}
+
+test('tfjs_model.mjs: ONNX ops become fused NHWC tfjs ops with re-laid-out weights', async () => {
+  const plan = planTfjsModel(tinyModel(), 'tiny');
+  assert.deepEqual(plan.ops, {
+    'tf.fused.conv2d(bias, relu)': 1, 'tf.fused.depthwiseConv2d(no bias, relu6)': 1, 'tf.add': 1,
+    'tf.maxPool': 1, 'tf.mean': 1, 'tf.reshape': 1, 'tf.fused.matMul(bias)': 1,
+  });
+  const tf = recordingTf();
+  const inst = plan.instantiate(tf);
+  await assert.rejects(inst.run(new Float32Array(5)), /takes 128 floats, not 5/);
+  tf.calls.length = 0;
+  // run() reads y.data(): give the recording output a data() method through tidy's result.
+  tf.tidy = (f) => { const y = f(); y.data = async () => new Float32Array(3); return y; };
+  const out = await inst.run(new Float32Array(128));
+  assert.equal(out.length, 3);
+  const [transpose, conv, dw, add, pool, mean, reshape, matMul] = tf.calls;
+  assert.deepEqual(transpose, ['transpose', [0, 2, 3, 1]]);  // NCHW input → NHWC
+  // Conv: OIHW [4,2,3,3] → HWIO [3,3,2,4]; element (m, c, h, w) lands at ((h·3 + w)·2 + c)·4 + m.
+  assert.equal(conv[0], 'conv2d');
+  assert.deepEqual(conv[1], [3, 3, 2, 4]);
+  const w1 = Array.from({ length: 72 }, (_, i) => (i % 7) - 3);
+  for (const [m, c, h, w] of [[0, 0, 0, 0], [3, 1, 2, 1], [2, 0, 1, 2]]) {
+    assert.equal(conv[2][((h * 3 + w) * 2 + c) * 4 + m], w1[((m * 2 + c) * 3 + h) * 3 + w]);
+  }
+  assert.deepEqual([...conv[3]], [0.5, -0.5, 1, -1]);
+  assert.equal(conv[4], 'relu');  // Relu fused (the Conv's only consumer)
+  assert.deepEqual(conv[5], [[0, 0], [1, 1], [1, 1], [0, 0]]);
+  // Depthwise [4,1,3,3] → [3,3,4,1]: (c, h, w) at (h·3 + w)·4 + c; Clip(0, 6) fused as relu6.
+  assert.deepEqual(dw[1], [3, 3, 4, 1]);
+  assert.ok(Math.abs(dw[2][(2 * 3 + 1) * 4 + 3] - (3 * 9 + 2 * 3 + 1) / 10) < 1e-6);
+  assert.equal(dw[3], undefined);
+  assert.equal(dw[4], 'relu6');
+  assert.deepEqual(add, ['add']);
+  assert.deepEqual(pool, ['maxPool', [3, 3], [2, 2], 1]);
+  assert.deepEqual(mean, ['mean', [1, 2]]);
+  assert.deepEqual(reshape, ['reshape', [1, -1]]);
+  // Gemm transB: B [3, 4] transposed to [4, 3] at build time; element (n, k) at k·3 + n.
+  assert.deepEqual(matMul[1], [4, 3]);
+  assert.equal(matMul[2][2 * 3 + 1], 1 * 4 + 2);
+  assert.deepEqual([...matMul[3]], [1, 2, 3]);
+  assert.equal(matMul[4], false);
+});
+
+test('tfjs_model.mjs: unsupported graphs are refused naming the node', () => {
+  const bad = serializeModel({
+    nodes: [{ opType: 'Softsign', inputs: ['input'], outputs: ['y'], name: 'odd' }],
+    inputs: [{ name: 'input', shape: [1, 1, 2, 2] }], outputs: [{ name: 'y', shape: [1, 1, 2, 2] }],
+  });
+  assert.throws(() => planTfjsModel(bad), /node 'odd' \(Softsign\): no TensorFlow.js mapping/);
+  const grouped = serializeModel({
+    nodes: [{ opType: 'Conv', inputs: ['input', 'w'], outputs: ['y'], name: 'g2', attributes: { group: 2, kernel_shape: [1, 1] } }],
+    initializers: [{ name: 'w', dims: [4, 2, 1, 1], values: new Array(8).fill(1) }],
+    inputs: [{ name: 'input', shape: [1, 4, 2, 2] }], outputs: [{ name: 'y', shape: [1, 4, 2, 2] }],
+  });
+  assert.throws(() => planTfjsModel(grouped), /node 'g2' \(Conv\): group 2 with C 4, M 4/);
+  const dyn = serializeModel({
+    nodes: [{ opType: 'Relu', inputs: ['input'], outputs: ['y'] }],
+    inputs: [{ name: 'input', shape: ['N', 3, 4, 4] }], outputs: [{ name: 'y', shape: ['N', 3, 4, 4] }],
+  });
+  assert.throws(() => planTfjsModel(dyn), /not a fixed 4-D NCHW shape/);
+});
+
+test('bench.mjs: row verdicts against the faster anchor, "—" without webtune', () => {
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 2, 3]), 2.5);
+  const row = rowSummary('webgpu', {
+    'webtune-webgpu': { median_ms: 100 }, 'ort-webgpu': { median_ms: 300 }, 'ort-webgpu-jsep': { error: 'x' },
+    'tfjs-webgpu': { median_ms: 250 },
+  });
+  assert.equal(row.fastest_anchor, 'tfjs-webgpu');
+  assert.equal(row.speedup_vs_fastest, 2.5);
+  assert.equal(row.met, true);
+  assert.equal(row.speedups['ort-webgpu'], 3);
+  const wasm = rowSummary('wasm', { 'webtune-wasm': { median_ms: 100 }, 'ort-wasm': { median_ms: 110 }, 'tfjs-wasm': { median_ms: 150 } });
+  assert.equal(wasm.met, false);  // 1.1× < 1.2×
+  const none = rowSummary('webgl2', { 'webtune-webgl2': { error: 'no --webtune-packages' }, 'ort-webgl': { median_ms: 10 }, 'tfjs-webgl': { median_ms: 20 } });
+  assert.equal(none.fastest_anchor, 'ort-webgl');
+  assert.equal(none.speedup_vs_fastest, null);
+  assert.equal(none.met, null);
+  const check = { max_abs_err: 1e-6, tolerance: 1e-3, ok: true };
+  const table = formatTable([{
+    model: 'm', rows: [none],
+    engines: {
+      'webtune-webgl2': { error: 'no --webtune-packages' },
+      'ort-webgl': { median_ms: 10, samples_ms: [10, 10], round_medians_ms: [9, 11], check },
+      'tfjs-webgl': { median_ms: 20, samples_ms: [20], round_medians_ms: [20], check: { ...check, ok: false, max_abs_err: 0.5 } },
+    },
+  }]);
+  assert.match(table, /m +webgl2 +webtune-webgl2 +— \(no --webtune-packages\)/);
+  assert.match(table, /ort-webgl +10\.0 +9\.0–11\.0 +2 +1\.0e-6 \/ 1\.0e-3 +—/);
+  assert.match(table, /5\.0e-1 \/ 1\.0e-3 WRONG/);
+  assert.match(table, /m webgl2: webtune — ms; faster anchor ort-webgl 10\.0 ms; speedup — \(goal ≥ 2×\)/);
+});
+
+test('bench.mjs: a webtune wasm package\'s thread count is its kernels\' maximum', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'model-bench-'));
+  try {
+    assert.equal(packageThreads(dir), null);
+    fs.mkdirSync(path.join(dir, 'kernels'));
+    fs.writeFileSync(path.join(dir, 'kernels', '000.json'), JSON.stringify({ target: 'wasm', wasm: { threads: 1 } }));
+    fs.writeFileSync(path.join(dir, 'kernels', '001.json'), JSON.stringify({ target: 'wasm', wasm: { threads: 2 } }));
+    fs.writeFileSync(path.join(dir, 'kernels', '002.json'), JSON.stringify({ target: 'wasm' }));
+    assert.equal(packageThreads(dir), 2);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,80 @@
+/// \file build_command.cpp
+/// `webtune build --model MODEL.onnx [--db RECORDS.db] --target webgl2|webgpu|wasm|gles-compute|
+/// gles-frag [--device-key KEY] [--dim NAME=V ...] [--no-fusion] -o DIR`: builds a model package
+/// (docs/package.md) out of an ONNX model and the tuning records (deploy/planner.hpp): each
+/// task's best record for the device key (else its family's, else the default config), the
+/// steps with their layout transforms, the weights pre-packed, the memory pool. Prints the build
+/// report on stdout (also DIR/report.txt).
+///
+/// Without --db every task takes its default config (the report says so). Errors end with the
+/// message on stderr and exit status 2, nothing on stdout: a model the importer refuses, an op
+/// the target cannot run (named with its node), an unknown target, a missing records file, an
+/// output folder that is neither empty nor an earlier package.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "deploy/planner.hpp"
+#include "graph/graph.hpp"
+#include "option_checks.hpp"
+
+namespace webtune::cli {
+
+namespace {
+
+struct BuildArgs {
+  deploy::BuildOptions options;
+  std::vector<std::string> dims;
+};
+
+void run_build(BuildArgs& args) {
+  args.options.symbolic_dims = symbolic_dims(args.dims);
+  try {
+    const deploy::PlannedPackage package = deploy::build_package(args.options);
+    std::fputs(package.report().c_str(), stdout);
+    spdlog::info("wrote the {} package of {} to {}", args.options.target,
+                 package.manifest.model.file, args.options.out_dir);
+  } catch (const graph::GraphError& e) {
+    spdlog::error("build: {}", e.what());
+    throw CLI::RuntimeError(2);
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("build: {}", e.what());
+    throw CLI::RuntimeError(2);
+  } catch (const std::runtime_error& e) {
+    spdlog::error("build: {}", e.what());
+    throw CLI::RuntimeError(2);
+  }
+}
+
+}  // namespace
+
+void add_build_command(CLI::App& app) {
+  auto args = std::make_shared<BuildArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "build", "Build a model package (kernels, weights, manifest) from an ONNX model and records");
+  cmd->add_option("--model", args->options.model_path, "the ONNX model file (.onnx)")->required();
+  cmd->add_option("--db", args->options.db_path,
+                  "SQLite records database (absent: every task takes its default config)");
+  cmd->add_option("--target", args->options.target,
+                  "what runs the package: " + deploy::build_target_names() +
+                      " (webgl2, webgpu, wasm: a page; gles-compute, gles-frag: webtune run)")
+      ->required();
+  cmd->add_option("--device-key", args->options.device_key,
+                  "take the records of this device first (e.g. webgl2:swiftshader), then of its "
+                  "family (the text before ':')");
+  cmd->add_option("--dim", args->dims,
+                  "NAME=VALUE: a value for a symbolic input dimension, e.g. batch_size=1; "
+                  "*=VALUE binds every symbolic dimension not named (repeatable)")
+      ->check(dim_binding());
+  cmd->add_flag(
+      "--no-fusion", [args](int64_t) { args->options.fuse = false; },
+      "skip the fusion passes (every Relu, Add, ... its own step)");
+  cmd->add_option("-o,--out", args->options.out_dir,
+                  "the package folder (created; an earlier package there is replaced)")
+      ->required();
+  cmd->callback([args] { run_build(*args); });
+}
+
+}  // namespace webtune::cli

@@ -1,0 +1,45 @@
+#pragma once
+/// \file glue_frag.hpp
+/// Private to deploy/'s glue kernels: the GLSL ES 3.00 pieces that read a tensor from any frag
+/// storage (a texture placed as a TensorLayout, or a fragment kernel's render targets placed as
+/// an OutputLayout) and write one placed as a TensorLayout. relayout_kernel is a source and a
+/// destination with nothing between; op kernels with OpKernelOptions::input_storage /
+/// output_layout put their operator between them. glue_relayout.cpp says how placement works.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/config_space.hpp"
+#include "codegen/kernel_artifact.hpp"
+#include "deploy/storage.hpp"
+
+namespace webtune::deploy::glue_frag {
+
+/// The artifact inputs (sampler units in order) that bind `from`: its texture, or one texture
+/// per render target ([width·height·channels], pack_axis 0 for RGBA). Throws
+/// std::invalid_argument ("<what>: why") unless `from` is consistent frag storage of
+/// `elements` elements.
+std::vector<TensorLayout> source_layouts(const Storage& from, int64_t elements,
+                                         const std::string& what);
+
+/// GLSL `float <name>(int e)`: logical (row-major) element e of `from`, whose textures are the
+/// samplers in<first_sampler> … (declared elsewhere).
+std::string source_function(const std::string& name, const Storage& from, int first_sampler);
+
+/// Throws std::invalid_argument ("<what>: why") unless `to` places `elements` elements in a
+/// texture within the device limits.
+void check_destination(const TensorLayout& to, int64_t elements, const DeviceLimits& limits,
+                       const std::string& what);
+
+/// The output declaration and `void main()` that write each texel of `to` from `value(int e)`
+/// (logical element e), padding 0. `same_source`: when it is a texture of `to`'s shape and pack
+/// axis (sampler in0), whole texels are copied instead (relayouts only).
+std::string destination_main(const TensorLayout& to, const std::string& value,
+                             const Storage* same_source);
+
+/// The artifact output of a kernel that writes `to`: one render target, rows 1, cols =
+/// width·height·channels (its unpack gives the texels as they are).
+OutputLayout destination_output(const TensorLayout& to);
+
+}  // namespace webtune::deploy::glue_frag

@@ -1,0 +1,87 @@
+/// \file cli_build_test.cpp
+/// `webtune build` through the real binary (a child process, tests/support/run_webtune.hpp): a
+/// zoo ResNet-18 package for gles-compute with no records (the report on stdout, the same as
+/// report.txt, says every task took its default config; the manifest reads back); errors exit 2
+/// with the reason on stderr and nothing on stdout: an unknown target, a missing records file,
+/// an output folder that holds something else (left as it was).
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "deploy/package.hpp"
+#include "graph/zoo.hpp"
+#include "support/run_webtune.hpp"
+
+namespace fs = std::filesystem;
+using webtune::testing_support::read_file_text;
+using webtune::testing_support::run_webtune;
+using webtune::testing_support::WebtuneRun;
+
+namespace {
+
+class CliBuild : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(testing::TempDir()) /
+           ("webtune_cli_build_" +
+            std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
+    fs::create_directories(dir_);
+    model_ = (dir_ / "resnet18.onnx").string();
+    const std::string bytes = webtune::graph::zoo_model("resnet18");
+    std::ofstream(model_, std::ios::binary).write(bytes.data(), bytes.size());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string model_;
+};
+
+TEST_F(CliBuild, WritesAPackageAndPrintsItsReport) {
+  const std::string out = (dir_ / "package").string();
+  const WebtuneRun run =
+      run_webtune({"build", "--model", model_, "--target", "gles-compute", "-o", out});
+  ASSERT_TRUE(run.exited && run.status == 0) << run.describe();
+  for (const char* text : {"tasks: 16 (0 from a record", "16 default", "layout transforms: 0",
+                           "no records database", "estimated_ms: null"})
+    EXPECT_NE(run.out.find(text), std::string::npos) << "stdout lacks " << text << "\n" << run.out;
+  EXPECT_EQ(run.out, read_file_text((fs::path(out) / "report.txt").string()));
+  const webtune::deploy::Manifest m = webtune::deploy::read_manifest(out);
+  EXPECT_EQ(m.target, "gles-compute");
+  EXPECT_EQ(m.tasks.size(), 16u);
+  EXPECT_EQ(m.model.file, "resnet18.onnx");
+  EXPECT_TRUE(fs::exists(fs::path(out) / "weights.bin"));
+  EXPECT_TRUE(fs::exists(fs::path(out) / "kernels" / "000.json"));
+}
+
+TEST_F(CliBuild, ErrorsExitTwoWithTheReason) {
+  const std::string out = (dir_ / "package").string();
+  WebtuneRun run = run_webtune({"build", "--model", model_, "--target", "cuda", "-o", out});
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.status, 2) << run.describe();
+  EXPECT_NE(run.err.find("webgl2"), std::string::npos) << run.describe();
+  EXPECT_EQ(run.out, "");
+  EXPECT_FALSE(fs::exists(out));
+
+  run = run_webtune({"build", "--model", model_, "--target", "wasm", "--db",
+                     (dir_ / "none.db").string(), "-o", out});
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.status, 2) << run.describe();
+  EXPECT_NE(run.err.find("no records database"), std::string::npos) << run.describe();
+  EXPECT_FALSE(fs::exists(dir_ / "none.db"));  // not created by opening it
+
+  fs::create_directories(dir_ / "mine");
+  std::ofstream(dir_ / "mine" / "notes.txt") << "keep";
+  run = run_webtune(
+      {"build", "--model", model_, "--target", "webgl2", "-o", (dir_ / "mine").string()});
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.status, 2) << run.describe();
+  EXPECT_NE(run.err.find("refusing"), std::string::npos) << run.describe();
+  EXPECT_EQ(read_file_text((dir_ / "mine" / "notes.txt").string()), "keep");
+  EXPECT_FALSE(fs::exists(dir_ / "mine" / "manifest.json"));
+}
+
+}  // namespace
