@@ -56,7 +56,10 @@ const fs::path& temp_dir() {
   return dir;
 }
 
+/// Removes temp_dir() at exit. Its constructor makes the folder's static first, so that the
+/// path is destroyed after this destructor has used it.
 struct TempCleanup {
+  TempCleanup() { temp_dir(); }
   ~TempCleanup() {
     std::error_code ec;
     fs::remove_all(temp_dir(), ec);
