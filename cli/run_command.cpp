@@ -1,6 +1,6 @@
 /// \file run_command.cpp
 /// `webtune run --model DIR --input FILE.f32 [--output FILE.f32] [--runs N] [--warmup W]
-/// [--reference MODEL.onnx] [--top K]`: runs a gles-frag / gles-compute model package
+/// [--reference MODEL.onnx] [--top K] [--profile]`: runs a gles-frag / gles-compute model package
 /// (docs/package.md, `webtune build`) on the local GL device through headless EGL
 /// (native_agent/model_runner.hpp), and prints its end-to-end latency, its top-K classes and,
 /// with --reference, its error against the CPU reference executor (graph/executor.hpp) on the
@@ -44,7 +44,60 @@ namespace {
 struct RunArgs {
   std::string model, input, output, reference;
   int runs = 20, warmup = 3, top = 5;
+  bool profile = false;
 };
+
+/// `--profile`: one more run with every step timed (ModelRunner::profile), a line per step and
+/// the sums by kind beside the tasks' recorded costs, so that the gap between the build's
+/// estimate (Σ weight × recorded cost) and the end-to-end latency can be read off.
+void print_profile(ModelRunner& runner, const std::vector<float>& input) {
+  const deploy::Manifest& manifest = runner.manifest();
+  const ModelRunner::RunProfile profile = runner.profile(input);
+  std::printf("profile   one run, %s; run total %.3f ms\n",
+              profile.gpu_timestamps ? "GPU time per step (timestamps)"
+                                     : "host time per step run alone (glFinish after each)",
+              profile.total_ms);
+  std::printf("  %4s  %-8s  %-8s  %-22s  %9s  %11s  %s\n", "step", "kind", "role", "task", "ms",
+              "recorded_ms", "node");
+  double by_kind[4] = {0, 0, 0, 0};  // task kernels, other kernels, upload, download
+  double recorded = 0, recorded_steps_ms = 0;
+  for (const auto& t : profile.steps) {
+    const deploy::PackageStep& step = manifest.steps[static_cast<size_t>(t.step)];
+    std::string recorded_text = "-";
+    if (step.kind == deploy::PackageStep::Kind::kKernel &&
+        step.role == deploy::PackageStep::Role::kTask) {
+      by_kind[0] += t.ms;
+      for (const deploy::PackageTask& task : manifest.tasks) {
+        if (task.name == step.task && task.cost_ms) {
+          recorded += *task.cost_ms;
+          recorded_steps_ms += t.ms;
+          char buffer[32];
+          std::snprintf(buffer, sizeof buffer, "%.4f", *task.cost_ms);
+          recorded_text = buffer;
+        }
+      }
+    } else if (step.kind == deploy::PackageStep::Kind::kKernel) {
+      by_kind[1] += t.ms;
+    } else if (step.kind == deploy::PackageStep::Kind::kUpload) {
+      by_kind[2] += t.ms;
+    } else {
+      by_kind[3] += t.ms;
+    }
+    const bool kernel = step.kind == deploy::PackageStep::Kind::kKernel;
+    std::printf("  %4d  %-8s  %-8s  %-22s  %9.4f  %11s  %s\n", t.step,
+                std::string(deploy::step_kind_name(step.kind)).c_str(),
+                kernel ? std::string(deploy::step_role_name(step.role)).c_str() : "-",
+                step.task.empty() ? "-" : step.task.c_str(), t.ms, recorded_text.c_str(),
+                step.node.c_str());
+  }
+  const double steps_total = by_kind[0] + by_kind[1] + by_kind[2] + by_kind[3];
+  std::printf(
+      "  sums    task kernels %.3f ms (those with a record: %.3f ms measured here, %.3f ms "
+      "recorded); other kernels %.3f ms; upload %.3f ms; download %.3f ms; all steps %.3f ms "
+      "of the run's %.3f ms\n",
+      by_kind[0], recorded_steps_ms, recorded, by_kind[1], by_kind[2], by_kind[3], steps_total,
+      profile.total_ms);
+}
 
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string text = "[";
@@ -143,6 +196,7 @@ int run_model(const RunArgs& args) {
               *std::max_element(ms.begin(), ms.end()), args.runs, args.warmup);
   std::printf("output    '%s' %s\n", manifest.outputs[0].name.c_str(),
               shape_string(runner.output_shape()).c_str());
+  if (args.profile) print_profile(runner, input);
 
   for (float v : output) {
     if (!std::isfinite(v)) {
@@ -223,6 +277,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--reference", args->reference,
                   "the ONNX model: run the CPU reference executor on the same input and fail "
                   "when max abs error > 1e-3 x max |logit|");
+  cmd->add_flag("--profile", args->profile,
+                "after the timed runs, time every step of one more run (GPU timestamps where "
+                "the context has GL_EXT_disjoint_timer_query, else each step alone) and print "
+                "them beside the tasks' recorded costs");
   cmd->add_option("--top", args->top, "classes to print (largest outputs)")
       ->check(int_range(0, 1'000'000))
       ->capture_default_str();

@@ -6,14 +6,17 @@
 /// belong to one gl::GlObjects, deleted with the runner.
 #include "native_agent/model_runner.hpp"
 
+#include <EGL/egl.h>
 #include <GLES3/gl32.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <new>
 #include <optional>
@@ -598,7 +601,114 @@ struct ModelRunner::Impl {
     gl::run_kernel(artifact, /*flush=*/false);
   }
 
-  std::vector<float> run(const std::vector<float>& input) {
+  /// GL_EXT_disjoint_timer_query's entry points, or null where the context lacks it.
+  /// (Its names and values from the extension's specification, not from gl2ext.h, which does
+  /// not compile after gl32.h.)
+  static constexpr GLenum kTimestampExt = 0x8E28;
+  static constexpr GLenum kGpuDisjointExt = 0x8FBB;
+  struct TimerQueries {
+    void (*query_counter)(GLuint id, GLenum target) = nullptr;
+    void (*get_ui64)(GLuint id, GLenum name, GLuint64* value) = nullptr;
+  };
+  static TimerQueries timer_queries() {
+    TimerQueries t;
+    const auto* extensions = reinterpret_cast<const char*>(glGetString(GL_EXTENSIONS));
+    if (extensions == nullptr || std::strstr(extensions, "GL_EXT_disjoint_timer_query") == nullptr)
+      return t;
+    t.query_counter =
+        reinterpret_cast<decltype(t.query_counter)>(eglGetProcAddress("glQueryCounterEXT"));
+    t.get_ui64 =
+        reinterpret_cast<decltype(t.get_ui64)>(eglGetProcAddress("glGetQueryObjectui64vEXT"));
+    if (t.query_counter == nullptr || t.get_ui64 == nullptr) t = {};
+    return t;
+  }
+
+  RunProfile profile(const std::vector<float>& input) {
+    context->make_current();
+    const TimerQueries timers = timer_queries();
+    RunProfile profile;
+    std::vector<GLuint> queries;
+    std::vector<int> timed;  // step indices, in order
+    if (timers.query_counter != nullptr) {
+      for (size_t i = 0; i < steps.size(); ++i) {
+        if (steps[i].kind != PackageStep::Kind::kAlias) timed.push_back(static_cast<int>(i));
+      }
+      queries.resize(timed.size() + 1);
+      glGenQueries(static_cast<GLsizei>(queries.size()), queries.data());
+      glGetError();  // kGpuDisjointExt is read through glGetIntegerv; clear the flag first
+      GLint disjoint = 0;
+      glGetIntegerv(kGpuDisjointExt, &disjoint);
+    }
+    size_t next = 0;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point step_start;
+    const auto start = Clock::now();
+    run(input, [&](size_t index, bool before) {
+      if (steps[index].kind == PackageStep::Kind::kAlias) return;
+      if (!queries.empty()) {
+        // One timestamp before the first step, then one after each: step k's time is the
+        // difference of timestamps k and k+1.
+        if (before && next == 0) timers.query_counter(queries[next++], kTimestampExt);
+        if (!before) timers.query_counter(queries[next++], kTimestampExt);
+        return;
+      }
+      if (before) {
+        glFinish();
+        step_start = Clock::now();
+      } else {
+        glFinish();
+        profile.steps.push_back(
+            {static_cast<int>(index),
+             std::chrono::duration<double, std::milli>(Clock::now() - step_start).count()});
+      }
+    });
+    profile.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!queries.empty()) {
+      GLint disjoint = 0;
+      glGetIntegerv(kGpuDisjointExt, &disjoint);
+      std::vector<GLuint64> stamps(queries.size(), 0);
+      for (size_t q = 0; q < queries.size(); ++q)
+        timers.get_ui64(queries[q], GL_QUERY_RESULT, &stamps[q]);
+      glDeleteQueries(static_cast<GLsizei>(queries.size()), queries.data());
+      if (disjoint == 0 && next == queries.size()) {
+        profile.gpu_timestamps = true;
+        for (size_t k = 0; k < timed.size(); ++k) {
+          profile.steps.push_back({timed[k], static_cast<double>(stamps[k + 1] - stamps[k]) / 1e6});
+        }
+        return profile;
+      }
+      // A disjoint operation (clock change, power state) makes the timestamps meaningless:
+      // fall back to timing each step alone.
+      spdlog::warn("the GPU reported a disjoint operation: timing each step alone instead");
+      queries.clear();
+      return profile_host(input);
+    }
+    return profile;
+  }
+
+  RunProfile profile_host(const std::vector<float>& input) {
+    RunProfile profile;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point step_start;
+    const auto start = Clock::now();
+    run(input, [&](size_t index, bool before) {
+      if (steps[index].kind == PackageStep::Kind::kAlias) return;
+      glFinish();
+      if (before) {
+        step_start = Clock::now();
+      } else {
+        profile.steps.push_back(
+            {static_cast<int>(index),
+             std::chrono::duration<double, std::milli>(Clock::now() - step_start).count()});
+      }
+    });
+    profile.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return profile;
+  }
+
+  /// `around_step(i, before)` is called before and after step i (profile()); null in plain runs.
+  std::vector<float> run(const std::vector<float>& input,
+                         const std::function<void(size_t, bool)>& around_step = nullptr) {
     const int64_t expected = product(manifest.inputs[0].shape);
     if (static_cast<int64_t>(input.size()) != expected) {
       throw ModelRunError(-1, "the input has " + std::to_string(input.size()) +
@@ -618,6 +728,7 @@ struct ModelRunner::Impl {
     std::optional<std::vector<float>> output;
     for (size_t i = 0; i < steps.size(); ++i) {
       const Step& step = steps[i];
+      if (around_step) around_step(i, true);
       try {
         switch (step.kind) {
           case PackageStep::Kind::kUpload:
@@ -634,6 +745,7 @@ struct ModelRunner::Impl {
             break;
         }
         if (checked) gl::check_gl("running it");
+        if (around_step) around_step(i, false);
       } catch (const std::bad_alloc&) {
         throw;
       } catch (const std::exception& e) {
@@ -685,6 +797,9 @@ int ModelRunner::kernel_steps() const {
 }
 std::vector<float> ModelRunner::run(const std::vector<float>& input) {
   return impl_->run(input);
+}
+ModelRunner::RunProfile ModelRunner::profile(const std::vector<float>& input) {
+  return impl_->profile(input);
 }
 void ModelRunner::set_check_every_step(bool on) {
   impl_->check_every_step = on;

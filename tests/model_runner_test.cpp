@@ -322,6 +322,33 @@ TEST_F(ModelRunnerTest, ComputeConvThenDenseThroughAnAliasMatchesTheReference) {
   EXPECT_NE(runner.run(other), first);
 }
 
+TEST_F(ModelRunnerTest, AProfiledRunTimesEveryStepButTheAliasAndStillComputes) {
+  std::vector<float> input, expected;
+  const std::string dir = compute_chain("profiled", &input, &expected);
+  ModelRunner runner(dir, context());
+  const std::vector<float> output = runner.run(input);
+  const ModelRunner::RunProfile profile = runner.profile(input);
+  const auto& steps = runner.manifest().steps;
+  std::vector<int> expected_steps;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].kind != deploy::PackageStep::Kind::kAlias)
+      expected_steps.push_back(static_cast<int>(i));
+  std::vector<int> got_steps;
+  double sum = 0;
+  for (const auto& t : profile.steps) {
+    got_steps.push_back(t.step);
+    EXPECT_GE(t.ms, 0) << "step " << t.step;
+    sum += t.ms;
+  }
+  EXPECT_EQ(got_steps, expected_steps);  // upload, 2 kernels, download; the alias is skipped
+  EXPECT_GT(profile.total_ms, 0);
+  // Host timing per step is inside the run's host time; GPU timestamps are inside it too, as
+  // the run waits for the GPU at its read-back.
+  EXPECT_LE(sum, profile.total_ms * 1.05 + 0.05);
+  // The profiled run computed the same model.
+  EXPECT_EQ(runner.run(input), output);
+}
+
 TEST_F(ModelRunnerTest, FragConvWithBiasAndReluMatchesTheReference) {
   std::vector<float> input, expected;
   const std::string dir = frag_single("frag_conv", conv_workload(), &input, &expected);

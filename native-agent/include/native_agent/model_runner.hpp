@@ -84,6 +84,26 @@ class ModelRunner {
   /// Check glGetError after every step of every run (the first run always does).
   void set_check_every_step(bool on);
 
+  /// One step's share of a profiled run.
+  struct StepTime {
+    int step = 0;   ///< index into manifest().steps
+    double ms = 0;  ///< see RunProfile::gpu_timestamps
+  };
+  /// What profile() measured.
+  struct RunProfile {
+    std::vector<StepTime> steps;  ///< every upload, kernel and download step, in order
+    /// true: each step's time is the GPU time between timestamps written before and after it
+    /// (GL_EXT_disjoint_timer_query's glQueryCounterEXT), so the steps' sum leaves out the
+    /// host's own time (driver calls, waiting for the read-back). false (no such extension, or
+    /// the GPU reported a disjoint operation): the host time of the step run alone, glFinish
+    /// after it, which includes one submit-and-wait per step.
+    bool gpu_timestamps = false;
+    double total_ms = 0;  ///< host time of the whole profiled run (ms)
+  };
+  /// Runs the model once like run(), timing every step (see RunProfile), to explain where its
+  /// end-to-end latency goes beside the tasks' recorded costs. Throws as run() does.
+  RunProfile profile(const std::vector<float>& input);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
