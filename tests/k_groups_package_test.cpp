@@ -236,6 +236,10 @@ TEST(KGroupsPackage, ATaskWithAKGroupsRecordBuildsAndRunsAgainstTheReference) {
   for (float& v : other) v = 0.5f - v;
   expect_close(runner.run(other), reference(bytes, other));
   EXPECT_EQ(runner.run(x), first);
+  // A profiled run (each step timed on its own) runs the same steps with the same scratch.
+  const ModelRunner::RunProfile profile = runner.profile(x);
+  EXPECT_EQ(profile.steps.size(), 4u);  // upload, two task steps, download
+  EXPECT_EQ(runner.run(x), first);
 }
 
 // A kernel file whose scratch fields are malformed is refused at load, naming its step and
