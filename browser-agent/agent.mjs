@@ -9,6 +9,10 @@
 // reconnects with its other keys, or, with none left, reports status 'failed' and closes its
 // socket (farm.mjs reloads such tabs).
 //
+// Model jobs ("kind":"model" inputs, MODEL_JOBS.md) are run by model_job.mjs: the whole package
+// the tracker serves at /models/<model>/ through the model runtime, for the package's target if
+// one of this tab's executors is of that family; the hello says "job_kinds":["kernel","model"].
+//
 // URL parameters: token (the tracker's agent token; else the form asks for it), name (shown in
 // the farm), targets (comma-separated executor families, default all that work here), tracker
 // (a ws:// URL, default this page's host); the rest go to the executors as options (webgl2:
@@ -20,6 +24,7 @@ import { ErrorNo, MeasureError, makeResult } from './measure.mjs';
 import { WebGL2Executor } from './webgl2.mjs';
 import { WasmExecutor } from './wasm.mjs';
 import { WebGPUExecutor } from './webgpu.mjs';
+import { isModelInput, runModelJob } from './model_job.mjs';
 
 /**
  * Executor classes by family; each has static family, static artifactTargets, key(), device(),
@@ -118,6 +123,7 @@ class Agent {
       token: this.token,
       name: this.name,
       keys: state.keys,
+      job_kinds: ['kernel', 'model'],
       // The tracker keeps one device per agent; a tab with several executors lists all of them.
       device: { ...this.executors[0].device(), devices },
     };
@@ -250,14 +256,18 @@ class Agent {
     let timer = null;
     try {
       const input = job.input;
+      const model = isModelInput(input);
       const target = input?.artifact?.target;
-      const executor = this.executors.find((e) => e.constructor.artifactTargets.includes(target));
-      if (!executor) {
+      // A model job runs on a model of its own (model_job.mjs), not on an executor's context.
+      const executor = model ? null : this.executors.find((e) => e.constructor.artifactTargets.includes(target));
+      if (!model && !executor) {
         throw new MeasureError(ErrorNo.INSTANTIATION, `this agent has no executor for artifact target '${target}'`);
       }
       const timeoutS = input.options?.timeout_s ?? 10;
       const shouldStop = () => timedOut || this.cancelled.has(job.job);
-      const measured = executor.measure(input, { start, shouldStop });
+      const measured = model
+        ? runModelJob(input, { trackerUrl: this.url, targets: this.executors.map((e) => e.constructor.family), start, shouldStop })
+        : executor.measure(input, { start, shouldStop });
       const watchdog = new Promise((resolve) => {
         if (timeoutS <= 0) return;
         timer = setTimeout(() => {
@@ -270,6 +280,9 @@ class Agent {
         // The old executor is still inside a batch (it stops at its next check, or never if the
         // kernel hangs): the next jobs get a fresh executor with a context of its own.
         measured.catch(() => {});
+        if (!executor) {
+          return makeResult(ErrorNo.RUN_TIMEOUT, `the model job ran past its timeout of ${timeoutS} s (+${WATCHDOG_GRACE_S} s grace)`, [], elapsed());
+        }
         try {
           const fresh = await makeExecutor(executor.constructor, this.executorOptions);
           this.executors[this.executors.indexOf(executor)] = fresh;

@@ -2,18 +2,23 @@
 /// `webtune agent --tracker ws://127.0.0.1:9190/ws --key gles [--token T]`: a native OpenGL
 /// agent. It measures one job at a time in an isolated GL worker process (a hung or crashed
 /// kernel costs one trial, not the agent) and reconnects with backoff when the tracker goes away.
+/// It also answers model jobs (MODEL_JOBS.md, native_agent/model_job.hpp): a package fetched from
+/// the tracker's /models/ into the cache folder (--cache-dir), measured end to end in the same
+/// GL worker.
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 
 #include "commands.hpp"
 #include "native_agent/device_class.hpp"
 #include "native_agent/isolated_runtime.hpp"
+#include "native_agent/model_job.hpp"
 #include "tracker/agent_connection.hpp"
 #include "tracker/tracker_client.hpp"
 
@@ -23,6 +28,7 @@ namespace {
 
 struct AgentArgs {
   std::string tracker = "ws://127.0.0.1:9190/ws", key = "gles", token, name, ca_file;
+  std::string cache_dir = default_model_cache_dir();
   pid_t parent_pid = 0;  ///< when set, the agent ends with that process (an embedded farm)
 };
 
@@ -39,7 +45,49 @@ void exit_with_parent(pid_t parent) {
   }
 }
 
-boost::json::object run_input(IsolatedRuntime& runtime, const boost::json::value& input) {
+/// A model job: download (here, in the agent process) then load and time (in the GL worker),
+/// both within the job's timeout_s; all_cost is the whole job's seconds.
+MeasureResult run_model_job(IsolatedRuntime& runtime, const AgentArgs& args,
+                            const boost::json::value& json) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  MeasureResult result;
+  ModelMeasureInput input;
+  try {
+    input = ModelMeasureInput::from_json(json);
+  } catch (const std::exception& e) {
+    result = MeasureResult::failure(MeasureErrorNo::kInstantiation,
+                                    std::string("bad model input: ") + e.what());
+  }
+  if (result.ok()) {
+    try {
+      const std::string dir =
+          fetch_model_package(args.tracker, input, args.cache_dir, input.options.timeout_s);
+      const double left = input.options.timeout_s - elapsed();
+      if (left <= 0)
+        throw ModelJobError(MeasureErrorNo::kRunTimeout,
+                            "the package download used the whole timeout");
+      result = runtime.run_request(model_worker_request(dir, input, left), left, "model job");
+    } catch (const ModelJobError& e) {
+      result = MeasureResult::failure(e.error(), e.what());
+    } catch (const std::exception& e) {
+      result = MeasureResult::failure(MeasureErrorNo::kCompileHost, e.what());
+    }
+  }
+  if (!result.ok())
+    spdlog::warn("model job {}: {}: {}", input.model, error_name(result.error), result.message);
+  result.all_cost = elapsed();
+  result.timestamp =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return result;
+}
+
+boost::json::object run_input(IsolatedRuntime& runtime, const AgentArgs& args,
+                              const boost::json::value& input) {
+  if (ModelMeasureInput::is_model_input(input))
+    return run_model_job(runtime, args, input).to_json();
   MeasureResult result;
   try {
     result = runtime.measure(MeasureInput::from_json(input));
@@ -54,7 +102,7 @@ void run_agent(const AgentArgs& args) {
   exit_with_parent(args.parent_pid);
   if (!args.ca_file.empty()) tracker::set_tracker_ca_file(args.ca_file);
   // Fork the GL worker before any thread starts.
-  auto runtime = std::make_shared<IsolatedRuntime>();
+  auto runtime = std::make_shared<IsolatedRuntime>(run_model_worker_request);
   const GlDeviceInfo& device = runtime->info();
   tracker::AgentOptions options;
   options.url = args.tracker;
@@ -67,12 +115,14 @@ void run_agent(const AgentArgs& args) {
   options.token = args.token;
   options.name = args.name.empty() ? "native-agent/" + device.short_name() : args.name;
   options.device = device_class_json(device, host);
+  options.job_kinds = {"kernel", "model"};
   spdlog::info("agent: {} ({}) serving key {}", device.renderer, device.version, options.keys[0]);
 
   boost::asio::io_context ioc;
-  tracker::AgentConnection connection(ioc, options, [runtime](const boost::json::value& input) {
-    return run_input(*runtime, input);
-  });
+  tracker::AgentConnection connection(ioc, options,
+                                      [runtime, &args](const boost::json::value& input) {
+                                        return run_input(*runtime, args, input);
+                                      });
   boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
@@ -99,6 +149,10 @@ void add_agent_command(CLI::App& app) {
                   "$WEBTUNE_CA_FILE)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--name", args->name, "name shown in the farm");
+  cmd->add_option("--cache-dir", args->cache_dir,
+                  "folder of the model packages fetched for model jobs, one subfolder per "
+                  "manifest hash (or $WEBTUNE_MODEL_CACHE)")
+      ->capture_default_str();
   cmd->add_option("--parent-pid", args->parent_pid,
                   "exit when this process (the program that started the agent) ends");
   cmd->callback([args] { run_agent(*args); });

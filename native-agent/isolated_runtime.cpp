@@ -156,7 +156,7 @@ void close_inherited_channels(int keep) {
   for (int fd : to_close) ::close(fd);
 }
 
-[[noreturn]] void worker_main(int channel, pid_t parent) {
+[[noreturn]] void worker_main(int channel, pid_t parent, const WorkerRequestHandler& other) {
   // The parent may have blocked signals in the forking thread; the worker wants the defaults
   // (SIGTERM must work), except SIGPIPE: a write into a closed pipe anywhere (a driver, a log)
   // must fail with EPIPE, not kill the worker.
@@ -192,8 +192,18 @@ void close_inherited_channels(int keep) {
       if (status != ReadStatus::kOk) break;  // the parent closed the channel: done
       MeasureResult result;
       try {
-        MeasureInput input = MeasureInput::from_json(boost::json::parse(request));
-        result = runtime->measure(input);
+        boost::json::value parsed = boost::json::parse(request);
+        if (parsed.is_object() && parsed.get_object().contains("kind")) {
+          if (other) {
+            result = other(parsed.get_object());
+          } else {
+            result = MeasureResult::failure(MeasureErrorNo::kUnknown,
+                                            "this GL worker runs kernel measurements only");
+            result.timestamp = unix_now();
+          }
+        } else {
+          result = runtime->measure(MeasureInput::from_json(parsed));
+        }
       } catch (const std::exception& e) {
         result = MeasureResult::failure(
             MeasureErrorNo::kUnknown,
@@ -230,7 +240,8 @@ std::string describe_status(int status) {
 
 }  // namespace
 
-IsolatedRuntime::IsolatedRuntime() {
+IsolatedRuntime::IsolatedRuntime(WorkerRequestHandler other_requests)
+    : other_requests_(std::move(other_requests)) {
   start_worker();
 }
 
@@ -263,7 +274,7 @@ void IsolatedRuntime::start_worker() {
   }
   if (pid == 0) {
     ::close(fds[0]);
-    worker_main(fds[1], parent);
+    worker_main(fds[1], parent, other_requests_);
   }
   ::close(fds[1]);
   pid_ = pid;
@@ -343,6 +354,16 @@ void IsolatedRuntime::restart_worker() {
 }
 
 MeasureResult IsolatedRuntime::measure(const MeasureInput& input) {
+  return exchange(boost::json::serialize(input.to_json()), input.options.timeout_s, "kernel");
+}
+
+MeasureResult IsolatedRuntime::run_request(const boost::json::object& request, double timeout_s,
+                                           const std::string& what) {
+  return exchange(boost::json::serialize(request), timeout_s, what);
+}
+
+MeasureResult IsolatedRuntime::exchange(const std::string& body, double timeout,
+                                        const std::string& what) {
   const auto start = Clock::now();
   auto finish = [&](MeasureResult result) {
     result.all_cost = std::chrono::duration<double>(Clock::now() - start).count();
@@ -359,15 +380,14 @@ MeasureResult IsolatedRuntime::measure(const MeasureInput& input) {
     }
   }
 
-  if (!send_message(channel_, boost::json::serialize(input.to_json()))) {
+  if (!send_message(channel_, body)) {
     std::string how = reap_worker(false);
     restart_worker();
     return finish(MeasureResult::failure(
         MeasureErrorNo::kRuntimeDevice,
-        "the GL worker " + how + " before it could be sent the kernel; it was restarted"));
+        "the GL worker " + how + " before it could be sent the " + what + "; it was restarted"));
   }
 
-  const double timeout = input.options.timeout_s;
   std::optional<Clock::time_point> deadline;
   if (timeout > 0) {
     deadline = start + std::chrono::duration_cast<Clock::duration>(
@@ -392,9 +412,10 @@ MeasureResult IsolatedRuntime::measure(const MeasureInput& input) {
       spdlog::warn("GL worker killed after {} s (timeout {} s): it {}",
                    seconds_string(timeout + kHardDeadlineMarginS), seconds_string(timeout), how);
       restart_worker();
-      return finish(MeasureResult::failure(
-          MeasureErrorNo::kRunTimeout, "kernel ran past its timeout of " + seconds_string(timeout) +
-                                           " s; its worker process was killed and replaced"));
+      return finish(MeasureResult::failure(MeasureErrorNo::kRunTimeout,
+                                           what + " ran past its timeout of " +
+                                               seconds_string(timeout) +
+                                               " s; its worker process was killed and replaced"));
     }
     case ReadStatus::kClosed:
     case ReadStatus::kError:

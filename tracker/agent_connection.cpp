@@ -78,7 +78,13 @@ struct AgentConnection::Impl : std::enable_shared_from_this<Impl> {
     hello.name = options.name;
     hello.keys = options.keys;
     hello.device = options.device;
-    send(bj::serialize(hello.to_json()));
+    bj::object frame = hello.to_json();
+    if (!options.job_kinds.empty()) {
+      bj::array kinds;
+      for (const std::string& kind : options.job_kinds) kinds.emplace_back(kind);
+      frame["job_kinds"] = std::move(kinds);
+    }
+    send(bj::serialize(frame));
     read();
   }
 

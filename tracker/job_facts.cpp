@@ -14,6 +14,17 @@ namespace bj = boost::json;
 
 JobFacts JobFacts::from_input(const bj::value& input) {
   const bj::object& o = json::as_object(input, "measure input");
+  if (auto kind = o.find("kind"); kind != o.end() && kind->value() == "model") {
+    // A whole model (MODEL_JOBS.md), passed through to agents unchanged. Interim: no FLOPs or
+    // bytes (so no plausibility bound) until the tracker reads the package's manifest.
+    JobFacts f;
+    MeasureOptions options;
+    if (auto it = o.find("options"); it != o.end())
+      options = MeasureOptions::from_json(it->value());
+    f.repeat = options.repeat;
+    f.timeout_s = options.timeout_s;
+    return f;
+  }
   const Workload workload = Workload::from_json(json::field(o, "workload"));
   workload.validate();
   MeasureOptions options;

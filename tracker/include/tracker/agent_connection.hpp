@@ -23,6 +23,9 @@ struct AgentOptions {
   std::vector<std::string> keys;
   std::string token, name;
   boost::json::object device;
+  /// The job kinds said in the hello ("job_kinds", MODEL_JOBS.md), e.g. {"kernel", "model"};
+  /// empty: the field is left out (the tracker takes it as {"kernel"}).
+  std::vector<std::string> job_kinds;
   std::chrono::milliseconds backoff_initial{200}, backoff_max{5000};
   bool reconnect = true;  ///< false: stop after the first disconnect
 };
