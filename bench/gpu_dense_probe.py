@@ -9,7 +9,8 @@ than a 10-minute device call allows to find the few fast tilings again; this pro
 structured family around the tilings that were fastest on 4096³ (64×64 and 128×64 workgroup
 tiles, 8×8 / 8×4 register tiles, k_depth 8-16, vec4, double buffering), with the guarded
 (non-divisible) splits that give 1000³ the same tile menu, and with more workgroups for 1000³
-(32-row tiles, sliced-K).
+(32-row tiles, sliced-K, and k_groups: cross-workgroup split-K in one dispatch, which multiplies
+the 64-256 workgroups of 1000³'s fast tilings by 2-8 for the GPU's 132 SMs).
 
 Usage: gpu_dense_probe.py --webtune BIN --out results.json [--shapes 1000,4096] [--limit N]
 cuBLAS is timed as CUDA-graph replays by bench/gpu_baselines.py (same GPU, same command).
@@ -36,20 +37,23 @@ def configs(n):
         tiles = [(8, 8, 16, 4), (8, 8, 8, 8), (16, 8, 16, 4), (8, 8, 16, 8), (16, 4, 16, 4),
                  (16, 8, 16, 8), (16, 8, 8, 8), (8, 4, 16, 8), (32, 4, 16, 4)]
         kdepths = [8, 16]
-        extras = [(1, 1, 1), (2, 1, 1), (1, 1, 2)]  # (unroll, double_buffer, k_split)
+        extras = [(1, 1, 1, 1), (2, 1, 1, 1), (1, 1, 2, 1)]  # unroll, double_buffer, k_split, k_groups
     else:
         tiles = [(8, 8, 16, 4), (8, 4, 16, 4), (4, 8, 16, 4), (8, 8, 8, 4), (8, 4, 8, 8),
                  (16, 4, 16, 4), (8, 4, 16, 8), (16, 2, 16, 4), (8, 8, 8, 8), (4, 8, 8, 8),
                  (16, 4, 8, 4), (8, 2, 16, 4)]
         kdepths = [8]
-        extras = [(1, 1, 1), (1, 1, 2), (2, 1, 1), (1, 1, 4)]
-    for (ty, ry, tx, rx), kd, (un, db, ks) in itertools.product(tiles, kdepths, extras):
+        extras = [(1, 1, 1, 1), (1, 1, 2, 1), (2, 1, 1, 1), (1, 1, 4, 1),
+                  (1, 1, 1, 2), (1, 1, 1, 4), (1, 1, 1, 8), (1, 1, 2, 2), (1, 1, 2, 4)]
+    for (ty, ry, tx, rx), kd, (un, db, ks, kg) in itertools.product(tiles, kdepths, extras):
         if ty * tx * ks > 1024:
             continue
         entity = [["tile_y", "sp", split(n, ty, ry)], ["tile_x", "sp", split(n, tx, rx)],
                   ["tile_k", "sp", [(n + kd - 1) // kd, kd]], ["use_shared", "ot", 1],
                   ["vec4", "ot", 1], ["unroll", "ot", un], ["double_buffer", "ot", db],
                   ["k_split", "ot", ks]]
+        if kg > 1:  # absent means 1: the entities of k_groups 1 stay those of older binaries
+            entity.append(["k_groups", "ot", kg])
         out.append({"entity": entity})
     return out
 

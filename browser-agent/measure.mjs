@@ -3,10 +3,10 @@
 // the workload sizes the seeded inputs need (codegen/include/codegen/workload.hpp).
 
 // The error numbers and the error class are the kernel runners' (runtime/errors.mjs), shared
-// with the model runtime.
-import { ErrorNo, MeasureError } from '../runtime/errors.mjs';
+// with the model runtime; so is the refusal of kernels with scratch buffers.
+import { ErrorNo, MeasureError, refuseScratch } from '../runtime/errors.mjs';
 
-export { ErrorNo, MeasureError };
+export { ErrorNo, MeasureError, refuseScratch };
 
 /** A MeasureResult JSON object. `costs` in seconds; `allCost` in seconds. */
 export function makeResult(errorNo, message, costs, allCost) {

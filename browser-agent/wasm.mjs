@@ -17,7 +17,7 @@
 // Keys: `wasm:threads` on a cross-origin isolated page (SharedArrayBuffer exists) that validates
 // SIMD128, else `wasm:simd`. In node (the unit tests) worker_threads stand in for module workers.
 
-import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, refuseScratch, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 import { deviceClassKey, platformDevice } from './device_class.mjs';
 import { MAX_THREADS, WasmKernel, defaultWorkerFactory, hasSimd, hasThreads, startWorkers } from '../runtime/wasm.mjs';
@@ -187,6 +187,7 @@ class Trial {
     if (!WasmExecutor.artifactTargets.includes(artifact.target)) {
       this.instantiation(`the wasm executor runs wasm kernels, not '${artifact.target}'`);
     }
+    refuseScratch(artifact, 'the wasm executor');
     this.sizes = workloadSizes(input.workload);
     checkPlainInputs(artifact, input.workload, 'wasm kernels read plain row-major memory');
     this.kernel = new WasmKernel(artifact, this.sizes);

@@ -11,7 +11,7 @@
 // resets the GPU process, the page calls WEBGL_lose_context, ...) fails the trial with
 // RUNTIME_DEVICE; the executor then builds a fresh canvas and context for the next one.
 
-import { ErrorNo, MeasureError, checkJobDeadline, requireSamplesMatch, checkInputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, refuseScratch, requireSamplesMatch, checkInputShapes, timeEvaluator, workloadSizes } from './measure.mjs';
 import { pack } from '../runtime/layout.mjs';
 import { GLKernel, contextInfo, createContext } from '../runtime/webgl2.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
@@ -190,6 +190,7 @@ class Trial {
     if (!WebGL2Executor.artifactTargets.includes(artifact.target)) {
       this.instantiation(`WebGL2 runs gles-frag kernels, not '${artifact.target}'`);
     }
+    refuseScratch(artifact, 'WebGL2');
     if (!this.kernel.feedback && !this.executor.colorBufferFloat) {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE,
         `fragment kernels render to float textures, which needs EXT_color_buffer_float; this device (${this.executor.renderer}) lacks it`);

@@ -20,7 +20,7 @@
 // WebGPU needs a secure context (http://127.0.0.1 is one) and, in headless Chromium,
 // --enable-unsafe-webgpu (farm.mjs adds it); the adapter is then SwiftShader.
 
-import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
+import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, refuseScratch, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { GPUKernel, createBuffer, requestDevice, scoped } from '../runtime/webgpu.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 import { deviceClassKey, platformDevice } from './device_class.mjs';
@@ -212,6 +212,7 @@ class Trial {
     if (!WebGPUExecutor.artifactTargets.includes(artifact.target)) {
       this.instantiation(`WebGPU runs webgpu (WGSL) kernels, not '${artifact.target}'`);
     }
+    refuseScratch(artifact, 'WebGPU');
     this.sizes = workloadSizes(input.workload);
     checkPlainInputs(artifact, input.workload, 'WGSL kernels read plain row-major buffers');
     const out = artifact.output;

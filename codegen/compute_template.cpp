@@ -23,8 +23,15 @@ class ComputeTemplate final : public Template {
   std::vector<float> features(const Workload& workload, const ConfigEntity& entity,
                               const KernelArtifact* artifact) const override {
     if (artifact == nullptr) return std::vector<float>(kAnalyticFeatureCount, 0.0f);
-    return compute_kernel_features(workload, *artifact,
-                                   tiled_input_bytes_per_output(workload, entity));
+    double bytes = tiled_input_bytes_per_output(workload, entity);
+    // Scratch partial sums (gles-compute's k_groups): each of the k_groups workgroups of a tile
+    // writes a float per output and the last one reads them all back, 8·k_groups bytes per
+    // output. Its extra workgroups show in the dispatch (log2_groups, and fewer outputs per
+    // invocation).
+    if (artifact->scratch_floats > 0)
+      bytes += 8.0 * static_cast<double>(artifact->scratch_floats) /
+               static_cast<double>(workload.output_size());
+    return compute_kernel_features(workload, *artifact, bytes);
   }
 
  private:

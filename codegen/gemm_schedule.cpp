@@ -3,7 +3,9 @@
 /// and the untuned default (gemm_schedule.hpp says what each is and why).
 #include "codegen/gemm_schedule.hpp"
 
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -70,8 +72,23 @@ std::vector<Rule> rules(const GemmScheduleOptions& options) {
                  [](const GemmSchedule& s, const GemmTiling& t) {
                    return t.blocks_x <= kComputeMaxGroupCount &&
                           t.blocks_y <= kComputeMaxGroupCount &&
-                          s.view().batch <= kComputeMaxGroupCount;
+                          s.view().batch * t.k_groups <= kComputeMaxGroupCount;
                  }});
+  if (options.k_groups_knob) {
+    // The k-groups split the shared tiles' loop; the loop without shared memory is not split
+    // (its configs are far from the fast region, and the space stays smaller).
+    out.push_back(
+        {"k_groups > 1 needs shared memory",
+         [](const GemmSchedule&, const GemmTiling& t) { return t.k_groups == 1 || t.use_shared; }});
+    out.push_back({"k_groups <= k_outer (the shared tiles the k-groups split)",
+                   [](const GemmSchedule&, const GemmTiling& t) {
+                     return t.k_groups == 1 || t.k_groups <= t.k_outer;
+                   }});
+    out.push_back({"k_groups partial sums (k_groups * rows * cols floats) below 2^31 (int indices)",
+                   [](const GemmSchedule& s, const GemmTiling& t) {
+                     return s.partial_floats(t) <= std::numeric_limits<int32_t>::max();
+                   }});
+  }
   if (options.i32_indices) {
     out.push_back({"at most 2^31 - 1 elements per tensor (indexes are i32)",
                    [](const GemmSchedule& s, const GemmTiling&) {
@@ -167,7 +184,11 @@ GemmView GemmView::of(const Workload& wl, GemmColumns columns) {
 GemmSchedule::GemmSchedule(const Workload& workload, const GemmScheduleOptions& options)
     : view_(GemmView::of(workload, options.columns)),
       options_(options),
-      template_name_(std::string(options_.target) + " " + std::string(op_name(workload.op))) {}
+      template_name_(std::string(options_.target) + " " + std::string(op_name(workload.op))) {
+  if (options_.k_groups_knob && options_.columns == GemmColumns::kPerImage)
+    throw std::invalid_argument(
+        "the GEMM schedule's k_groups needs columns over all images (the dispatch's z)");
+}
 
 std::shared_ptr<ConfigSpace> GemmSchedule::space() const {
   const SplitPolicy policy = options_.split_policy;
@@ -180,17 +201,43 @@ std::shared_ptr<ConfigSpace> GemmSchedule::space() const {
   space->define_knob("unroll", std::vector<int64_t>{1, 2, 4, 8});
   if (options_.double_buffer_knob) space->define_knob("double_buffer", std::vector<int64_t>{0, 1});
   if (options_.k_split_knob) space->define_knob("k_split", std::vector<int64_t>{1, 2, 4});
-  const GemmSchedule self = *this;
+  if (options_.k_groups_knob) {
+    // Last, and 1 where a record lacks it: records from before it keep their kernels and indices.
+    space->define_knob("k_groups", std::vector<int64_t>{1, 2, 4, 8});
+    space->allow_absent("k_groups");
+  }
+  // Every rule and limit needs the decoded entity. Enumerating a space (valid_indices) runs them
+  // all on each of millions of entities, so each thread keeps its last decode, keyed by this
+  // space (a process-unique number), the entity's knob list and its index (which names its
+  // choices).
+  struct LastDecode {
+    uint64_t space = 0;
+    const KnobList* knobs = nullptr;
+    int64_t index = -1;
+    GemmTiling tiling;
+  };
+  static std::atomic<uint64_t> next_space{1};
+  const uint64_t space_id = next_space.fetch_add(1);
+  auto self = std::make_shared<const GemmSchedule>(*this);
+  auto decode = [self, space_id](const ConfigEntity& e) -> GemmTiling {
+    thread_local LastDecode last;
+    if (e.index() >= 0 && last.space == space_id && last.knobs == &e.knobs() &&
+        last.index == e.index())
+      return last.tiling;
+    GemmTiling t = self->read(e);
+    last = {space_id, &e.knobs(), e.index(), t};
+    return t;
+  };
   for (Rule& rule : rules(options_)) {
     space->add_constraint(rule.description,
-                          [self, holds = std::move(rule.holds)](const ConfigEntity& e) {
-                            return holds(self, self.read(e));
+                          [self, decode, holds = std::move(rule.holds)](const ConfigEntity& e) {
+                            return holds(*self, decode(e));
                           });
   }
   for (const Limit& limit : limits(options_)) {
-    space->add_device_limit(limit.description, [self, holds = limit.holds](const ConfigEntity& e,
-                                                                           const DeviceLimits& d) {
-      return holds(self.read(e), d);
+    space->add_device_limit(limit.description, [decode, holds = limit.holds](
+                                                   const ConfigEntity& e, const DeviceLimits& d) {
+      return holds(decode(e), d);
     });
   }
   return space;
@@ -215,6 +262,7 @@ GemmTiling GemmSchedule::read(const ConfigEntity& entity) const {
   t.unroll = knobs.get_int("unroll", 1);
   if (options_.double_buffer_knob) t.double_buffer = knobs.get_int("double_buffer") != 0;
   if (options_.k_split_knob) t.k_split = knobs.get_int("k_split", 1);
+  if (options_.k_groups_knob) t.k_groups = knobs.get_int("k_groups", 1);
   const bool vec4_cols = !view_.conv || options_.vec4_conv_columns;
   t.width = t.vec4 && vec4_cols && view_.cols % 4 == 0 && t.regs_x % 4 == 0 ? 4 : 1;
   t.a_rows_vec4 = options_.vec4_a_rows && t.vec4 && t.use_shared && t.regs_y % 4 == 0;
@@ -253,6 +301,14 @@ int64_t GemmSchedule::loads_per_invocation(const GemmTiling& t) const {
     return 4 * ceil_div(t.a_tile_floats() / 16, n) + b_loads;
   }
   return ceil_div(t.a_tile_floats() / t.a_width(), n) + b_loads;
+}
+
+int64_t GemmSchedule::partial_floats(const GemmTiling& t) const {
+  return t.k_groups > 1 ? t.k_groups * view_.rows * view_.cols : 0;
+}
+
+int64_t GemmSchedule::tile_counters(const GemmTiling& t) const {
+  return t.k_groups > 1 ? t.blocks_x * t.blocks_y : 0;
 }
 
 namespace {

@@ -19,8 +19,9 @@
 ///    and a column into (n, oh, ow) and reads X[n, c, oh·stride − pad + r, ow·stride − pad + s],
 ///    zero outside the image. Output column (n, p) of row k is Y at (n·K + k)·OH·OW + p.
 ///
-/// Workgroup = threads_x × threads_y × k_split, dispatch = blocks_x × blocks_y. Invocation
-/// (tx, ty, kz) of workgroup (bx, by) owns rows  by·BR + ty·g + (i div g)·threads_y·g + i mod g
+/// Workgroup = threads_x × threads_y × k_split, dispatch = blocks_x × blocks_y × k_groups.
+/// Invocation (tx, ty, kz) of workgroup (bx, by, kg) owns rows  by·BR + ty·g + (i div
+/// g)·threads_y·g + i mod g
 ///                                                                              (i < regs_y)
 ///                              and columns bx·BC + tx·w + j·threads_x·w + e   (j < regs_x/w,
 ///                                                                              e < w)
@@ -64,9 +65,28 @@
 ///    through shared memory, which adds them in slice order and stores. This is K-splitting
 ///    inside a workgroup (CUTLASS's "sliced-K"): it multiplies the invocations working on a
 ///    task with few outputs (ResNet-18's late layers: 512 × 49 outputs, depth 4608) without a
-///    second pass. K-splitting across workgroups (more workgroups, not only more invocations)
-///    would need partial-sum buffers and a reduce dispatch, which KernelArtifact cannot
-///    express yet (one program, one dispatch, three buffers).
+///    second pass.
+///  - k_groups {1, 2, 4, 8}: K-splitting ACROSS workgroups in one dispatch (the dispatch's z):
+///    workgroup (bx, by, kg) runs the shared k-tiles [kg·T, min((kg + 1)·T, k_outer)) with
+///    T = ceil(k_outer / k_groups) (a group past the end runs none and adds zeros), so a task
+///    with few output tiles — dense 1000³ has 64 to 256 fast tiles for an H100's 132 SMs, each
+///    looping over all of K — gets k_groups times the workgroups. Each group writes its register
+///    tile (after k_split's slice sum, no epilogue) to a scratch buffer of partial sums
+///    [k_groups][rows][cols] (SSBO binding 5, only the in-range outputs), then
+///    memoryBarrierBuffer(), barrier(); one invocation atomicAdds the tile's arrival counter
+///    (SSBO binding 6) and shares through shared memory whether it arrived last (count
+///    k_groups − 1); barrier(). The last group resets the counter to 0 (the next run starts
+///    clean), and after another memoryBarrierBuffer() sums the k_groups partials in group
+///    order (deterministic: the sum does not depend on which group finished last), applies the
+///    epilogue and stores; the others return. Both buffers are `coherent` (no stale per-SM
+///    cache lines). This is the "threadfence reduction" of CUDA's threadFenceReduction sample
+///    (cuda-samples, Samples/2_Concepts_and_Techniques/threadFenceReduction) and CUTLASS's
+///    serial split-K (its Semaphore, cutlass/semaphore.h, which orders the k-partitions of a
+///    tile); CUTLASS's "parallel" split-K with a second reduce kernel would need a second
+///    dispatch. The artifact asks the runtime for the scratch (KernelArtifact::scratch_floats
+///    = k_groups·rows·cols, scratch_counters = blocks_x·blocks_y), which the runtime creates
+///    once per kernel, counters zero-filled. Records without the knob read as k_groups = 1
+///    (ConfigSpace::allow_absent), whose kernels are unchanged byte for byte.
 ///
 /// Constraints (structural, device-independent):
 ///  - regs_y ≤ 8 and regs_x ≤ 8: the register tile (≤ 64 accumulators) must stay in registers;
@@ -81,12 +101,22 @@
 ///    invocation and tile: they are held in registers across the tile's arithmetic.
 ///  - unrolled multiply-adds per loop body (step · regs_y · regs_x) ≤ 1024: bounds the source
 ///    size and the driver's compile time.
-///  - blocks_x, blocks_y ≤ 65535: the smallest GL_MAX_COMPUTE_WORK_GROUP_COUNT ES 3.1 allows.
+///  - blocks_x, blocks_y, k_groups ≤ 65535: the smallest GL_MAX_COMPUTE_WORK_GROUP_COUNT ES
+///    3.1 allows.
+///  - k_groups > 1 needs shared memory: the groups split the shared k-tiles (the loop without
+///    shared memory is not split; those configs are far from the fast region and the space
+///    stays smaller).
+///  - k_groups ≤ k_outer: no more groups than k-tiles (a group may still get none when T does
+///    not divide k_outer: 5 tiles over 4 groups are 2, 2, 1, 0).
+///  - k_groups · rows · cols < 2^31: the partial sums are indexed with int.
 /// Device limits: threads_x·threads_y·k_split ≤ max_workgroup_invocations (1024 on desktop
 /// GPUs: 32×32, or 16×16×4), threads_x ≤ max_workgroup_size_x, threads_y ≤
 /// max_workgroup_size_y, k_split ≤ max_workgroup_size_z, and shared memory — the tiles,
 /// 4·k_depth·(BR + BC) bytes (twice with double_buffer), plus the k_split reduction area,
-/// 4·(k_split − 1)·BR·BC bytes — ≤ max_shared_memory_bytes.
+/// 4·(k_split − 1)·BR·BC bytes, plus 4 for k_groups' "last group" flag — ≤
+/// max_shared_memory_bytes. The runtime also refuses scratch past GL_MAX_SHADER_STORAGE_
+/// BLOCK_SIZE or bindings 5, 6 past GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS (ES 3.1 guarantees
+/// only 4; llvmpipe and NVIDIA have more).
 ///
 /// ## Direct family: depthwise_conv2d
 ///
@@ -126,7 +156,7 @@
 /// the address clamped to 0 so that no invocation ever reads outside a buffer.
 ///
 /// Space sizes (raw / valid under the ES 3.1 minimum limits): see `webtune space`; the
-/// double_buffer and k_split knobs multiply the raw space by 6 (dense 512³ 588,000 raw).
+/// double_buffer, k_split and k_groups knobs multiply the raw space by 24.
 ///
 /// Default (glsl_compute_default): per knob the candidate closest to "8 threads along x and
 /// y, one output per invocation, one plane per workgroup, no shared memory, no vec4, no
@@ -274,6 +304,7 @@ constexpr GemmScheduleOptions kGemmOptions{.target = kTarget,
                                            .columns = GemmColumns::kAllImages,
                                            .double_buffer_knob = true,
                                            .k_split_knob = true,
+                                           .k_groups_knob = true,
                                            .vec4_a_rows = true};
 
 /// Writes the GEMM-family shader for one tiling. Each member writes one part of the kernel;
@@ -290,6 +321,7 @@ class GemmEmitter {
     if (t_.use_shared) write_shared_arrays();
     if (t_.k_split > 1)
       w_.line("shared " + col_type() + " Red[" + num(t_.reduction_floats() / cw_) + "];");
+    if (t_.k_groups > 1) w_.line("shared uint group_is_last;");
     w_.open("void main()");
     write_indices();
     write_accumulators();
@@ -300,6 +332,7 @@ class GemmEmitter {
     else
       write_shared_loop();
     if (t_.k_split > 1) write_slice_reduction();
+    if (t_.k_groups > 1) write_group_reduction();
     write_stores();
     w_.close();
     return w_.text();
@@ -348,6 +381,12 @@ class GemmEmitter {
     // Bias is per row for conv2d (output channel k), per column for dense (n): vec4 columns of
     // dense read four biases as one vec4.
     write_epilogue_declarations(w_, wl_.epilogue, view_.conv ? "float" : col_type(), col_type());
+    if (t_.k_groups > 1) {
+      // Written by one workgroup and read by another in the same dispatch: coherent, so that
+      // the reads are not served from a stale per-SM cache (GLSL ES 3.10 §4.10).
+      write_buffer(w_, 5, "PartialBuffer", "coherent", col_type(), "partials");
+      write_buffer(w_, 6, "CounterBuffer", "coherent", "uint", "counters");
+    }
   }
 
   void write_shared_arrays() {
@@ -367,6 +406,7 @@ class GemmEmitter {
     w_.line("int block_col = int(gl_WorkGroupID.x) * " + num(t_.block_cols()) + ";");
     w_.line("int row0 = block_row + ty * " + num(row_group()) + ";");
     if (t_.k_split > 1) w_.line("int kz = int(gl_LocalInvocationID.z);");
+    if (t_.k_groups > 1) w_.line("int kg = int(gl_WorkGroupID.z);");
     w_.line("int col0 = block_col + tx * " + num(cw_) + ";");
     if (!t_.use_shared) {
       // Start of each owned row of A, in A's element units (vec4 or float).
@@ -477,7 +517,16 @@ class GemmEmitter {
 
   void write_shared_loop() {
     w_.line("int tid = int(gl_LocalInvocationIndex);");
-    w_.open("for (int k0 = 0; k0 < " + num(view_.depth) + "; k0 += " + num(t_.k_depth) + ")");
+    if (t_.k_groups > 1) {
+      // This k-group's k-tiles [kg·T, min((kg + 1)·T, k_outer)); none for an empty group.
+      w_.line("int tile_begin = kg * " + num(t_.group_tiles()) + ";");
+      w_.line("int tile_end = min(tile_begin + " + num(t_.group_tiles()) + ", " + num(t_.k_outer) +
+              ");");
+      w_.open("for (int k0 = tile_begin * " + num(t_.k_depth) + "; k0 < tile_end * " +
+              num(t_.k_depth) + "; k0 += " + num(t_.k_depth) + ")");
+    } else {
+      w_.open("for (int k0 = 0; k0 < " + num(view_.depth) + "; k0 += " + num(t_.k_depth) + ")");
+    }
     w_.open("for (int e = tid; e < " + num(a_items()) + "; e += " + num(t_.invocations()) + ")");
     write_a_indices("e");
     write_a_load("p", "k0", true);
@@ -500,23 +549,38 @@ class GemmEmitter {
   /// its latency hides behind it) and then into the other copy. One barrier per tile suffices:
   /// the copy written during tile t was last read during tile t − 1, before the previous barrier.
   void write_double_buffered_loop() {
-    const int64_t tiles = t_.k_outer;  // ceil(depth / k_depth): the last tile may be guarded
+    // ceil(depth / k_depth) tiles: the last may be guarded. With k_groups, this group's share
+    // [tile_begin, tile_begin + group_tiles) of them, counted from tile_begin.
+    const bool grouped = t_.k_groups > 1;
+    const std::string tiles = grouped ? "group_tiles" : num(t_.k_outer);
+    const std::string first = grouped ? "tile_begin + " : "";
     const int64_t a_loads = ceil_div(a_items(), t_.invocations());
     const int64_t b_loads = ceil_div(b_items(), t_.invocations());
     w_.line("int tid = int(gl_LocalInvocationIndex);");
+    if (grouped) {
+      w_.line("int tile_begin = kg * " + num(t_.group_tiles()) + ";");
+      // ≤ 0 for an empty group: the loop does not run and the group adds zeros.
+      w_.line("int group_tiles = min(" + num(t_.group_tiles()) + ", " + num(t_.k_outer) +
+              " - tile_begin);");
+    }
     for (int64_t l = 0; l < a_loads; ++l) declare_a_registers("pa" + num(l));
     for (int64_t l = 0; l < b_loads; ++l)
       w_.line((cw_ == 4 ? "vec4 pb" : "float pb") + num(l) + ";");
-    write_prefetch(a_loads, b_loads, "0");
+    // An empty group prefetches the last tile instead (a valid address; never used).
+    const std::string prologue =
+        !grouped               ? "0"
+        : t_.has_empty_group() ? "min(tile_begin, " + num(t_.k_outer - 1) + ") * " + num(t_.k_depth)
+                               : "tile_begin * " + num(t_.k_depth);
+    write_prefetch(a_loads, b_loads, prologue);
     write_commit(a_loads, b_loads, "0", "0");
     w_.line("memoryBarrierShared();");
     w_.line("barrier();");
-    w_.open("for (int t = 0; t < " + num(tiles) + "; ++t)");
+    w_.open("for (int t = 0; t < " + tiles + "; ++t)");
     w_.line("int a_cur = (t & 1) * " + num(t_.a_tile_floats() / row_group()) + ";");
     w_.line("int b_cur = (t & 1) * " + num(t_.b_tile_floats() / cw_) + ";");
-    w_.line("bool more = t + 1 < " + num(tiles) + ";");
+    w_.line("bool more = t + 1 < " + tiles + ";");
     w_.open("if (more)");
-    write_prefetch(a_loads, b_loads, "(t + 1) * " + num(t_.k_depth));
+    write_prefetch(a_loads, b_loads, "(" + first + "t + 1) * " + num(t_.k_depth));
     w_.close();
     write_tile_product("a_cur + ", "b_cur + ");
     w_.open("if (more)");
@@ -723,10 +787,73 @@ class GemmEmitter {
     w_.close();
     w_.line("memoryBarrierShared();");
     w_.line("barrier();");
-    w_.line("if (kz > 0) return;");
+    // With k_groups every invocation must reach the barriers that follow: slices 1.. stay.
+    if (t_.k_groups > 1)
+      w_.open("if (kz == 0)");
+    else
+      w_.line("if (kz > 0) return;");
     for (int64_t z = 1; z < t_.k_split; ++z)
       for (int64_t q = 0; q < n_acc; ++q)
         w_.line("acc[" + num(q) + "] += Red[" + num(((z - 1) * n_acc + q) * inv) + " + lid];");
+    if (t_.k_groups > 1) w_.close();
+  }
+
+  /// Index, in partials[] (col_type() units), of owned output (i, j) in k-group `group` (a GLSL
+  /// int expression): [k_group][row][col] over the view's C.
+  std::string partial_index(const std::string& group, int64_t i, int64_t j) const {
+    const int64_t row_len = view_.cols / cw_;
+    const std::string col = "col0 + " + num(col_step(j));
+    return group + " * " + num(view_.rows * row_len) + " + (row0 + " + num(row_step(i)) + ") * " +
+           num(row_len) + " + " + (cw_ == 1 ? "(" + col + ")" : "(" + col + ") / " + num(cw_));
+  }
+
+  /// The condition under which owned output (i, j) lies inside the view ("" when it always
+  /// does): stores, partial writes and partial reads past a guarded edge are skipped.
+  std::string output_ok(int64_t i, int64_t j) const {
+    return edges_.all({edges_.row_ok("(row0 + " + num(row_step(i)) + ")"),
+                       edges_.col_ok("col0 + " + num(col_step(j)))});
+  }
+
+  /// k_groups: cross-workgroup split-K in one dispatch ("threadfence reduction": CUDA's
+  /// threadFenceReduction sample; CUTLASS's serial split-K semaphore). Each group writes its
+  /// register tile to partials[kg] and makes the writes visible; one invocation counts the
+  /// group in on the tile's counter; the group that arrives last (count k_groups − 1) resets
+  /// the counter for the next run, sums the k_groups partials in group order (so the result
+  /// does not depend on which group finished last) into acc, and goes on to the stores and the
+  /// epilogue. The others are done.
+  void write_group_reduction() {
+    if (t_.k_split > 1) w_.open("if (kz == 0)");
+    for (int64_t i = 0; i < t_.regs_y; ++i)
+      for (int64_t j = 0; j < col_atoms(); ++j) {
+        const std::string store =
+            "partials[" + partial_index("kg", i, j) + "] = " + acc(i, j) + ";";
+        const std::string ok = output_ok(i, j);
+        w_.line(ok.empty() ? store : "if (" + ok + ") " + store);
+      }
+    if (t_.k_split > 1) w_.close();
+    w_.line("memoryBarrierBuffer();");
+    w_.line("barrier();");
+    w_.open("if (gl_LocalInvocationIndex == 0u)");
+    w_.line("int tile = int(gl_WorkGroupID.y) * " + num(t_.blocks_x) + " + int(gl_WorkGroupID.x);");
+    w_.line("uint arrived = atomicAdd(counters[tile], 1u);");
+    w_.line("group_is_last = arrived == " + num(t_.k_groups - 1) + "u ? 1u : 0u;");
+    // Every group of the tile has counted itself in: the counter is free again.
+    w_.line("if (group_is_last == 1u) atomicExchange(counters[tile], 0u);");
+    w_.close();
+    w_.line("memoryBarrierShared();");
+    w_.line("barrier();");
+    w_.line("if (group_is_last == 0u) return;");
+    w_.line("memoryBarrierBuffer();");
+    if (t_.k_split > 1) w_.line("if (kz > 0) return;");
+    for (int64_t i = 0; i < t_.regs_y; ++i)
+      for (int64_t j = 0; j < col_atoms(); ++j) {
+        std::string sum;
+        for (int64_t g = 0; g < t_.k_groups; ++g)
+          sum += (g ? " + " : "") + ("partials[" + partial_index(num(g), i, j) + "]");
+        const std::string load = acc(i, j) + " = " + sum + ";";
+        const std::string ok = output_ok(i, j);
+        w_.line(ok.empty() ? load : "if (" + ok + ") " + load);
+      }
   }
 
   // ---- results ----
@@ -775,9 +902,11 @@ KernelArtifact emit_gemm(const Workload& wl, const ConfigEntity& entity) {
   artifact.source = GemmEmitter(wl, view, t).emit();
   artifact.inputs = plain_inputs(wl);
   artifact.output = plain_output(wl);
-  artifact.dispatch = {t.blocks_x, t.blocks_y, 1};
+  artifact.dispatch = {t.blocks_x, t.blocks_y, t.k_groups};
   artifact.workgroup = {t.threads_x, t.threads_y, t.k_split};
   artifact.shared_memory_bytes = t.shared_bytes();
+  artifact.scratch_floats = schedule.partial_floats(t);
+  artifact.scratch_counters = schedule.tile_counters(t);
   return artifact;
 }
 

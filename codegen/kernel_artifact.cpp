@@ -203,6 +203,9 @@ bj::object KernelArtifact::to_json() const {
                {"dispatch", triple(dispatch)},
                {"workgroup", triple(workgroup)},
                {"shared_memory_bytes", shared_memory_bytes}};
+  // Only when present: older agents never see the fields (and must not: see the header).
+  if (scratch_floats != 0) o["scratch_floats"] = scratch_floats;
+  if (scratch_counters != 0) o["scratch_counters"] = scratch_counters;
   if (target == Target::kWasm) o["wasm"] = wasm.to_json();
   return o;
 }
@@ -219,6 +222,11 @@ KernelArtifact KernelArtifact::from_json(const bj::value& value) {
   if (o.contains("dispatch")) a.dispatch = triple_from(o, "dispatch");
   if (o.contains("workgroup")) a.workgroup = triple_from(o, "workgroup");
   a.shared_memory_bytes = json::get_int_or(o, "shared_memory_bytes", 0);
+  a.scratch_floats = json::get_int_or(o, "scratch_floats", 0);
+  a.scratch_counters = json::get_int_or(o, "scratch_counters", 0);
+  if (a.scratch_floats < 0 || a.scratch_counters < 0)
+    throw std::invalid_argument(
+        "kernel artifact: scratch_floats and scratch_counters must be >= 0");
   if (a.target == Target::kWasm) a.wasm = WasmModuleInfo::from_json(json::field(o, "wasm"));
   return a;
 }

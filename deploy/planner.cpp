@@ -156,6 +156,14 @@ class Planner {
         for (const std::string& node : t.nodes) failed_task_of_node_[node] = why;
         continue;
       }
+      // Scratch buffers (gles-compute's k_groups) exist only in the native runner; no other
+      // template asks for them, and a web runtime would refuse the kernel at load.
+      if ((choice.artifact.scratch_floats > 0 || choice.artifact.scratch_counters > 0) &&
+          target_.kernel != Target::kGlesCompute)
+        throw std::invalid_argument("task " + t.workload.name + ": its " +
+                                    std::string(target_name(target_.kernel)) +
+                                    " kernel asks for scratch buffers, which only gles-compute "
+                                    "packages provide");
       PackageTask task;
       task.name = t.workload.name;
       task.workload = t.workload;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -56,6 +57,7 @@ class ArtifactCheck {
 
   void run() {
     const bool fragment = artifact.target == Target::kGlesFrag;
+    validate_scratch();
     if (artifact.output.feedback && !fragment) {
       instantiation("a transform feedback output needs target gles-frag, not " +
                     std::string(target_name(artifact.target)));
@@ -164,6 +166,19 @@ class ArtifactCheck {
     }
   }
 
+  void validate_scratch() {
+    if (artifact.scratch_floats < 0 || artifact.scratch_counters < 0) {
+      instantiation("scratch_floats and scratch_counters must be >= 0");
+    }
+    if ((artifact.scratch_floats > 0 || artifact.scratch_counters > 0) &&
+        artifact.target != Target::kGlesCompute) {
+      instantiation(
+          "scratch buffers (scratch_floats, scratch_counters) are for gles-compute "
+          "kernels, not " +
+          std::string(target_name(artifact.target)));
+    }
+  }
+
   void validate_compute() {
     if (info.major < 3 || (info.major == 3 && info.minor < 1)) {
       instantiation("compute kernels need OpenGL ES 3.1; this context is " + info.version);
@@ -204,12 +219,27 @@ class ArtifactCheck {
     // not left to a driver's compile log (llvmpipe and NVIDIA allow more).
     GLint max_blocks = 0;
     glGetIntegerv(GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS, &max_blocks);
-    const auto blocks = static_cast<GLint>(artifact.inputs.size() + 1);
+    const auto blocks =
+        static_cast<GLint>(artifact.inputs.size() + 1 + (artifact.scratch_floats > 0 ? 1 : 0) +
+                           (artifact.scratch_counters > 0 ? 1 : 0));
     if (max_blocks > 0 && blocks > max_blocks) {
       instantiation("the kernel binds " + std::to_string(blocks) +
-                    " storage buffers (inputs and output) but GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS "
-                    "is " +
+                    " storage buffers (inputs, output and scratch) but "
+                    "GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS is " +
                     std::to_string(max_blocks));
+    }
+    // Scratch sits at bindings 5 and 6, which ES 3.1 does not guarantee (its minimum
+    // GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS is 4).
+    GLint max_bindings = 0;
+    glGetIntegerv(GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS, &max_bindings);
+    const GLint highest = artifact.scratch_counters > 0
+                              ? static_cast<GLint>(kScratchCountersBinding)
+                          : artifact.scratch_floats > 0 ? static_cast<GLint>(kScratchFloatsBinding)
+                                                        : -1;
+    if (max_bindings > 0 && highest >= max_bindings) {
+      instantiation("the kernel's scratch buffers use SSBO binding " + std::to_string(highest) +
+                    " but GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS is " +
+                    std::to_string(max_bindings));
     }
     GLint64 max_block = 0;
     glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block);
@@ -225,6 +255,9 @@ class ArtifactCheck {
       check_block("input " + std::to_string(i), layout.packed_elements() * layout.channels());
     }
     check_block("the output", artifact.output.elements());
+    if (artifact.scratch_floats > 0) check_block("the scratch floats", artifact.scratch_floats);
+    if (artifact.scratch_counters > 0)
+      check_block("the scratch counters", artifact.scratch_counters);
   }
 
   const KernelArtifact& artifact;
@@ -472,6 +505,36 @@ GLuint create_storage_buffer(GlObjects& objects, int64_t floats, const float* da
     glBufferData(GL_SHADER_STORAGE_BUFFER, bytes, padded.data(), usage);
   }
   return buffer;
+}
+
+ScratchBuffers create_scratch_buffers(const KernelArtifact& artifact, GlObjects& objects) {
+  ScratchBuffers scratch;
+  if (artifact.scratch_floats > 0) {
+    scratch.floats =
+        create_storage_buffer(objects, artifact.scratch_floats, nullptr, GL_DYNAMIC_COPY);
+  }
+  if (artifact.scratch_counters > 0) {
+    // uint and float are both 4 bytes: buffer_bytes counts in 4-byte words.
+    const GLsizeiptr bytes = buffer_bytes(artifact.scratch_counters);
+    const std::vector<uint32_t> zeros(static_cast<size_t>(bytes) / sizeof(uint32_t), 0u);
+    GLuint buffer = 0;
+    glGenBuffers(1, &buffer);
+    objects.buffers.push_back(buffer);
+    glBindBuffer(GL_SHADER_STORAGE_BUFFER, buffer);
+    glBufferData(GL_SHADER_STORAGE_BUFFER, bytes, zeros.data(), GL_DYNAMIC_COPY);
+    scratch.counters = buffer;
+  }
+  check_gl("creating the scratch buffers");
+  return scratch;
+}
+
+void bind_scratch_buffers(const ScratchBuffers& scratch) {
+  if (scratch.floats != 0) {
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, kScratchFloatsBinding, scratch.floats);
+  }
+  if (scratch.counters != 0) {
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, kScratchCountersBinding, scratch.counters);
+  }
 }
 
 GLuint create_framebuffer(GlObjects& objects, const std::vector<GLuint>& targets, int64_t width,

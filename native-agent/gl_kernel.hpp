@@ -11,7 +11,9 @@
 ///
 /// Binding contract (kernel_artifact.hpp): fragment and vertex-stage kernels read input i from
 /// sampler "in<i>" on texture unit i; compute kernels from storage buffer binding
-/// storage_binding(i) (0, 1, then 3, 4, …) and write binding kOutputBinding (2).
+/// storage_binding(i) (0, 1, then 3, 4, …) and write binding kOutputBinding (2); a compute
+/// kernel with scratch (KernelArtifact::scratch_floats / scratch_counters) also binds
+/// kScratchFloatsBinding (5) and kScratchCountersBinding (6).
 #pragma once
 
 #include <GLES3/gl32.h>
@@ -42,6 +44,9 @@ inline GLuint storage_binding(int input) {
   return static_cast<GLuint>(input < 2 ? input : input + 1);
 }
 inline constexpr GLuint kOutputBinding = 2;
+/// Scratch storage of a kernel that asks for it (kernel_artifact.hpp): floats, uint counters.
+inline constexpr GLuint kScratchFloatsBinding = 5;
+inline constexpr GLuint kScratchCountersBinding = 6;
 
 /// Every GL object some owner (a trial, a loaded model) created; the destructor unbinds
 /// everything a kernel run may have bound and deletes them all, so an early exit leaks nothing
@@ -59,7 +64,9 @@ struct GlObjects {
 /// Checks `artifact` against the device `info` before any GL object is made, so that a bad
 /// artifact is reported as such, not as a GL error: texture sizes and GL_MAX_TEXTURE_SIZE, draw
 /// buffers, varyings and feedback components, workgroup size and count, shared memory, storage
-/// blocks and their size, EXT_color_buffer_float for fragment kernels, ES 3.1 for compute.
+/// blocks and their size, EXT_color_buffer_float for fragment kernels, ES 3.1 for compute;
+/// scratch buffers only on compute kernels, non-negative, their bindings and sizes within the
+/// device's GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS and GL_MAX_SHADER_STORAGE_BLOCK_SIZE.
 /// Throws MeasureError (INSTANTIATION, or RUNTIME_DEVICE for a missing device feature).
 void validate_artifact(const KernelArtifact& artifact, const GlDeviceInfo& info);
 
@@ -88,6 +95,22 @@ void upload_texture(GLuint texture, GLenum unit, int64_t width, int64_t height, 
 /// `data`, its first `floats` floats are copied from it and the rest are zero. Registered in
 /// `objects`.
 GLuint create_storage_buffer(GlObjects& objects, int64_t floats, const float* data, GLenum usage);
+
+/// The scratch storage buffers of one kernel (0 where it asks for none).
+struct ScratchBuffers {
+  GLuint floats = 0;
+  GLuint counters = 0;
+};
+
+/// Creates the scratch buffers `artifact` asks for (none when scratch_floats and
+/// scratch_counters are 0), registered in `objects`: scratch_floats floats left uninitialised
+/// (the kernel writes them before it reads them in every run) and scratch_counters uints
+/// zero-filled (the kernel leaves them at zero after every run, so they are created once per
+/// kernel and kept for all its runs; two kernels never share them). Throws
+/// MeasureError(RUNTIME_DEVICE) on a GL error.
+ScratchBuffers create_scratch_buffers(const KernelArtifact& artifact, GlObjects& objects);
+/// Binds the non-zero buffers of `scratch` at kScratchFloatsBinding and kScratchCountersBinding.
+void bind_scratch_buffers(const ScratchBuffers& scratch);
 
 /// A framebuffer with `targets` attached as color attachments 0, 1, … (all width × height,
 /// R32F or RGBA32F as `channels` says, for the message only) and drawn to all of them, left

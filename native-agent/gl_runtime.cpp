@@ -12,7 +12,8 @@
 /// read their inputs from the same textures. The GL pieces themselves (checking the artifact,
 /// compiling, textures, buffers, render targets, the run, reading back) are gl_kernel.hpp's,
 /// shared with the model runner (model_runner.hpp); the trial adds its seeded inputs, the
-/// reference check and the timing.
+/// reference check and the timing. A kernel with scratch buffers (gles-compute k_groups) keeps
+/// them for all its runs and is checked once more after the timed runs (gl_runtime.hpp).
 #include "native_agent/gl_runtime.hpp"
 
 #include <GLES3/gl32.h>
@@ -88,12 +89,18 @@ class Trial {
     check_gl("running the kernel");
     check_output();
     check_deadline(0, 0);
-    return time_runs();
+    std::vector<double> costs = time_runs();
+    if (has_scratch()) check_after_timed_runs();
+    return costs;
   }
 
  private:
   [[noreturn]] static void instantiation(const std::string& message) {
     throw MeasureError(MeasureErrorNo::kInstantiation, message);
+  }
+
+  bool has_scratch() const {
+    return artifact_.scratch_floats > 0 || artifact_.scratch_counters > 0;
   }
 
   // ---- checks before touching GL: a bad artifact is reported as such, not as a GL error ----
@@ -263,6 +270,9 @@ class Trial {
     output_buffer_ =
         gl::create_storage_buffer(objects_, artifact_.output.elements(), nullptr, GL_DYNAMIC_COPY);
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, gl::kOutputBinding, output_buffer_);
+    // Created once for the checked run and every timed run (kernel_artifact.hpp): the kernel
+    // leaves its counters at zero after each run.
+    gl::bind_scratch_buffers(gl::create_scratch_buffers(artifact_, objects_));
     glUseProgram(program_);
   }
 
@@ -323,6 +333,23 @@ class Trial {
     }
     CheckResult check = check_samples(output, input_.samples);
     if (!check.ok) throw MeasureError(MeasureErrorNo::kWrongAnswer, check.message);
+  }
+
+  /// A kernel with scratch carries state from run to run (its counters must be back at zero):
+  /// after the timed runs, one more run into a NaN-filled output must still match the reference.
+  void check_after_timed_runs() {
+    fill_outputs_with_nan();
+    run_once();
+    glFinish();
+    check_gl("running the kernel after the timed runs");
+    try {
+      check_output();
+    } catch (const MeasureError& e) {
+      if (e.error() != MeasureErrorNo::kWrongAnswer) throw;
+      throw MeasureError(
+          MeasureErrorNo::kWrongAnswer,
+          std::string("after the timed runs (scratch state carried over): ") + e.what());
+    }
   }
 
   // ---- timing ----

@@ -104,10 +104,14 @@ std::vector<float> unpack_texture(const TensorLayout& layout, const std::vector<
   return out;
 }
 
-/// One compiled kernel file.
+/// One compiled kernel file, and its own scratch buffers if it asks for any (gles-compute
+/// k_groups): every step that runs this kernel binds them. Steps run one after another with a
+/// storage barrier between dispatches (gl::run_kernel), and the kernel leaves its counters at
+/// zero after each dispatch, so the steps of one kernel can share them; two kernels never do.
 struct Kernel {
   KernelArtifact artifact;
   GLuint program = 0;
+  gl::ScratchBuffers scratch;
 };
 
 /// A step, resolved to GL names.
@@ -306,6 +310,8 @@ struct ModelRunner::Impl {
     }
     gl::validate_artifact(kernel->artifact, context->info());
     kernel->program = gl::compile_program(kernel->artifact, objects);
+    // Created once, counters zero-filled: the kernel resets them itself at the end of a run.
+    kernel->scratch = gl::create_scratch_buffers(kernel->artifact, objects);
     const Kernel& result = *kernel;
     kernels.emplace(file, std::move(kernel));
     return result;
@@ -587,6 +593,7 @@ struct ModelRunner::Impl {
         glBindBufferBase(GL_SHADER_STORAGE_BUFFER, gl::storage_binding(static_cast<int>(i)),
                          step.buffers[i]);
       glBindBufferBase(GL_SHADER_STORAGE_BUFFER, gl::kOutputBinding, step.output_buffer);
+      gl::bind_scratch_buffers(step.kernel->scratch);
     }
     // No flush per draw: a model's draws depend on each other through textures, which the
     // driver orders; the flush matters only when timing one kernel drawn again and again into

@@ -28,3 +28,19 @@ export class MeasureError extends Error {
 export function errorName(errorNo) {
   return Object.keys(ErrorNo).find((k) => ErrorNo[k] === errorNo) || `error ${errorNo}`;
 }
+
+/**
+ * Refuses (INSTANTIATION) an artifact that asks for scratch buffers (`scratch_floats`,
+ * `scratch_counters`: gles-compute's k_groups, codegen/include/codegen/kernel_artifact.hpp),
+ * which no browser runner provides (neither the agent's executors nor a model
+ * package's runtime): running such a kernel without them would be wrong, not
+ * slow. `runtime` names the runner in the message.
+ */
+export function refuseScratch(artifact, runtime) {
+  const floats = artifact?.scratch_floats ?? 0;
+  const counters = artifact?.scratch_counters ?? 0;
+  if (floats !== 0 || counters !== 0) {
+    throw new MeasureError(ErrorNo.INSTANTIATION,
+      `the kernel asks for scratch buffers (scratch_floats ${floats}, scratch_counters ${counters}), which ${runtime} does not provide`);
+  }
+}

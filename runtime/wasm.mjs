@@ -14,7 +14,7 @@
 //   kernels, one synchronous call each, no message at all.
 // In node (the unit tests) worker_threads stand in for module workers.
 
-import { ErrorNo, MeasureError } from './errors.mjs';
+import { ErrorNo, MeasureError, refuseScratch } from './errors.mjs';
 
 /**
  * The control block shared by the threads of one T > 1 kernel (Int32Array indices over a
@@ -211,6 +211,7 @@ export class WasmKernel {
     if (artifact.target !== 'wasm') {
       throw new MeasureError(ErrorNo.INSTANTIATION, `the wasm runner runs wasm kernels, not '${artifact.target}'`);
     }
+    refuseScratch(artifact, 'the wasm runner');
     this.artifact = artifact;
     this.sizes = sizes;
     this.plan = memoryPlan(artifact.wasm, sizes);

@@ -11,7 +11,7 @@
 // (errors.mjs): a shader the driver refuses is COMPILE_DEVICE with its log, a lost context or a
 // GL error RUNTIME_DEVICE, an artifact this device cannot hold INSTANTIATION.
 
-import { ErrorNo, MeasureError } from './errors.mjs';
+import { ErrorNo, MeasureError, refuseScratch } from './errors.mjs';
 import { channels, feedbackVaryings, packedShape, shapeSize, unpack } from './layout.mjs';
 
 /** The vertex shader every fragment kernel is drawn with (kFullscreenVertexShader in C++). */
@@ -219,6 +219,7 @@ export class GLKernel {
     const { artifact } = this;
     if (!artifact || typeof artifact.source !== 'string') this.instantiation('the artifact has no source');
     if (artifact.target !== 'gles-frag') this.instantiation(`WebGL2 runs gles-frag kernels, not '${artifact.target}'`);
+    refuseScratch(artifact, 'WebGL2');
     if (!this.feedback && !colorBufferFloat) {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE,
         `fragment kernels render to float textures, which needs EXT_color_buffer_float; this device (${renderer}) lacks it`);

@@ -10,7 +10,7 @@
 // device or a validation / out-of-memory error while running is RUNTIME_DEVICE; an artifact over
 // this device's limits INSTANTIATION.
 
-import { ErrorNo, MeasureError } from './errors.mjs';
+import { ErrorNo, MeasureError, refuseScratch } from './errors.mjs';
 
 /**
  * An adapter and a device with the adapter's own compute limits (not the spec defaults, so that
@@ -101,6 +101,7 @@ export class GPUKernel {
     const d = this.device.limits;
     if (!artifact || typeof artifact.source !== 'string') this.instantiation('the artifact has no source');
     if (artifact.target !== 'webgpu') this.instantiation(`WebGPU runs webgpu (WGSL) kernels, not '${artifact.target}'`);
+    refuseScratch(artifact, 'WebGPU');
     const [gx, gy, gz] = artifact.dispatch || [1, 1, 1];
     for (const g of [gx, gy, gz]) {
       if (!(g >= 1) || g > d.maxComputeWorkgroupsPerDimension) {

@@ -234,7 +234,8 @@ TEST_P(TemplateSpace, BijectionOverTheWholeSpace) {
   Task task = Task::create(GetParam().workload, GetParam().target);
   const ConfigSpace& s = *task.space;
   ASSERT_GT(s.raw_size(), 1);
-  ASSERT_LE(s.raw_size(), 2'000'000) << "space too large to enumerate";
+  // gles-compute's conv3x3 is 4.87M since k_groups (x4).
+  ASSERT_LE(s.raw_size(), 5'000'000) << "space too large to enumerate";
   for (int64_t i = 0; i < s.raw_size(); ++i) {
     ConfigEntity e = s.get(i);
     ASSERT_EQ(s.from_choices(e.choices()).index(), i);

@@ -109,8 +109,9 @@ TEST(GemmSchedule, EachTargetHasItsOwnKnobsOverTheSameTiling) {
   std::vector<std::string> gles_names, wgsl_names;
   for (const Knob& k : gles->knobs()) gles_names.push_back(k.name);
   for (const Knob& k : wgsl->knobs()) wgsl_names.push_back(k.name);
-  EXPECT_EQ(gles_names, (std::vector<std::string>{"tile_y", "tile_x", "tile_k", "use_shared",
-                                                  "vec4", "unroll", "double_buffer", "k_split"}));
+  EXPECT_EQ(gles_names,
+            (std::vector<std::string>{"tile_y", "tile_x", "tile_k", "use_shared", "vec4", "unroll",
+                                      "double_buffer", "k_split", "k_groups"}));
   EXPECT_EQ(wgsl_names, (std::vector<std::string>{"tile_y", "tile_x", "tile_k", "use_shared",
                                                   "vec4", "unroll"}));
   // Same depth tiles; gles-compute caps workgroup sides at 32, webgpu at 64.
@@ -119,13 +120,15 @@ TEST(GemmSchedule, EachTargetHasItsOwnKnobsOverTheSameTiling) {
 }
 
 /// Over every workgroup and invocation of `artifact`'s dispatch, the outputs the schedule says
-/// an invocation stores cover the view's C of every layer exactly once.
+/// an invocation stores cover the view's C of every layer exactly once. With k_groups the
+/// dispatch's z holds the k-groups of one layer (batch 1), of which one stores each tile.
 void expect_every_output_once(const GemmSchedule& schedule, const ConfigEntity& e,
                               const KernelArtifact& a) {
   const GemmView& v = schedule.view();
   const GemmTiling t = schedule.read(e);
+  ASSERT_EQ(a.dispatch[2], v.batch * t.k_groups) << e.to_string();
   std::vector<int> count(static_cast<size_t>(v.batch * v.rows * v.cols), 0);
-  for (int64_t bz = 0; bz < a.dispatch[2]; ++bz)
+  for (int64_t bz = 0; bz < v.batch; ++bz)
     for (int64_t by = 0; by < a.dispatch[1]; ++by)
       for (int64_t bx = 0; bx < a.dispatch[0]; ++bx)
         for (int64_t ty = 0; ty < t.threads_y; ++ty)

@@ -220,6 +220,14 @@ TEST(TemplateFeatures, TheCostModelsAnalyticFeaturesAreTheTemplates) {
 // same (depthwise's index 30 -> 56; its hashes did not change). Exact splits still build the
 // kernels they built before:
 // tests/gemm_schedule_test.cpp's OldRecordsDecodeToTheSameKernels pins those hashes.
+// Cross-workgroup split-K (gles-compute's k_groups {1, 2, 4, 8}, the GEMM space's last knob):
+// the gles-compute dense and conv pins changed deliberately. Raw spaces grew 4x (dense 1238016
+// -> 4952064, conv 1218240 -> 4872960), valid ones by the configs with shared memory and
+// k_groups <= k_outer (dense 67714 -> 190317, conv 74085 -> 242260); the defaults are the same
+// entities and indices with k_groups 1 appended, and build the same kernels, but the middle and
+// last valid entities now have k_groups > 1 (source hashes) and every feature vector has the
+// knob's feature (feature hashes). Records without the knob read as k_groups 1
+// (tests/k_groups_test.cpp). Depthwise and every webgpu pin are unchanged.
 const Workload kDense = Workload::dense(64, 96, 48, "dense");
 const Workload kConv = Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1, "conv");
 const Workload kDepthwise = Workload::depthwise_conv2d(1, 8, 12, 12, 3, 2, 1, "dw");
@@ -236,12 +244,12 @@ INSTANTIATE_TEST_SUITE_P(
         Pin{"Frag_dw", Target::kGlesFrag, kDepthwise, 18432, 3312,
             R"({"index":0,"entity":[["out_rows","ot",1],["out_cols","ot",1],["packing","ot","none"],["algo","ot","direct"],["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot","2d"],["fetch","ot","texel"],["stage","ot","fragment"],["rows_scale","ot",1]]})",
             "fd2f7fed47912b17", "5265cd2791a36ab1"},
-        Pin{"Compute_dense", Target::kGlesCompute, kDense, 1238016, 67714,
-            R"({"index":133,"entity":[["tile_y","sp",[8,8,1]],["tile_x","sp",[12,8,1]],["tile_k","sp",[48,1]],["use_shared","ot",0],["vec4","ot",0],["unroll","ot",1],["double_buffer","ot",0],["k_split","ot",1]]})",
-            "100d3e8b87d166e7", "b096701f0910eda0"},
-        Pin{"Compute_conv", Target::kGlesCompute, kConv, 1218240, 74085,
-            R"({"index":78,"entity":[["tile_y","sp",[2,8,1]],["tile_x","sp",[18,8,1]],["tile_k","sp",[72,1]],["use_shared","ot",0],["vec4","ot",0],["unroll","ot",1],["double_buffer","ot",0],["k_split","ot",1]]})",
-            "5f4a56e8899796fb", "f7c77762c4a50011"},
+        Pin{"Compute_dense", Target::kGlesCompute, kDense, 4952064, 190317,
+            R"({"index":133,"entity":[["tile_y","sp",[8,8,1]],["tile_x","sp",[12,8,1]],["tile_k","sp",[48,1]],["use_shared","ot",0],["vec4","ot",0],["unroll","ot",1],["double_buffer","ot",0],["k_split","ot",1],["k_groups","ot",1]]})",
+            "065068974528e14f", "89ef1005e59fb2ea"},
+        Pin{"Compute_conv", Target::kGlesCompute, kConv, 4872960, 242260,
+            R"({"index":78,"entity":[["tile_y","sp",[2,8,1]],["tile_x","sp",[18,8,1]],["tile_k","sp",[72,1]],["use_shared","ot",0],["vec4","ot",0],["unroll","ot",1],["double_buffer","ot",0],["k_split","ot",1],["k_groups","ot",1]]})",
+            "fc60f667fbed3acb", "b2fc90f7f6dade4c"},
         Pin{"Compute_dw", Target::kGlesCompute, kDepthwise, 2704, 2672,
             R"({"index":56,"entity":[["tile_x","sp",[1,6,1]],["tile_y","sp",[1,6,1]],["tile_c","sp",[8,1]],["use_shared","ot",0],["unroll","ot",0]]})",
             "138db571d6ee4fe8", "a1617ecfd8e9038a"},

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import { pack, unpack } from '../../runtime/layout.mjs';
-import { checkInputShapes, checkSamples, inputNames, inputShapes, nextNumber, workloadSizes } from '../measure.mjs';
+import { ErrorNo, checkInputShapes, checkSamples, inputNames, inputShapes, nextNumber, refuseScratch, workloadSizes } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
 import { shortRendererName } from '../webgl2.mjs';
 import { shortAdapterName } from '../webgpu.mjs';
@@ -111,4 +111,17 @@ test('epilogue inputs follow data and weight, and a wrong residual shape is refu
     /artifact input 3 \(residual\) has shape \[1,5,4,3\] but the workload's residual is \[1,5,4,4\]/);
   assert.throws(() => checkInputShapes({ inputs: layouts.slice(0, 2) }, conv),
     /2 input layouts; the workload has 4 inputs \(data, weight, bias, residual\)/);
+});
+
+test('an artifact that asks for scratch buffers (gles-compute k_groups) is refused by name', () => {
+  // Older artifacts have no scratch fields; zeros mean none.
+  refuseScratch({ target: 'webgpu' }, 'WebGPU');
+  refuseScratch({ target: 'webgpu', scratch_floats: 0, scratch_counters: 0 }, 'WebGPU');
+  for (const scratch of [{ scratch_floats: 4096 }, { scratch_counters: 16 }, { scratch_floats: 8, scratch_counters: 1 }]) {
+    assert.throws(() => refuseScratch({ target: 'webgpu', ...scratch }, 'WebGPU'), (e) => {
+      assert.equal(e.errorNo, ErrorNo.INSTANTIATION);
+      assert.match(e.message, /asks for scratch buffers \(scratch_floats \d+, scratch_counters \d+\), which WebGPU does not provide/);
+      return true;
+    }, JSON.stringify(scratch));
+  }
 });

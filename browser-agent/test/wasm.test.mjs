@@ -178,6 +178,14 @@ test('the executor runs T = 1 and T = 2 dense kernels, and survives traps, bad m
       await executor.measure(denseInput({ threads }));
     }
   });
+  await t.test('an artifact that asks for scratch buffers is INSTANTIATION, and the next job runs', async () => {
+    const input = denseInput();
+    input.artifact.scratch_floats = 12 * 10 * 4;
+    input.artifact.scratch_counters = 1;
+    await expectError(executor, input, ErrorNo.INSTANTIATION,
+      /asks for scratch buffers \(scratch_floats 480, scratch_counters 1\), which the wasm executor does not provide/);
+    await executor.measure(denseInput());
+  });
   await t.test('threads on a page that is not cross-origin isolated are RUNTIME_DEVICE', async () => {
     const isolated = executor.threads;
     executor.threads = false;

@@ -51,9 +51,10 @@ function expected() {
 
 /**
  * Writes a wasm package into a temporary directory; `wat` replaces the dense kernel's module
- * (bytes) and `mutate(manifest)` edits the manifest. Returns its file:// URL.
+ * (bytes), `mutate(manifest)` edits the manifest and `mutateArtifact(artifact)` the kernel file.
+ * Returns its file:// URL.
  */
-function writePackage({ threads = 1, module = null, mutate = () => {} } = {}) {
+function writePackage({ threads = 1, module = null, mutate = () => {}, mutateArtifact = () => {} } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webtune-package-'));
   fs.mkdirSync(path.join(dir, 'kernels'));
   const offsets = [0, 64, 128];
@@ -64,6 +65,7 @@ function writePackage({ threads = 1, module = null, mutate = () => {} } = {}) {
     output: { rows: M, cols: N, rows_per_item: 1, channels: 1, width: N, height: M },
     wasm: { threads, memory_pages: 1, offsets: [...offsets], simd: false },
   };
+  mutateArtifact(artifact);
   fs.writeFileSync(path.join(dir, 'kernels', '000.json'), JSON.stringify(artifact));
   // weights.bin: B at 0, BIAS at 256 (256-byte aligned offsets).
   const weights = new Float32Array(128);
@@ -194,6 +196,24 @@ test('a module that does not compile rejects load as COMPILE_DEVICE of its step'
   try {
     await assert.rejects(load(url, { fetch: fileFetch }),
       /task step 1 of node '\/MatMul' \(kernel kernels\/000\.json\) failed: COMPILE_DEVICE: WebAssembly\.compile failed/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a kernel that asks for scratch buffers (gles-compute k_groups) rejects load as INSTANTIATION of its step', async () => {
+  // Refused before the module is compiled: these bytes would not compile either.
+  const { dir, url } = writePackage({
+    module: Uint8Array.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 0xff]),
+    mutateArtifact: (a) => { a.scratch_floats = 8; a.scratch_counters = 1; },
+  });
+  try {
+    await assert.rejects(load(url, { fetch: fileFetch }), (e) => {
+      assert.equal(e.step, 1);
+      assert.equal(e.kernel, 'kernels/000.json');
+      assert.match(e.message, /task step 1 of node '\/MatMul' \(kernel kernels\/000\.json\) failed: INSTANTIATION: the kernel asks for scratch buffers \(scratch_floats 8, scratch_counters 1\), which the wasm runner does not provide/);
+      return true;
+    });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -25,8 +25,9 @@
 ///  - vec4 {0, 1}: read A four depth values at a time; dense also B, accumulators and C four
 ///    columns at a time (conv2d too where the target allows it: vec4_conv_columns).
 ///  - unroll {1, 2, 4, 8}: reduction steps written out per loop body.
-///  - double_buffer {0, 1} and k_split {1, 2, 4}: only where the target turns them on
-///    (gles-compute); see glsl_compute_emitter.cpp for what they do.
+///  - double_buffer {0, 1}, k_split {1, 2, 4} and k_groups {1, 2, 4, 8}: only where the target
+///    turns them on (gles-compute); see glsl_compute_emitter.cpp for what they do. k_groups is
+///    defined last and read as 1 where a record lacks it (ConfigSpace::allow_absent).
 ///
 /// ## Rules (structural, device-independent)
 ///  - regs_y, regs_x ≤ 8: the register tile (≤ 64 accumulators) stays in registers.
@@ -37,12 +38,16 @@
 ///    memory, k_depth with it): no remainder loop.
 ///  - double_buffer needs shared memory and ≤ 16 prefetched global loads per invocation.
 ///  - ≤ 1024 unrolled multiply-adds per loop body (source size, driver compile time).
-///  - blocks_x, blocks_y, batch ≤ 65535 (ES 3.1's and WebGPU's minimum workgroup counts).
+///  - blocks_x, blocks_y, batch · k_groups ≤ 65535 (ES 3.1's and WebGPU's minimum workgroup
+///    counts).
+///  - k_groups > 1 needs shared memory, k_groups ≤ k_outer, and k_groups · rows · cols < 2^31
+///    (the partial sums are indexed with int).
 ///  - with i32_indices (WGSL indexes with i32): every tensor < 2^31 elements.
 /// Device limits: threads_x·threads_y·k_split ≤ max_workgroup_invocations, threads_x ≤
 /// max_workgroup_size_x, threads_y ≤ max_workgroup_size_y, k_split ≤ max_workgroup_size_z, and
 /// shared memory — 4·k_depth·(BR + BC) bytes (twice with double_buffer) plus the k_split
-/// reduction area 4·(k_split − 1)·BR·BC — ≤ max_shared_memory_bytes.
+/// reduction area 4·(k_split − 1)·BR·BC, plus 4 for k_groups' "last group" flag — ≤
+/// max_shared_memory_bytes.
 ///
 /// ## Mapping
 /// Invocation (tx, ty, kz) of workgroup (bx, by, z) owns rows
@@ -51,6 +56,8 @@
 /// of layer z, with BR = threads_y·regs_y, BC = threads_x·regs_x, w = 4 when columns are vec4,
 /// else 1, and g = 4 when shared A rows are read as vec4 (vec4_a_rows, vec4, use_shared and
 /// regs_y % 4 == 0), else 1: neighbouring invocations touch neighbouring addresses.
+/// With k_groups > 1 (gles-compute, whose columns run over all images: batch 1) z is the
+/// k-group instead of the layer: k_groups workgroups share each output tile.
 ///
 /// ## Edges
 /// Tile splits are SplitPolicy::kVerbose: a tile may run past the end of its axis (an axis of
@@ -99,6 +106,7 @@ struct GemmScheduleOptions {
   GemmColumns columns = GemmColumns::kAllImages;
   bool double_buffer_knob = false;  ///< define double_buffer {0, 1}
   bool k_split_knob = false;        ///< define k_split {1, 2, 4}
+  bool k_groups_knob = false;       ///< define k_groups {1, 2, 4, 8} (last, allow_absent)
   bool vec4_conv_columns = false;   ///< conv2d columns as vec4 when cols, regs_x % 4 == 0
   bool vec4_a_rows = false;         ///< shared A read as vec4s of four rows (regs_y % 4 == 0)
   bool shared_step_scalar = false;  ///< with shared memory an unrolled step is one depth value
@@ -129,6 +137,8 @@ struct GemmTiling {
   int64_t unroll = 1;
   bool double_buffer = false;
   int64_t k_split = 1;
+  /// Workgroups per output tile splitting the k-tiles between them (the dispatch's z).
+  int64_t k_groups = 1;
   /// Columns per B atom, accumulator and store: 4 with vec4 columns, else 1.
   int64_t width = 1;
   /// Shared A rows are read four at a time (the row group g of the mapping is 4).
@@ -157,17 +167,24 @@ struct GemmTiling {
   int64_t b_tile_floats() const { return k_depth * block_cols(); }
   /// Floats of the k-split reduction area: slices 1.. hand their register tiles to slice 0.
   int64_t reduction_floats() const { return (k_split - 1) * block_rows() * block_cols(); }
+  /// k-tiles per k-group: ceil(k_outer / k_groups); group g runs tiles
+  /// [g·T, min((g + 1)·T, k_outer)), which is empty for the last groups when T does not divide.
+  int64_t group_tiles() const { return (k_outer + k_groups - 1) / k_groups; }
+  /// Whether some k-group has no k-tile ((k_groups − 1)·T ≥ k_outer); it adds zeros.
+  bool has_empty_group() const { return (k_groups - 1) * group_tiles() >= k_outer; }
   int64_t shared_bytes() const {
     const int64_t tiles =
         use_shared ? (double_buffer ? 2 : 1) * (a_tile_floats() + b_tile_floats()) : 0;
-    return 4 * (tiles + reduction_floats());
+    // k_groups > 1: one uint telling the workgroup whether it is its tile's last group.
+    return 4 * (tiles + reduction_floats() + (k_groups > 1 ? 1 : 0));
   }
 };
 
 /// The schedule of one workload for one target; see the file comment.
 class GemmSchedule {
  public:
-  /// Throws std::invalid_argument for an op other than dense and conv2d.
+  /// Throws std::invalid_argument for an op other than dense and conv2d, and for options with
+  /// k_groups_knob and GemmColumns::kPerImage (both would need the dispatch's z).
   GemmSchedule(const Workload& workload, const GemmScheduleOptions& options);
 
   const GemmView& view() const { return view_; }
@@ -185,14 +202,21 @@ class GemmSchedule {
   GemmTiling read_checked(const ConfigEntity& entity) const;
 
   /// The (row, col) outputs of the view's C that invocation (tx, ty) of workgroup (bx, by)
-  /// stores, for any layer z (k-slice 0; the other slices store nothing). Only outputs inside
-  /// the view are listed: stores past a guarded edge are skipped.
+  /// stores, for any layer z (k-slice 0; the other slices store nothing; with k_groups > 1 the
+  /// tile's last k-group to finish, and each group writes its partial sums of the same outputs).
+  /// Only outputs inside the view are listed: stores past a guarded edge are skipped.
   std::vector<std::pair<int64_t, int64_t>> owned_outputs(const GemmTiling& t, int64_t bx,
                                                          int64_t by, int64_t tx, int64_t ty) const;
 
   /// Global loads one invocation makes per shared tile (A then B): the double_buffer rule's
   /// count of prefetch registers.
   int64_t loads_per_invocation(const GemmTiling& t) const;
+
+  /// Scratch a k_groups > 1 kernel needs (KernelArtifact::scratch_floats / scratch_counters):
+  /// the partial sums, k_groups · rows · cols floats ([k_group][row][col] of the view's C), and
+  /// one arrival counter per output tile, blocks_x · blocks_y. Both 0 for k_groups 1.
+  int64_t partial_floats(const GemmTiling& t) const;
+  int64_t tile_counters(const GemmTiling& t) const;
 
  private:
   GemmView view_;

@@ -5,9 +5,11 @@
 /// 2 output). dense and conv2d share one implicit-GEMM template, depthwise_conv2d has a direct
 /// one. GEMM knobs: workgroup shape, per-invocation register tile (up to 8×8), shared-memory
 /// tiling on/off with its reduction depth, vec4 loads, stores and shared reads, unroll,
-/// double-buffered shared tiles, and k_split (invocations per output splitting the reduction
-/// inside a workgroup, up to 1024 invocations in all). Knobs, constraints and device limits are
-/// documented in the .cpp.
+/// double-buffered shared tiles, k_split (invocations per output splitting the reduction
+/// inside a workgroup, up to 1024 invocations in all) and k_groups (workgroups per output tile
+/// splitting it across the dispatch's z, summed in one dispatch through scratch buffers:
+/// KernelArtifact::scratch_floats / scratch_counters). Knobs, constraints and device limits
+/// are documented in the .cpp.
 ///
 /// Tiles need not divide their axis (kVerbose splits): edges are GUARDED in the kernel (loads
 /// past an axis read 0 or a clamped address whose result is never stored, shared tiles are
@@ -16,7 +18,8 @@
 /// producer.
 ///
 /// Epilogues (Workload::epilogue, epilogue.hpp) are applied in the output stage, after the
-/// reduction (and k_split's slice sum), to each stored value: result[i] = webtune_epilogue(acc,
+/// reduction (and k_split's slice sum, and k_groups' sum of partials by the last group), to
+/// each stored value: result[i] = webtune_epilogue(acc,
 /// b, r) with the functions of glsl_epilogue_functions, b the bias of the store's output channel
 /// (conv2d: its row k; dense: its column n, a vec4 of four columns' biases where columns are
 /// vec4; depthwise: its plane's channel) and r the residual at the store's own index. Extra

@@ -111,7 +111,8 @@ struct KernelArtifact {
   /// Inputs in binding order (Workload::input_count): 0 = data (sampler "in0" on texture unit
   /// 0, or SSBO binding 0), 1 = weight ("in1" / binding 1), then the epilogue's bias and
   /// residual: sampler "in<i>" on texture unit i, or SSBO bindings 3 and 4. The output is SSBO
-  /// binding 2 for compute targets (kept there so plain kernels bind as before epilogues).
+  /// binding 2 for compute targets (kept there so plain kernels bind as before epilogues);
+  /// scratch buffers, if any, are bindings 5 and 6 (see scratch_floats).
   std::vector<TensorLayout> inputs;
   OutputLayout output;
   /// glDispatchCompute group counts (compute targets).
@@ -120,10 +121,22 @@ struct KernelArtifact {
   std::array<int64_t, 3> workgroup = {1, 1, 1};
   /// Bytes of `shared` (workgroup) memory the source declares (compute targets).
   int64_t shared_memory_bytes = 0;
+  /// Scratch storage buffers the kernel needs besides its inputs and output (gles-compute only,
+  /// e.g. the GEMM's k_groups: cross-workgroup split-K in one dispatch). The runtime creates
+  /// them once per kernel (per trial, or per step of a model) and keeps them for every run:
+  ///  - scratch_floats: floats at SSBO binding 5, uninitialised (the kernel writes before it
+  ///    reads within each run);
+  ///  - scratch_counters: uints at SSBO binding 6, zero-filled once when created; the kernel
+  ///    leaves them at zero at the end of every run, so that the next run starts clean.
+  /// 0 = none. In the JSON only when non-zero, so older artifacts and agents are unchanged; an
+  /// agent that cannot provide them (the browser agent's executors) must refuse the artifact.
+  int64_t scratch_floats = 0;
+  int64_t scratch_counters = 0;
   /// Target wasm only: memory layout and threads; serialized as "wasm" only for wasm artifacts.
   WasmModuleInfo wasm;
 
   boost::json::object to_json() const;
+  /// Throws std::invalid_argument on a missing or malformed field (e.g. negative scratch).
   static KernelArtifact from_json(const boost::json::value& value);
 };
 

@@ -5,7 +5,11 @@
 /// generate the seeded inputs and upload them in the artifact's layouts, run once untimed
 /// (TVM's warm-up), read back and compare against the input's reference samples (WRONG_ANSWER
 /// otherwise), then time `repeat` × `number` runs with glFinish and a steady clock (GL timer
-/// queries are wrong on llvmpipe). GL errors are RUNTIME_DEVICE. It cannot interrupt a kernel
+/// queries are wrong on llvmpipe). A compute kernel with scratch buffers (KernelArtifact::
+/// scratch_floats / scratch_counters, bindings 5 and 6, created once per trial, counters
+/// zero-filled once) keeps them for all its runs, and is run and checked once more after the
+/// timed runs, into a NaN-filled output: state the kernel fails to reset shows up as
+/// WRONG_ANSWER. GL errors are RUNTIME_DEVICE. It cannot interrupt a kernel
 /// that hangs: IsolatedRuntime does that.
 #pragma once
 

@@ -5,7 +5,10 @@
 /// Load (the constructor), once: reads DIR/manifest.json (deploy/package.hpp), DIR/weights.bin
 /// and every DIR/kernels/NNN.json a step names; creates every slot of the memory pool (storage
 /// buffers of `floats` floats; R32F / RGBA32F textures of the slot's size); uploads every
-/// weight into its own buffer or texture; validates and compiles every distinct kernel once;
+/// weight into its own buffer or texture; validates and compiles every distinct kernel once,
+/// creating the scratch buffers a gles-compute kernel asks for (KernelArtifact::scratch_floats /
+/// scratch_counters: k_groups; one set per kernel file, counters zero-filled once, bound at
+/// SSBO bindings 5 and 6 by every step that runs it);
 /// and resolves each kernel step's bindings (textures on units 0, 1, … or storage buffers at
 /// bindings 0, 1, 3, 4, …, the output's render targets or buffer) so that a run only binds and
 /// draws / dispatches. The GL work is gl_kernel.hpp's, the same code that measures candidates.
