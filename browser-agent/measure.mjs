@@ -176,7 +176,8 @@ export function requireSamplesMatch(output, input) {
 
 /**
  * TVM time_evaluator semantics over a kernel: `repeat` costs (s), each the mean of `number` runs,
- * with `number` grown (nextNumber) until one timed batch lasts `min_repeat_ms`.
+ * with `number` grown (nextNumber) until one timed batch lasts `min_repeat_ms`, and doubled while a
+ * batch reads 0 s (shorter than the clock's resolution), so every cost is positive.
  * `timeBatch(n)` runs n dispatches, waits for them and resolves to the seconds they took;
  * `afterBatch(timedRuns, perRunS)` runs after each batch and may throw a MeasureError (a lost
  * context or device, the job's deadline). Resolves to `{costs}`.
@@ -193,7 +194,15 @@ export async function timeEvaluator(options, timeBatch, afterBatch) {
       durationS = await timeBatch(number);
       timedRuns += number;
       afterBatch(timedRuns, durationS / number);
-      if (minRepeatMs <= 0 || durationS * 1e3 >= minRepeatMs || number >= 2 ** 30) break;
+      if (number >= 2 ** 30) break;
+      // A batch shorter than the clock's resolution (performance.now() is coarsened to 5-100 µs)
+      // reads 0: time more runs, as the tracker refuses costs that are not positive (and marks
+      // the agent suspect), even where min_repeat_ms asks for nothing.
+      if (!(durationS > 0)) {
+        number = Math.min(2 ** 30, number * 2);
+        continue;
+      }
+      if (minRepeatMs <= 0 || durationS * 1e3 >= minRepeatMs) break;
       number = nextNumber(number, durationS, minRepeatMs);
     }
     costs.push(durationS / number);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import { pack, unpack } from '../../runtime/layout.mjs';
-import { ErrorNo, checkInputShapes, checkSamples, inputNames, inputShapes, nextNumber, refuseScratch, workloadSizes } from '../measure.mjs';
+import { ErrorNo, checkInputShapes, checkSamples, inputNames, inputShapes, nextNumber, refuseScratch, timeEvaluator, workloadSizes } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
 import { shortRendererName } from '../webgl2.mjs';
 import { shortAdapterName } from '../webgpu.mjs';
@@ -79,6 +79,18 @@ test('checkSamples applies the tolerance and refuses NaN', () => {
 test('time_evaluator growth of number', () => {
   assert.equal(nextNumber(1, 0.001, 100), 101);  // 1 ms per run → fill 100 ms
   assert.equal(nextNumber(10, 0.099, 100), 16);  // nearly there: still ×1.618 (rounded)
+});
+
+test('a batch below the clock resolution is timed again with more runs, never a 0 cost', async () => {
+  // A fake clock with 100 µs resolution over a 7 µs kernel: fewer than 15 runs read 0 s.
+  const timeBatch = async (n) => Math.floor((n * 7e-6) / 1e-4) * 1e-4;
+  const batches = [];
+  const { costs } = await timeEvaluator({ number: 1, repeat: 3, min_repeat_ms: 0 }, timeBatch,
+                                         (runs, perRun) => batches.push(perRun));
+  assert.equal(costs.length, 3);
+  for (const c of costs) assert.ok(c > 0, `cost ${c} must be positive`);
+  assert.ok(batches.slice(0, 4).every((c) => c === 0));  // 1, 2, 4, 8 runs read 0
+  assert.ok(Math.abs(costs[0] - 6.25e-6) < 1e-12);       // 16 runs read 100 µs
 });
 
 test('renderer names become short keys', () => {
