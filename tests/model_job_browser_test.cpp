@@ -45,7 +45,9 @@ namespace bj = boost::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using tracker::Hello;
+using tracker::ModelMeasureInput;
 using tracker::Role;
+using tracker::sha256_hex;
 using tracker::TrackerClient;
 
 constexpr uint64_t kSeed = 11;
@@ -195,7 +197,7 @@ class BrowserModelJob : public ::testing::Test {
     double scale = 0;
     for (float v : *reference_) scale = std::max(scale, std::abs(double(v)));
     for (int64_t index : {int64_t{0}, int64_t{9}, int64_t{77}, int64_t{300}, int64_t{511}})
-      in.samples.push_back({index, (*reference_)[size_t(index)], 0, 1e-3 * scale + 1e-5});
+      in.samples.push_back({index, (*reference_)[size_t(index)], 1e-3 * scale + 1e-5});
     in.options.repeat = repeat;
     in.options.number = 2;
     in.options.timeout_s = 60;
