@@ -30,9 +30,24 @@ import { load as loadPackage } from '../runtime/model.mjs';
 export const DEFAULT_WARMUP = 3;
 export const MAX_WARMUP = 100;
 
-/** Whether a job input is a model measure input ("kind":"model"). */
+// The bounds of the farm's own parser (tracker/model_job.cpp, codegen/measure.hpp's
+// MeasureOptions and kMaxSamples): the tab refuses what the tracker would.
+const MAX_SAMPLES = 4096;
+const MAX_NUMBER = 1000000;
+const MAX_REPEAT = 1000;
+const MAX_MIN_REPEAT_MS = 60000;
+const MAX_TIMEOUT_S = 3600;
+const MAX_SEED = 2n ** 64n - 1n;
+
+/**
+ * Whether a job input is a model measure input ("kind":"model"); false for a kernel input (no
+ * kind, or "kind":"kernel"). Throws INSTANTIATION for any other kind, as the tracker does.
+ */
 export function isModelInput(input) {
-  return input !== null && typeof input === 'object' && input.kind === 'model';
+  if (input === null || typeof input !== 'object' || !('kind' in input)) return false;
+  if (input.kind === 'model') return true;
+  if (input.kind === 'kernel') return false;
+  throw new MeasureError(ErrorNo.INSTANTIATION, `bad measure input: 'kind' must be "kernel" or "model"`);
 }
 
 const MODEL_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/;
@@ -116,16 +131,38 @@ export function checkModelInput(input) {
   if (typeof input.manifest_sha256 !== 'string' || !SHA256_HEX.test(input.manifest_sha256)) {
     badInput("'manifest_sha256' must be 64 lowercase hex digits");
   }
-  if (typeof input.seed !== 'bigint' && !Number.isInteger(input.seed)) badInput("'seed' must be an integer");
-  const samples = input.samples ?? [];
-  if (!Array.isArray(samples) || samples.length > 4096) badInput("'samples' must be an array of at most 4096");
-  samples.forEach((s, i) => {
-    if (!Number.isInteger(s?.index) || s.index < 0 || !Number.isFinite(s.value) || !Number.isFinite(s.tolerance) || s.tolerance < 0) {
-      badInput(`samples[${i}] must be {index ≥ 0, value, tolerance ≥ 0}, all finite`);
+  const seed = input.seed;
+  if (!(typeof seed === 'bigint' ? seed >= 0n && seed <= MAX_SEED : Number.isInteger(seed) && seed >= 0)) {
+    badInput("'seed' must be a whole number >= 0");
+  }
+  if ('samples' in input) {
+    const samples = input.samples;
+    if (!Array.isArray(samples)) badInput("'samples' must be an array");
+    if (samples.length > MAX_SAMPLES) badInput(`${samples.length} samples, more than the limit of ${MAX_SAMPLES}`);
+    samples.forEach((s, i) => {
+      if (s === null || typeof s !== 'object' || !Number.isInteger(s.index) || s.index < 0 ||
+          !Number.isFinite(s.value) || !Number.isFinite(s.tolerance) || s.tolerance < 0) {
+        badInput(`samples[${i}] must be {index ≥ 0, value, tolerance ≥ 0}, all finite`);
+      }
+    });
+  }
+  if ('options' in input) {
+    const options = input.options;
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) badInput("'options' must be an object");
+    const bounded = (key, lo, hi) => {
+      const v = options[key];
+      if (v !== undefined && !(Number.isInteger(v) && v >= lo && v <= hi)) badInput(`options.${key} = ${v} must be in [${lo}, ${hi}]`);
+    };
+    bounded('number', 1, MAX_NUMBER);
+    bounded('repeat', 1, MAX_REPEAT);
+    bounded('min_repeat_ms', 0, MAX_MIN_REPEAT_MS);
+    bounded('warmup', 0, MAX_WARMUP);
+    // Written so that NaN fails too; 0 is refused (the tracker's bound), not "no limit".
+    const t = options.timeout_s;
+    if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMEOUT_S)) {
+      badInput(`options.timeout_s = ${t} must be in (0, ${MAX_TIMEOUT_S}] seconds`);
     }
-  });
-  const warmup = input.options?.warmup ?? DEFAULT_WARMUP;
-  if (!Number.isInteger(warmup) || warmup < 0 || warmup > MAX_WARMUP) badInput(`options.warmup must be in [0, ${MAX_WARMUP}]`);
+  }
 }
 
 /** The first element that is not finite, as a message ('' when all are). */

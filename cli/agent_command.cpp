@@ -54,9 +54,9 @@ MeasureResult run_model_job(IsolatedRuntime& runtime, const AgentArgs& args,
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   MeasureResult result;
-  ModelMeasureInput input;
+  tracker::ModelMeasureInput input;
   try {
-    input = ModelMeasureInput::from_json(json);
+    input = tracker::ModelMeasureInput::from_json(json);
   } catch (const std::exception& e) {
     result = MeasureResult::failure(MeasureErrorNo::kInstantiation,
                                     std::string("bad model input: ") + e.what());
@@ -86,10 +86,11 @@ MeasureResult run_model_job(IsolatedRuntime& runtime, const AgentArgs& args,
 
 boost::json::object run_input(IsolatedRuntime& runtime, const AgentArgs& args,
                               const boost::json::value& input) {
-  if (ModelMeasureInput::is_model_input(input))
-    return run_model_job(runtime, args, input).to_json();
   MeasureResult result;
   try {
+    // Throws for a `kind` other than "kernel" or "model" (the tracker refuses those at submit;
+    // an exception here would end the agent's job thread).
+    if (tracker::is_model_input(input)) return run_model_job(runtime, args, input).to_json();
     result = runtime.measure(MeasureInput::from_json(input));
   } catch (const std::exception& e) {
     result = MeasureResult::failure(MeasureErrorNo::kInstantiation,

@@ -1,9 +1,8 @@
 /// \file model_job.cpp
-/// The native agent's model jobs (model_job.hpp): the input, the package download into the
-/// hash-keyed cache, and the measurement in the GL worker.
+/// The native agent's model jobs (model_job.hpp): the package download into the hash-keyed
+/// cache, and the measurement in the GL worker. The input is the farm's (tracker/model_job.hpp).
 #include "native_agent/model_job.hpp"
 
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <set>
 
 #include "codegen/json_util.hpp"
+#include "codegen/reference.hpp"
 #include "codegen/seeded_random.hpp"
 #include "deploy/package.hpp"
 #include "native_agent/egl_context.hpp"
@@ -27,6 +27,8 @@ namespace webtune {
 
 namespace bj = boost::json;
 namespace fs = std::filesystem;
+using tracker::ModelMeasureInput;
+using tracker::sha256_hex;
 
 namespace {
 
@@ -44,47 +46,6 @@ std::string seconds_string(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%g", value);
   return buffer;
-}
-
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
-}
-
-bool is_model_name(std::string_view name) {
-  if (name.empty() || name.size() > 100 || name[0] == '.') return false;
-  for (char c : name)
-    if (!is_name_char(c)) return false;
-  return true;
-}
-
-bool is_sha256_hex(std::string_view text) {
-  if (text.size() != 64) return false;
-  for (char c : text)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
-std::vector<ReferenceSample> model_samples_from_json(const bj::value& value) {
-  if (!value.is_array()) throw std::invalid_argument("model input: 'samples' must be an array");
-  const bj::array& items = value.get_array();
-  if (items.size() > static_cast<size_t>(kMaxSamples))
-    throw std::invalid_argument("model input: " + std::to_string(items.size()) +
-                                " samples; at most " + std::to_string(kMaxSamples));
-  std::vector<ReferenceSample> out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const std::string what = "model input: samples[" + std::to_string(i) + "]";
-    const bj::object& o = json::as_object(items[i], what);
-    ReferenceSample s;
-    s.index = json::to_int(json::field(o, "index"), what + ".index");
-    s.value = json::to_double(json::field(o, "value"), what + ".value");
-    s.tolerance = json::to_double(json::field(o, "tolerance"), what + ".tolerance");
-    if (s.index < 0) throw std::invalid_argument(what + ".index is negative");
-    if (!std::isfinite(s.value) || !std::isfinite(s.tolerance) || s.tolerance < 0)
-      throw std::invalid_argument(what + ": value and tolerance must be finite, tolerance ≥ 0");
-    out.push_back(s);
-  }
-  return out;
 }
 
 /// Writes `bytes` to `path` (binary); throws ModelJobError (COMPILE_HOST) naming it.
@@ -106,69 +67,7 @@ std::string read_text(const fs::path& path) {
 
 }  // namespace
 
-// ---- the input ----
-
-bool ModelMeasureInput::is_model_input(const bj::value& input) {
-  if (!input.is_object()) return false;
-  const bj::value* kind = input.get_object().if_contains("kind");
-  return kind != nullptr && kind->is_string() && kind->get_string() == "model";
-}
-
-ModelMeasureInput ModelMeasureInput::from_json(const bj::value& value) {
-  const bj::object& o = json::as_object(value, "model input");
-  if (json::get_string_or(o, "kind", "") != "model")
-    throw std::invalid_argument("model input: 'kind' must be \"model\"");
-  ModelMeasureInput m;
-  m.model = json::get_string(o, "model");
-  if (!is_model_name(m.model))
-    throw std::invalid_argument(
-        "model input: 'model' must be 1-100 characters of [A-Za-z0-9._-], not starting with '.'");
-  m.manifest_sha256 = json::get_string(o, "manifest_sha256");
-  if (!is_sha256_hex(m.manifest_sha256))
-    throw std::invalid_argument("model input: 'manifest_sha256' must be 64 lowercase hex digits");
-  const bj::value& seed = json::field(o, "seed");
-  m.seed = seed.is_uint64() ? seed.get_uint64()
-                            : static_cast<uint64_t>(json::to_int(seed, "model input: seed"));
-  if (const bj::value* samples = o.if_contains("samples"))
-    m.samples = model_samples_from_json(*samples);
-  if (const bj::value* options = o.if_contains("options")) {
-    m.options = MeasureOptions::from_json(*options);
-    const bj::object& opts = json::as_object(*options, "model input: options");
-    const int64_t warmup = json::get_int_or(opts, "warmup", kDefaultModelWarmup);
-    if (warmup < 0 || warmup > kMaxModelWarmup)
-      throw std::invalid_argument("model input: options.warmup = " + std::to_string(warmup) +
-                                  " must be in [0, " + std::to_string(kMaxModelWarmup) + "]");
-    m.warmup = static_cast<int>(warmup);
-  }
-  return m;
-}
-
-bj::object ModelMeasureInput::to_json() const {
-  bj::array s;
-  for (const ReferenceSample& r : samples)
-    s.push_back(bj::object{{"index", r.index}, {"value", r.value}, {"tolerance", r.tolerance}});
-  bj::object opts = options.to_json();
-  opts["warmup"] = warmup;
-  return bj::object{
-      {"kind", "model"}, {"model", model},          {"manifest_sha256", manifest_sha256},
-      {"seed", seed},    {"samples", std::move(s)}, {"options", std::move(opts)}};
-}
-
 // ---- package files ----
-
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-    throw std::runtime_error("OpenSSL: SHA-256 failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
-}
 
 bool safe_package_path(std::string_view path) {
   if (path.empty() || path.size() > 200) return false;
@@ -176,9 +75,9 @@ bool safe_package_path(std::string_view path) {
   while (start <= path.size()) {
     const size_t slash = std::min(path.find('/', start), path.size());
     const std::string_view part = path.substr(start, slash - start);
-    if (part.empty() || part[0] == '.') return false;
-    for (char c : part)
-      if (!is_name_char(c)) return false;
+    // A component obeys the rule of a package folder name (the tracker's): no "", "." or
+    // "..", no hidden file, nothing but [A-Za-z0-9._-].
+    if (!tracker::valid_model_name(part)) return false;
     start = slash + 1;
   }
   return true;
@@ -313,6 +212,21 @@ MeasureErrorNo load_error_no(const ModelRunError& e) {
   return MeasureErrorNo::kCompileDevice;
 }
 
+/// The contract's samples as the reference checker takes them (abs_sum is only informative).
+std::vector<ReferenceSample> reference_samples_of(
+    const std::vector<tracker::ModelSample>& samples) {
+  std::vector<ReferenceSample> out;
+  out.reserve(samples.size());
+  for (const tracker::ModelSample& s : samples) {
+    ReferenceSample r;
+    r.index = s.index;
+    r.value = s.value;
+    r.tolerance = s.tolerance;
+    out.push_back(r);
+  }
+  return out;
+}
+
 /// The first non-finite output element, as a message ("" when all are finite).
 std::string non_finite(const std::vector<float>& output) {
   for (size_t i = 0; i < output.size(); ++i)
@@ -355,11 +269,12 @@ MeasureResult measure_model_package(const std::string& dir, const ModelMeasureIn
 
   try {
     const std::vector<float> data = seeded_tensor(input.seed, 0, runner->input_elements());
+    const std::vector<ReferenceSample> samples = reference_samples_of(input.samples);
     std::vector<float> output;
     auto check = [&](const std::vector<float>& out) {
       if (std::string bad = non_finite(out); !bad.empty())
         throw ModelJobError(MeasureErrorNo::kWrongAnswer, bad);
-      const CheckResult result = check_samples(out, input.samples);
+      const CheckResult result = check_samples(out, samples);
       if (!result.ok) throw ModelJobError(MeasureErrorNo::kWrongAnswer, result.message);
     };
     // The first warm-up inference is the checked one: a wrong model wastes no timed runs.

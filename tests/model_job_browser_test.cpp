@@ -33,6 +33,7 @@
 #include "graph/executor.hpp"
 #include "graph/graph.hpp"
 #include "native_agent/model_job.hpp"
+#include "support/tiny_model.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
 
@@ -44,53 +45,15 @@ namespace {
 namespace bj = boost::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing_support::read_text;
+using testing_support::tiny_graph;
 using tracker::Hello;
+using tracker::ModelMeasureInput;
 using tracker::Role;
+using tracker::sha256_hex;
 using tracker::TrackerClient;
 
 constexpr uint64_t kSeed = 11;
-
-graph::Tensor float_tensor(const std::string& name, std::vector<int64_t> shape,
-                           std::optional<std::vector<float>> data = std::nullopt) {
-  graph::Tensor t;
-  t.name = name;
-  t.shape = std::move(shape);
-  t.float_data = std::move(data);
-  return t;
-}
-
-/// x [1,8,8,8] → Relu → Conv 3×3 (8→8, pad 1, bias) → Relu → y.
-graph::Graph tiny_graph() {
-  graph::Graph g;
-  g.name = "tiny";
-  g.inputs = {"x"};
-  g.outputs = {"y"};
-  std::vector<float> w(8 * 8 * 9), b(8);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(int(i % 7) - 3);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i);
-  g.tensors["x"] = float_tensor("x", {1, 8, 8, 8});
-  g.tensors["r"] = float_tensor("r", {1, 8, 8, 8});
-  g.tensors["w"] = float_tensor("w", {8, 8, 3, 3}, w);
-  g.tensors["b"] = float_tensor("b", {8}, b);
-  g.tensors["c"] = float_tensor("c", {1, 8, 8, 8});
-  g.tensors["y"] = float_tensor("y", {1, 8, 8, 8});
-  g.nodes.push_back({"relu", "Relu", {"x"}, {"r"}, {}, {}});
-  graph::Node conv{"conv", "Conv", {"r", "w", "b"}, {"c"}, {}, {}};
-  conv.attributes["kernel_shape"] = std::vector<int64_t>{3, 3};
-  conv.attributes["pads"] = std::vector<int64_t>{1, 1, 1, 1};
-  conv.attributes["strides"] = std::vector<int64_t>{1, 1};
-  g.nodes.push_back(conv);
-  g.nodes.push_back({"relu2", "Relu", {"c"}, {"y"}, {}, {}});
-  g.validate();
-  return g;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 /// `node browser-agent/farm.mjs` (one tab), ended with SIGTERM.
 class Farm {
@@ -195,7 +158,7 @@ class BrowserModelJob : public ::testing::Test {
     double scale = 0;
     for (float v : *reference_) scale = std::max(scale, std::abs(double(v)));
     for (int64_t index : {int64_t{0}, int64_t{9}, int64_t{77}, int64_t{300}, int64_t{511}})
-      in.samples.push_back({index, (*reference_)[size_t(index)], 0, 1e-3 * scale + 1e-5});
+      in.samples.push_back({index, (*reference_)[size_t(index)], 1e-3 * scale + 1e-5});
     in.options.repeat = repeat;
     in.options.number = 2;
     in.options.timeout_s = 60;

@@ -32,6 +32,7 @@
 #include "graph/graph.hpp"
 #include "native_agent/model_job.hpp"
 #include "support/measure_inputs.hpp"
+#include "support/tiny_model.hpp"
 #include "support/webtune_process.hpp"
 #include "tracker/http_fetch.hpp"
 #include "tracker/protocol.hpp"
@@ -43,54 +44,16 @@ namespace {
 namespace bj = boost::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing_support::read_text;
+using testing_support::tiny_graph;
 using testing_support::WebtuneProcess;
 using tracker::Hello;
+using tracker::ModelMeasureInput;
 using tracker::Role;
+using tracker::sha256_hex;
 using tracker::TrackerClient;
 
 constexpr uint64_t kSeed = 7;
-
-graph::Tensor float_tensor(const std::string& name, std::vector<int64_t> shape,
-                           std::optional<std::vector<float>> data = std::nullopt) {
-  graph::Tensor t;
-  t.name = name;
-  t.shape = std::move(shape);
-  t.float_data = std::move(data);
-  return t;
-}
-
-/// x [1,8,8,8] → Relu → Conv 3×3 (8→8, pad 1, bias) → Relu → y: one task and two op kernels.
-graph::Graph tiny_graph() {
-  graph::Graph g;
-  g.name = "tiny";
-  g.inputs = {"x"};
-  g.outputs = {"y"};
-  std::vector<float> w(8 * 8 * 9), b(8);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(int(i % 7) - 3);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i);
-  g.tensors["x"] = float_tensor("x", {1, 8, 8, 8});
-  g.tensors["r"] = float_tensor("r", {1, 8, 8, 8});
-  g.tensors["w"] = float_tensor("w", {8, 8, 3, 3}, w);
-  g.tensors["b"] = float_tensor("b", {8}, b);
-  g.tensors["c"] = float_tensor("c", {1, 8, 8, 8});
-  g.tensors["y"] = float_tensor("y", {1, 8, 8, 8});
-  g.nodes.push_back({"relu", "Relu", {"x"}, {"r"}, {}, {}});
-  graph::Node conv{"conv", "Conv", {"r", "w", "b"}, {"c"}, {}, {}};
-  conv.attributes["kernel_shape"] = std::vector<int64_t>{3, 3};
-  conv.attributes["pads"] = std::vector<int64_t>{1, 1, 1, 1};
-  conv.attributes["strides"] = std::vector<int64_t>{1, 1};
-  g.nodes.push_back(conv);
-  g.nodes.push_back({"relu2", "Relu", {"c"}, {"y"}, {}, {}});
-  g.validate();
-  return g;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 Hello hello_as(Role role, std::string name) {
   Hello h;
@@ -179,7 +142,7 @@ class ModelJob : public ::testing::Test {
     double scale = 0;
     for (float v : *reference_) scale = std::max(scale, std::abs(double(v)));
     for (int64_t index : {int64_t{0}, int64_t{1}, int64_t{77}, int64_t{300}, int64_t{511}})
-      in.samples.push_back({index, (*reference_)[size_t(index)], 0, 1e-3 * scale + 1e-5});
+      in.samples.push_back({index, (*reference_)[size_t(index)], 1e-3 * scale + 1e-5});
     in.options.repeat = repeat;
     in.options.number = 2;
     in.options.timeout_s = 60;
@@ -322,14 +285,36 @@ TEST_F(ModelJob, AKernelPathOutsideThePackageIsRefused) {
   EXPECT_FALSE(fs::exists(*root_ / "cache" / manifest_sha256("tiny-escapes")));
 }
 
+// The tracker (tracker/job_facts.cpp) refuses a model it does not serve at submit; a package
+// removed after the submit reaches the agent's own fetch, which answers COMPILE_HOST naming the
+// HTTP 404.
 TEST_F(ModelJob, AModelTheTrackerDoesNotServeIsACompileHostError) {
   ModelMeasureInput in = input_for("tiny-gles", 1);
   in.model = "no-such-model";
-  const bj::object result = measure(in.to_json());
-  EXPECT_EQ(error_no(result), 2) << message(result);
-  EXPECT_NE(message(result).find("/models/no-such-model/manifest.json: HTTP 404"),
-            std::string::npos)
-      << message(result);
+  std::unique_ptr<TrackerClient> c = client();
+  ASSERT_TRUE(c);
+  tracker::SubmitItem item;
+  item.tag = 1;
+  item.key = "gles";
+  item.input = in.to_json();
+  try {
+    c->submit({item});
+    ADD_FAILURE() << "the tracker took a model it does not serve";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no package 'no-such-model'"), std::string::npos)
+        << e.what();
+  }
+  const fs::path cache = *root_ / "cache-404";
+  try {
+    fetch_model_package(*url_, in, cache.string(), 10);
+    ADD_FAILURE() << "a package the tracker does not serve was fetched";
+  } catch (const ModelJobError& e) {
+    EXPECT_EQ(e.error(), MeasureErrorNo::kCompileHost);
+    EXPECT_NE(std::string(e.what()).find("/models/no-such-model/manifest.json: HTTP 404"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(cache / in.manifest_sha256));
 }
 
 /// A self-signed certificate for 127.0.0.1 (Debian's openssl command), as the tracker tests make.
@@ -415,12 +400,14 @@ TEST(ModelJobTls, PackagesComeOverHttpsFromTheVerifiedTracker) {
   fs::remove_all(dir);
 }
 
+// The agent reads a model job through the tracker's parser (tracker/model_job.hpp); these are
+// the refusals it answers INSTANTIATION for.
 TEST(ModelJobInput, ReadsTheContractsJsonAndRefusesBadFields) {
   const bj::value json = bj::parse(
       R"({"kind":"model","model":"resnet18-webgl2","manifest_sha256":")" + std::string(64, 'f') +
       R"(","seed":7,"samples":[{"index":57,"value":3.14,"tolerance":0.004}],)"
       R"("options":{"number":1,"repeat":20,"min_repeat_ms":0,"timeout_s":120,"warmup":4}})");
-  ASSERT_TRUE(ModelMeasureInput::is_model_input(json));
+  ASSERT_TRUE(tracker::is_model_input(json));
   const ModelMeasureInput in = ModelMeasureInput::from_json(json);
   EXPECT_EQ(in.model, "resnet18-webgl2");
   EXPECT_EQ(in.seed, 7u);
@@ -430,8 +417,8 @@ TEST(ModelJobInput, ReadsTheContractsJsonAndRefusesBadFields) {
   EXPECT_EQ(in.options.repeat, 20);
   EXPECT_EQ(in.warmup, 4);
   EXPECT_EQ(ModelMeasureInput::from_json(in.to_json()).to_json(), in.to_json());
-  EXPECT_FALSE(ModelMeasureInput::is_model_input(bj::parse(R"({"kind":"kernel"})")));
-  EXPECT_FALSE(ModelMeasureInput::is_model_input(bj::parse(R"({"workload":{}})")));
+  EXPECT_FALSE(tracker::is_model_input(bj::parse(R"({"kind":"kernel"})")));
+  EXPECT_FALSE(tracker::is_model_input(bj::parse(R"({"workload":{}})")));
 
   auto refused = [&](const std::string& key, bj::value value) {
     bj::object o = json.as_object();
@@ -452,9 +439,15 @@ TEST(ModelJobInput, ReadsTheContractsJsonAndRefusesBadFields) {
             std::string::npos);
   EXPECT_NE(refused("options.warmup", 101).find("warmup"), std::string::npos);
   EXPECT_NE(refused("options.repeat", 0).find("repeat"), std::string::npos);
+  // The tracker's messages: "samples[0]: 'index' must be >= 0" (the agent's own parser said
+  // "samples[0].index is negative").
   EXPECT_NE(refused("samples", bj::parse(R"([{"index":-1,"value":0,"tolerance":0}])"))
-                .find("samples[0].index"),
+                .find("samples[0]: 'index'"),
             std::string::npos);
+  // Stricter than the agent's own parser was: a negative seed is refused, not wrapped to 2^64 - 1,
+  // and a `kind` other than "kernel" or "model" is an error rather than a kernel input.
+  EXPECT_NE(refused("seed", -1).find("'seed'"), std::string::npos);
+  EXPECT_THROW(tracker::is_model_input(bj::parse(R"({"kind":"graph"})")), std::invalid_argument);
 }
 
 TEST(ModelJobInput, PackagePathsStayInsideThePackage) {
@@ -480,7 +473,9 @@ TEST(ModelJobInput, PackagePathsStayInsideThePackage) {
                           "a\\b", "kernels/0 1.json", "./a"})
     EXPECT_FALSE(safe_package_path(bad)) << bad;
   EXPECT_FALSE(safe_package_path(std::string(201, 'a')));
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // A component follows the package folder name rule (tracker::valid_model_name): ≤ 100 chars.
+  EXPECT_FALSE(safe_package_path("kernels/" + std::string(101, 'a')));
+  EXPECT_TRUE(safe_package_path("kernels/" + std::string(100, 'a')));
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import test from 'node:test';
 
 import { ErrorNo, MeasureError } from '../measure.mjs';
-import { checkModelInput, modelBaseUrl, runModelJob, sha256Hex, sha256Js } from '../model_job.mjs';
+import { checkModelInput, isModelInput, modelBaseUrl, runModelJob, sha256Hex, sha256Js } from '../model_job.mjs';
 import { seededTensor } from '../seeded_random.mjs';
 
 const MANIFEST = JSON.stringify({ format: 'webtune-package', version: 1, target: 'wasm', inputs: [{ name: 'x', shape: [1, 6] }] });
@@ -138,4 +138,24 @@ test('packages come from the tracker origin; bad inputs are refused by field', (
   assert.match(refused({ manifest_sha256: 'F'.repeat(64) }), /manifest_sha256/);
   assert.match(refused({ samples: [{ index: -1, value: 0, tolerance: 0 }] }), /samples\[0\]/);
   assert.match(refused({ options: { warmup: 101 } }), /warmup/);
+  // The tracker's bounds (tracker/model_job.cpp, MeasureOptions): what it refuses, so does the tab.
+  assert.match(refused({ seed: -1n }), /'seed'/);
+  assert.match(refused({ seed: -1 }), /'seed'/);
+  assert.match(refused({ seed: 2n ** 64n }), /'seed'/);
+  assert.equal(refused({ seed: 2n ** 64n - 1n }), 'accepted');
+  assert.match(refused({ samples: null }), /'samples'/);
+  assert.match(refused({ samples: Array.from({ length: 4097 }, () => ({ index: 0, value: 0, tolerance: 0 })) }), /4097 samples/);
+  assert.match(refused({ options: null }), /'options'/);
+  assert.match(refused({ options: { repeat: 0 } }), /options\.repeat/);
+  assert.match(refused({ options: { repeat: 1001 } }), /options\.repeat/);
+  assert.match(refused({ options: { number: 1000001 } }), /options\.number/);
+  assert.match(refused({ options: { min_repeat_ms: 60001 } }), /options\.min_repeat_ms/);
+  assert.match(refused({ options: { timeout_s: 0 } }), /options\.timeout_s/);
+  assert.match(refused({ options: { timeout_s: 3601 } }), /options\.timeout_s/);
+  assert.equal(refused({ options: { number: 1000000, repeat: 1000, min_repeat_ms: 60000, timeout_s: 3600, warmup: 0 } }), 'accepted');
+  // A kind is "kernel" or "model"; anything else is refused, not taken for a kernel input.
+  assert.equal(isModelInput(input()), true);
+  assert.equal(isModelInput({ workload: {} }), false);
+  assert.equal(isModelInput({ kind: 'kernel' }), false);
+  assert.throws(() => isModelInput({ kind: 'graph' }), (e) => e.errorNo === ErrorNo.INSTANTIATION && /'kind'/.test(e.message));
 });

@@ -22,6 +22,10 @@
 /// sample or a non-finite output; RUN_TIMEOUT (7) past `timeout_s`, the budget of the whole job
 /// (download, load, warm-up, runs); INSTANTIATION (1) for a model input that is not valid JSON
 /// of the contract's shape (as for a bad kernel MeasureInput).
+///
+/// The input itself (tracker::ModelMeasureInput, tracker::is_model_input, its bounds) and
+/// tracker::sha256_hex are the farm's (tracker/model_job.hpp): the tracker, the client and this
+/// agent read the one contract with one parser.
 #pragma once
 
 #include <boost/json/fwd.hpp>
@@ -33,39 +37,13 @@
 #include <vector>
 
 #include "codegen/measure.hpp"
-#include "codegen/reference.hpp"
+#include "tracker/model_job.hpp"
 
 namespace webtune {
 
 namespace deploy {
 struct Manifest;
 }
-
-inline constexpr int kMaxModelWarmup = 100;  ///< warm-up inferences, MODEL_JOBS.md's bound
-inline constexpr int kDefaultModelWarmup = 3;
-
-/// A model measure input (MODEL_JOBS.md "The model measure input").
-struct ModelMeasureInput {
-  std::string model;            ///< package folder name under the tracker's --models
-  std::string manifest_sha256;  ///< 64 lowercase hex digits
-  uint64_t seed = 0;
-  /// Reference samples of the first output (flat index, value, absolute tolerance; abs_sum 0).
-  std::vector<ReferenceSample> samples;
-  MeasureOptions options;  ///< timeout_s: the whole job's budget
-  int warmup = kDefaultModelWarmup;
-
-  /// True when `input` is an object whose "kind" is "model" (a kernel input has no "kind" or
-  /// "kind":"kernel").
-  static bool is_model_input(const boost::json::value& input);
-  /// Parses and checks a model input. Throws std::invalid_argument naming the field: a missing
-  /// or mistyped field, a model name outside 1–100 characters of [A-Za-z0-9._-] or starting
-  /// with '.', a manifest_sha256 that is not 64 lowercase hex digits, more than kMaxSamples
-  /// samples, a sample with a negative index or a non-finite value or tolerance (a negative
-  /// tolerance too), options out of MeasureOptions' bounds, warmup outside [0, kMaxModelWarmup].
-  static ModelMeasureInput from_json(const boost::json::value& value);
-  /// The contract's JSON ("kind":"model", samples as {"index","value","tolerance"}).
-  boost::json::object to_json() const;
-};
 
 /// A model job step that failed with a given error number (see the file comment).
 class ModelJobError : public std::runtime_error {
@@ -78,12 +56,10 @@ class ModelJobError : public std::runtime_error {
   MeasureErrorNo error_;
 };
 
-/// Lowercase hex SHA-256 of `bytes` (OpenSSL).
-std::string sha256_hex(std::string_view bytes);
-
 /// Whether a file path named by a manifest stays inside its package: relative, non-empty, at
-/// most 200 characters, '/'-separated components of [A-Za-z0-9._-] none of which starts with
-/// '.' (so no "..", no hidden files, no absolute path, no backslash).
+/// most 200 characters, '/'-separated components each a tracker::valid_model_name (1 to 100
+/// characters of [A-Za-z0-9._-], not starting with '.': so no "..", no hidden files, no
+/// absolute path, no backslash).
 bool safe_package_path(std::string_view path);
 
 /// The files of a native package besides manifest.json: "weights.bin", then every distinct
@@ -111,7 +87,8 @@ inline constexpr size_t kMaxPackageFiles = 10000;
 /// mismatch ("package changed: manifest sha256 <got> != <want>"), a manifest that does not
 /// parse, a web target, an unsafe path, a file over its limit; RUN_TIMEOUT when `timeout_s`
 /// runs out.
-std::string fetch_model_package(const std::string& tracker_url, const ModelMeasureInput& input,
+std::string fetch_model_package(const std::string& tracker_url,
+                                const tracker::ModelMeasureInput& input,
                                 const std::string& cache_root, double timeout_s,
                                 const PackageFetchLimits& limits = {});
 
@@ -119,12 +96,13 @@ std::string fetch_model_package(const std::string& tracker_url, const ModelMeasu
 /// of the file comment), within `time_left_s` (≤ 0: no limit). Never throws: every failure is
 /// a MeasureResult with its error number and a message naming the step, node and kernel file
 /// (ModelRunError's). all_cost is this call's seconds; the caller adds the download.
-MeasureResult measure_model_package(const std::string& dir, const ModelMeasureInput& input,
+MeasureResult measure_model_package(const std::string& dir, const tracker::ModelMeasureInput& input,
                                     double time_left_s);
 
 /// The request IsolatedRuntime::run_request carries to the GL worker for a model job, and the
 /// worker's handler of it (measure_model_package on the request's fields).
-boost::json::object model_worker_request(const std::string& dir, const ModelMeasureInput& input,
+boost::json::object model_worker_request(const std::string& dir,
+                                         const tracker::ModelMeasureInput& input,
                                          double time_left_s);
 MeasureResult run_model_worker_request(const boost::json::object& request);
 

@@ -1,0 +1,63 @@
+/// \file tiny_model.hpp
+/// The small graph the model-job tests (model_job_test, model_job_browser_test) build packages
+/// of: x [1,8,8,8] → Relu → Conv 3×3 (8→8, pad 1, bias) → Relu → y, i.e. one conv task and two
+/// op kernels, with fixed weights. Plus reading a package file back as bytes. Header-only.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+
+namespace webtune::testing_support {
+
+/// A float tensor `name` of `shape`, a constant when `data` is given.
+inline graph::Tensor float_tensor(const std::string& name, std::vector<int64_t> shape,
+                                  std::optional<std::vector<float>> data = std::nullopt) {
+  graph::Tensor t;
+  t.name = name;
+  t.shape = std::move(shape);
+  t.float_data = std::move(data);
+  return t;
+}
+
+/// x [1,8,8,8] → Relu → Conv 3×3 (8→8, pad 1, bias) → Relu → y: one task and two op kernels.
+inline graph::Graph tiny_graph() {
+  graph::Graph g;
+  g.name = "tiny";
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  std::vector<float> w(8 * 8 * 9), b(8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(int(i % 7) - 3);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i);
+  g.tensors["x"] = float_tensor("x", {1, 8, 8, 8});
+  g.tensors["r"] = float_tensor("r", {1, 8, 8, 8});
+  g.tensors["w"] = float_tensor("w", {8, 8, 3, 3}, w);
+  g.tensors["b"] = float_tensor("b", {8}, b);
+  g.tensors["c"] = float_tensor("c", {1, 8, 8, 8});
+  g.tensors["y"] = float_tensor("y", {1, 8, 8, 8});
+  g.nodes.push_back({"relu", "Relu", {"x"}, {"r"}, {}, {}});
+  graph::Node conv{"conv", "Conv", {"r", "w", "b"}, {"c"}, {}, {}};
+  conv.attributes["kernel_shape"] = std::vector<int64_t>{3, 3};
+  conv.attributes["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  conv.attributes["strides"] = std::vector<int64_t>{1, 1};
+  g.nodes.push_back(conv);
+  g.nodes.push_back({"relu2", "Relu", {"c"}, {"y"}, {}, {}});
+  g.validate();
+  return g;
+}
+
+/// The bytes of `path` ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace webtune::testing_support
