@@ -98,7 +98,16 @@ class Planner {
                                   "' (targets: " + build_target_names() + ")");
     target_ = tune_target_from_name(options.target);
     frag_ = target_.kernel == Target::kGlesFrag;
-    limits_ = stored_limits(options.records, options.device_key);
+    device_key_ = options.device_key;
+    if (device_key_.empty()) {
+      device_key_ = default_device_key(options.records, target_);
+      if (!device_key_.empty()) {
+        out_.notes.push_back("device key: " + device_key_ +
+                             " (none was given: the records' device of family " + target_.key +
+                             " with the most tuning jobs, and its limits)");
+      }
+    }
+    limits_ = stored_limits(options.records, device_key_);
   }
 
   PlannedPackage run() {
@@ -106,7 +115,7 @@ class Planner {
     m.model = options_.model;
     m.target = options_.target;
     m.artifact_target = target_.kernel;
-    m.device_key = options_.device_key;
+    m.device_key = device_key_;
     if (options_.records == nullptr)
       out_.notes.push_back("no records database: every task takes its template's default config");
     choose_tasks();
@@ -147,7 +156,7 @@ class Planner {
     for (const graph::ExtractedTask& t : extraction.tasks) {
       TaskChoice choice;
       try {
-        choice = choose_config(options_.records, t.workload, target_, options_.device_key);
+        choice = choose_config(options_.records, t.workload, target_, device_key_);
       } catch (const std::exception& e) {
         // No template of this target for the workload: the nodes run as op kernels, if any.
         const std::string why = "task " + t.workload.name + " (" + t.workload.key() +
@@ -643,6 +652,7 @@ class Planner {
 
   const graph::Graph& graph_;
   const PlanOptions& options_;
+  std::string device_key_;  ///< options_.device_key, or default_device_key() when that is empty
   TuneTarget target_;
   bool frag_ = false;
   DeviceLimits limits_;

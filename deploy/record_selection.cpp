@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 
 #include "codegen/task.hpp"
@@ -49,6 +50,21 @@ std::string ms_text(double ms) {
 
 std::string device_family(const std::string& device_key) {
   return device_key.substr(0, device_key.find(':'));
+}
+
+std::string default_device_key(const RecordStore* store, const TuneTarget& target) {
+  if (store == nullptr) return "";
+  std::map<std::string, int> jobs_by_key;
+  for (const TuningJobInfo& job : store->jobs()) {
+    if (job.target == target.kernel && device_family(job.device_key) == target.key)
+      ++jobs_by_key[job.device_key];
+  }
+  std::string best;
+  int most = 0;
+  for (const auto& [key, count] : jobs_by_key) {
+    if (count > most) best = key, most = count;  // the map's order breaks ties
+  }
+  return best;
 }
 
 DeviceLimits stored_limits(const RecordStore* store, const std::string& device_key) {

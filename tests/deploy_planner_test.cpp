@@ -415,6 +415,26 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Without --device-key, the build takes the records' device of the family (and so its limits):
+// the record counts as the device's own, and the report says which key was taken.
+TEST(WithRecordsAndNoDeviceKey, TakesTheRecordsDeviceAsTheKey) {
+  const graph::Graph& g = zoo_graph("resnet18");
+  const graph::Extraction extraction = graph::extract_tasks(g);
+  const Workload& w = extraction.tasks.at(1).workload;
+  const OneRecord r = one_record("records_nokey", w, Target::kGlesCompute, "gles:llvmpipe", 0.002);
+  RecordStore store(r.path);
+  const PlannedPackage p = plan_package(g, options_for("gles-compute", &store, ""));
+  EXPECT_EQ(p.manifest.device_key, "gles:llvmpipe");
+  EXPECT_EQ(task_source_name(p.manifest.tasks.at(1).source), "record");
+  const std::string report = p.report();
+  EXPECT_NE(report.find("device key: gles:llvmpipe (none was given"), std::string::npos) << report;
+  // A records file with no device of the family leaves the key empty.
+  const OneRecord other =
+      one_record("records_nokey_wasm", w, Target::kGlesCompute, "webgpu:x", 0.002);
+  RecordStore other_store(other.path);
+  EXPECT_EQ(plan_package(g, options_for("gles-compute", &other_store, "")).manifest.device_key, "");
+}
+
 // A record of another family is not taken; every task's default, estimated_ms null.
 TEST(WithRecords, IgnoresOtherFamilies) {
   const graph::Graph& g = zoo_graph("resnet18");

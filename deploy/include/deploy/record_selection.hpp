@@ -37,6 +37,14 @@ struct TaskChoice {
   std::vector<std::string> notes;
 };
 
+/// The device key a build takes when none is given: of the devices whose records tune kernels
+/// of `target`'s kind in its key family, the one with the most tuning jobs (ties: the key that
+/// sorts first); "" when there is no store or no such device. Taking it (instead of "the
+/// family") gives the build that device's limits too: a webgl2 kernel tuned where textures may
+/// be 8192 texels tall needs relayouts into such textures, which the default limits (4096)
+/// refuse.
+std::string default_device_key(const RecordStore* store, const TuneTarget& target);
+
 /// The device limits `store` keeps for `device_key` (its device info's "limits"); the defaults
 /// (DeviceLimits{}) when there is no store, no such device, or it stored none.
 DeviceLimits stored_limits(const RecordStore* store, const std::string& device_key);
