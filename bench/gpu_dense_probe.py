@@ -13,6 +13,7 @@ tiles, 8×8 / 8×4 register tiles, k_depth 8-16, vec4, double buffering), with t
 the 64-256 workgroups of 1000³'s fast tilings by 2-8 for the GPU's 132 SMs).
 
 Usage: gpu_dense_probe.py --webtune BIN --out results.json [--shapes 1000,4096] [--limit N]
+       [--family base|big|big2|big3]
 cuBLAS is timed as CUDA-graph replays by bench/gpu_baselines.py (same GPU, same command).
 """
 import argparse
@@ -31,9 +32,30 @@ def split(extent, threads, regs):
     return [(extent + inner - 1) // inner, threads, regs]
 
 
-def configs(n):
+def configs(n, family="base"):
+    """The probe's configs for dense n³. family "base": the structured family of the first
+    probe; "big", "big2", "big3" (1000³ only): 128-row/column workgroup tiles with k_groups, the
+    three rounds of 2026-11-25 (bench/results/h100-2026-11-25-kgroups-big/)."""
     out = []
-    if n == 4096:
+    if family == "big3":
+        # Round 3: the best tilings of round 2 with deeper k tiles (24, 32: no double buffer
+        # fits 32) and unroll 2.
+        tiles = [(32, 4, 16, 8), (16, 8, 16, 8), (16, 8, 32, 4), (32, 4, 32, 4)]
+        kdepths = [16, 24, 32]
+        extras = [(u, d, 1, g) for u in (1, 2) for d in (1, 0) for g in (2, 4)]
+    elif family == "big2":
+        # Round 2: 128-row/column tiles with more threads or registers, k_depth 16 (guarded on
+        # 1000), k_groups 1-8, with and without double buffering.
+        tiles = [(16, 8, 16, 8), (16, 8, 32, 4), (32, 4, 16, 8), (16, 8, 32, 8), (32, 8, 16, 8),
+                 (32, 4, 32, 4)]
+        kdepths = [16]
+        extras = [(1, d, 1, g) for d in (1, 0) for g in (1, 2, 4, 8)]
+    elif family == "big":
+        # Large workgroup tiles (the fast 4096³ tilings) with split-K across workgroups.
+        tiles = [(16, 8, 16, 8), (16, 8, 8, 8), (8, 8, 16, 8), (8, 8, 8, 8), (16, 4, 16, 8)]
+        kdepths = [8, 16, 20]
+        extras = [(u, 1, 1, g) for u in (1, 2) for g in (1, 2, 4)]
+    elif n == 4096:
         tiles = [(8, 8, 16, 4), (8, 8, 8, 8), (16, 8, 16, 4), (8, 8, 16, 8), (16, 4, 16, 4),
                  (16, 8, 16, 8), (16, 8, 8, 8), (8, 4, 16, 8), (32, 4, 16, 4)]
         kdepths = [8, 16]
@@ -83,6 +105,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--shapes", default="1000,4096")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--family", default="base", choices=["base", "big", "big2", "big3"],
+                    help="which config family (see configs())")
     ap.add_argument("--python", default=sys.executable)
     args = ap.parse_args()
     shapes = [int(s) for s in args.shapes.split(",")]
@@ -96,7 +120,7 @@ def main():
     for n in shapes:
         base = baselines[f"dense:{n},{n},{n}"]
         rows = []
-        todo = configs(n)[: args.limit or None]
+        todo = configs(n, args.family)[: args.limit or None]
         t0 = time.time()
         for c in todo:
             g, err = measure(args.webtune, n, c)
