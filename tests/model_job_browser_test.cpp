@@ -151,19 +151,9 @@ class BrowserModelJob : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(joined_) << "the tab did not join within 120 s"; }
 
   static ModelMeasureInput input_for(const std::string& model, int repeat) {
-    ModelMeasureInput in;
-    in.model = model;
-    in.manifest_sha256 = sha256_hex(read_text(*root_ / "models" / model / "manifest.json"));
-    in.seed = kSeed;
-    double scale = 0;
-    for (float v : *reference_) scale = std::max(scale, std::abs(double(v)));
-    for (int64_t index : {int64_t{0}, int64_t{9}, int64_t{77}, int64_t{300}, int64_t{511}})
-      in.samples.push_back({index, (*reference_)[size_t(index)], 1e-3 * scale + 1e-5});
-    in.options.repeat = repeat;
-    in.options.number = 2;
-    in.options.timeout_s = 60;
-    in.warmup = 2;
-    return in;
+    return testing_support::model_input_with_samples(
+        model, sha256_hex(read_text(*root_ / "models" / model / "manifest.json")), kSeed,
+        *reference_, {0, 9, 77, 300, 511}, repeat);
   }
 
   /// Submits one job for `key` and waits for its MeasureResult JSON; `after_submit` runs once

@@ -135,19 +135,8 @@ class ModelJob : public ::testing::Test {
 
   /// The input of a model job on `model` with samples at a few places of the reference output.
   static ModelMeasureInput input_for(const std::string& model, int repeat = 5) {
-    ModelMeasureInput in;
-    in.model = model;
-    in.manifest_sha256 = manifest_sha256(model);
-    in.seed = kSeed;
-    double scale = 0;
-    for (float v : *reference_) scale = std::max(scale, std::abs(double(v)));
-    for (int64_t index : {int64_t{0}, int64_t{1}, int64_t{77}, int64_t{300}, int64_t{511}})
-      in.samples.push_back({index, (*reference_)[size_t(index)], 1e-3 * scale + 1e-5});
-    in.options.repeat = repeat;
-    in.options.number = 2;
-    in.options.timeout_s = 60;
-    in.warmup = 2;
-    return in;
+    return testing_support::model_input_with_samples(model, manifest_sha256(model), kSeed,
+                                                     *reference_, {0, 1, 77, 300, 511}, repeat);
   }
 
   /// Submits one job and waits for its result (the MeasureResult JSON). `after_submit` runs

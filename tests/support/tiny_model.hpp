@@ -4,6 +4,8 @@
 /// op kernels, with fixed weights. Plus reading a package file back as bytes. Header-only.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -13,8 +15,30 @@
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "tracker/model_job.hpp"
 
 namespace webtune::testing_support {
+
+/// The input of a model job on `model` (manifest hash `manifest_sha256`, seeded input `seed`)
+/// with samples of `reference` (its output on that input) at `indices`, each within 1e-3 × max
+/// |output| + 1e-5; `repeat` costs of 2 runs each after 2 warm-up runs, 60 s budget.
+inline tracker::ModelMeasureInput model_input_with_samples(
+    const std::string& model, const std::string& manifest_sha256, uint64_t seed,
+    const std::vector<float>& reference, const std::vector<int64_t>& indices, int repeat) {
+  tracker::ModelMeasureInput in;
+  in.model = model;
+  in.manifest_sha256 = manifest_sha256;
+  in.seed = seed;
+  double scale = 0;
+  for (float v : reference) scale = std::max(scale, std::abs(double(v)));
+  for (int64_t index : indices)
+    in.samples.push_back({index, reference.at(size_t(index)), 1e-3 * scale + 1e-5});
+  in.options.repeat = repeat;
+  in.options.number = 2;
+  in.options.timeout_s = 60;
+  in.warmup = 2;
+  return in;
+}
 
 /// A float tensor `name` of `shape`, a constant when `data` is given.
 inline graph::Tensor float_tensor(const std::string& name, std::vector<int64_t> shape,
