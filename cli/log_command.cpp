@@ -15,6 +15,7 @@
 
 #include "codegen/template.hpp"
 #include "commands.hpp"
+#include "tuner/autotvm_log.hpp"
 #include "tuner/records.hpp"
 
 namespace webtune::cli {
@@ -125,11 +126,11 @@ void run_export(const LogArgs& args) {
   auto store = open_existing(args.db);
   int64_t lines = 0;
   if (args.out == "-") {
-    lines = store->export_autotvm(std::cout, args.workload, args.target);
+    lines = export_autotvm(*store, std::cout, args.workload, args.target);
   } else {
     std::ofstream file(args.out);
     if (!file) throw std::runtime_error("cannot write '" + args.out + "'");
-    lines = store->export_autotvm(file, args.workload, args.target);
+    lines = export_autotvm(*store, file, args.workload, args.target);
   }
   // On stderr (spdlog), so that `--out -` leaves a clean log on stdout.
   spdlog::info("exported {} AutoTVM records to {}", lines, args.out == "-" ? "stdout" : args.out);
@@ -147,8 +148,8 @@ void run_import(const LogArgs& args) {
   int64_t imported = 0;
   try {
     RecordStore store(args.db);
-    imported = args.in == "-" ? store.import_autotvm(std::cin, args.device_key)
-                              : store.import_autotvm(file, args.device_key);
+    imported = args.in == "-" ? import_autotvm(store, std::cin, args.device_key)
+                              : import_autotvm(store, file, args.device_key);
   } catch (...) {
     if (created) {
       std::error_code ignored;

@@ -1,5 +1,5 @@
 /// \file autotvm_log_fuzzer.cpp
-/// libFuzzer harness for the AutoTVM log reader, `RecordStore::import_autotvm`
+/// libFuzzer harness for the AutoTVM log reader, `import_autotvm` (tuner/autotvm_log.hpp)
 /// (tuner/records.hpp), into an in-memory (":memory:") store.
 ///
 /// Feeds: the input as the text of a log, JSON lines as TVM's autotvm/record.py and
@@ -17,6 +17,7 @@
 #include <string>
 
 #include "fuzz_common.hpp"
+#include "tuner/autotvm_log.hpp"
 #include "tuner/records.hpp"
 
 using namespace webtune;
@@ -37,7 +38,7 @@ int64_t stored_trials(const RecordStore& store) {
 
 std::string export_all(const RecordStore& store) {
   std::ostringstream out;
-  throws_only<>("export_autotvm of imported records", [&] { store.export_autotvm(out); });
+  throws_only<>("export_autotvm of imported records", [&] { export_autotvm(store, out); });
   return out.str();
 }
 
@@ -49,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t imported = 0;
   try {
     std::istringstream in(text);
-    imported = store.import_autotvm(in, "");
+    imported = import_autotvm(store, in, "");
   } catch (const std::runtime_error& e) {
     check(std::string_view(e.what()).find("AutoTVM log line ") != std::string_view::npos,
           std::string("import_autotvm's error names no line: ") + e.what());
@@ -67,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t reimported = 0;
   try {
     std::istringstream in(first);
-    reimported = again.import_autotvm(in, "");
+    reimported = import_autotvm(again, in, "");
   } catch (const std::exception& e) {
     finding("the export of imported records does not import (" + std::string(e.what()) + "):\n" +
             first);

@@ -17,6 +17,7 @@
 #include "codegen/reference.hpp"
 #include "codegen/task.hpp"
 #include "tracker/protocol.hpp"
+#include "tuner/autotvm_log.hpp"
 #include "tuner/records.hpp"
 
 namespace bj = boost::json;
@@ -238,7 +239,7 @@ void autotvm_seeds(const fs::path& source) {
     store.add_trials(job, trials);
   }
   std::ostringstream log;
-  store.export_autotvm(log);
+  export_autotvm(store, log);
   write("autotvm_log", "webtune_export", log.str());
   // Real lines written by TVM (TopHub), when the shared directory is there.
   std::string tophub;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
+#include "tuner/autotvm_log.hpp"
 #include "tuner/records.hpp"
 
 using namespace webtune;
@@ -137,7 +138,7 @@ std::optional<std::string> read_everything(const RecordStore& store) {
       "related_trials", [&] { (void)store.related_trials(OpKind::kDense, Target::kGlesFrag, 0); });
   std::ostringstream log;
   if (!throws_only<Allowed, std::invalid_argument>("export_autotvm",
-                                                   [&] { (void)store.export_autotvm(log); }))
+                                                   [&] { (void)export_autotvm(store, log); }))
     return std::nullopt;
   return log.str();
 }
@@ -171,7 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(*log);
   int64_t imported = 0;
   try {
-    imported = again.import_autotvm(in, "");
+    imported = import_autotvm(again, in, "");
   } catch (const std::exception& e) {
     if (!all_fit) {
       check(std::string(e.what()).find("line ") != std::string::npos,

@@ -18,6 +18,7 @@
 
 #include "codegen/task.hpp"
 #include "support/run_webtune.hpp"
+#include "tuner/autotvm_log.hpp"
 #include "tuner/records.hpp"
 
 namespace webtune {
@@ -433,7 +434,7 @@ TEST_F(RecordsTest, FiltersAndRelatedTrials) {
 
   // Exports follow the same filters.
   std::ostringstream out;
-  EXPECT_EQ(store.export_autotvm(out, "C2", "gles-frag"), 4);
+  EXPECT_EQ(export_autotvm(store, out, "C2", "gles-frag"), 4);
 }
 
 TEST_F(RecordsTest, ClosingWithoutStatusChangeKeepsBatches) {
@@ -501,7 +502,7 @@ TEST_F(RecordsTest, ExportWritesAutoTvmFields) {
   store.add_trials(dense, {ok_trial(1, {1e-3})});
 
   std::ostringstream out;
-  ASSERT_EQ(store.export_autotvm(out), 4);
+  ASSERT_EQ(export_autotvm(store, out), 4);
   std::vector<bj::object> lines;
   std::istringstream in(out.str());
   for (std::string line; std::getline(in, line);) lines.push_back(bj::parse(line).as_object());
@@ -596,7 +597,7 @@ TEST_F(RecordsTest, ExportImportRoundTrip) {
     const int64_t c = store.open_job(dense_m(), frag, kDevice, "");
     store.add_trials(c, {in_space(ok_trial(9, {4e-4, 5e-4}), dense_m(), frag, 9)});
     std::ostringstream out;
-    ASSERT_EQ(store.export_autotvm(out), 5);
+    ASSERT_EQ(export_autotvm(store, out), 5);
     log = out.str();
     source_jobs = store.jobs();
     for (const TuningJobInfo& job : source_jobs) source_trials.push_back(store.trials(job.id));
@@ -604,7 +605,7 @@ TEST_F(RecordsTest, ExportImportRoundTrip) {
 
   RecordStore copy(other_path);
   std::istringstream in(log);
-  EXPECT_EQ(copy.import_autotvm(in, ""), 5);
+  EXPECT_EQ(import_autotvm(copy, in, ""), 5);
   const std::vector<TuningJobInfo> jobs = copy.jobs();
   ASSERT_EQ(jobs.size(), source_jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -624,15 +625,15 @@ TEST_F(RecordsTest, ExportImportRoundTrip) {
 
   // Importing again adds nothing; into another device key it makes new jobs.
   std::istringstream again(log);
-  EXPECT_EQ(copy.import_autotvm(again, ""), 0);
+  EXPECT_EQ(import_autotvm(copy, again, ""), 0);
   std::istringstream elsewhere(log);
-  EXPECT_EQ(copy.import_autotvm(elsewhere, "gles:third"), 5);
+  EXPECT_EQ(import_autotvm(copy, elsewhere, "gles:third"), 5);
   EXPECT_EQ(copy.jobs().size(), 6u);
   EXPECT_EQ(copy.best("", "").size(), 4u);  // the depthwise jobs have no success
 
   // Exporting the copy gives the same lines for the same jobs.
   std::ostringstream out;
-  copy.export_autotvm(out);
+  export_autotvm(copy, out);
   EXPECT_EQ(out.str().substr(0, log.size()), log);
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(other_path + suffix);
 }
@@ -672,7 +673,7 @@ TEST_F(RecordsTest, ImportsForeignAutoTvmLines) {
       std::to_string(conv_entity.index()) + R"(, "entity": )" + autotvm_entity_text(conv_entity) +
       R"(}, "result": [[1000000000.0], 7, 10, 1600000001]})"
       "\n");
-  EXPECT_EQ(store.import_autotvm(in), 2);
+  EXPECT_EQ(import_autotvm(store, in), 2);
   const std::vector<TuningJobInfo> jobs = store.jobs();
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[0].workload.key(), dense.key());
@@ -703,7 +704,7 @@ TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
     const int64_t job = source.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
     source.add_trials(job, {in_space(ok_trial(0, {1e-3}), dense_m(), Target::kGlesFrag, 0)});
     std::ostringstream out;
-    source.export_autotvm(out);
+    export_autotvm(source, out);
     good = out.str();
   }
   RecordStore store(path_);
@@ -711,7 +712,7 @@ TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
                          const std::string& reason) {
     std::istringstream in(text);
     try {
-      store.import_autotvm(in);
+      import_autotvm(store, in);
       ADD_FAILURE() << "imported " << text;
     } catch (const std::runtime_error& e) {
       const std::string what = e.what();
@@ -737,7 +738,7 @@ TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
   EXPECT_TRUE(store.jobs().empty());
 
   std::istringstream in(good);
-  EXPECT_EQ(store.import_autotvm(in), 1);
+  EXPECT_EQ(import_autotvm(store, in), 1);
 }
 
 // Two lines of TopHub's real AutoTVM logs (tlc-pack/tophub f05376ec, ../shared/tophub):
@@ -772,7 +773,7 @@ void expect_refused(RecordStore& store, const std::string& log,
                     const std::vector<std::string>& expected) {
   std::istringstream in(log);
   try {
-    const int64_t n = store.import_autotvm(in);
+    const int64_t n = import_autotvm(store, in);
     ADD_FAILURE() << "imported " << n << " trials of\n" << log;
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
@@ -810,7 +811,7 @@ TEST_F(RecordsTest, ImportRefusesForeignTargetsKnobsAndValues) {
     const int64_t job = source.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
     source.add_trials(job, {in_space(ok_trial(0, {1e-3}), dense_m(), Target::kGlesFrag, 2)});
     std::ostringstream out;
-    source.export_autotvm(out);
+    export_autotvm(source, out);
     good = out.str();
   }
   // unroll 3000 in both copies of the entity, AutoTVM's and webtune's.
@@ -829,7 +830,7 @@ TEST_F(RecordsTest, ImportRefusesForeignTargetsKnobsAndValues) {
     RecordStore renumbered(":memory:");
     const std::string stale_index =
         replaced(good, R"("config": {"index": )", R"("config": {"index": 1)");
-    EXPECT_EQ(renumbered.import_autotvm(*std::make_unique<std::istringstream>(stale_index)), 1);
+    EXPECT_EQ(import_autotvm(renumbered, *std::make_unique<std::istringstream>(stale_index)), 1);
     const std::vector<TrialRecord> trials = renumbered.trials(renumbered.jobs().at(0).id);
     ASSERT_EQ(trials.size(), 1u);
     const TrialRecord expected = in_space(ok_trial(0, {1e-3}), dense_m(), Target::kGlesFrag, 2);
@@ -841,7 +842,7 @@ TEST_F(RecordsTest, ImportRefusesForeignTargetsKnobsAndValues) {
   EXPECT_TRUE(store.jobs().empty());
 
   std::istringstream in(good);
-  EXPECT_EQ(store.import_autotvm(in), 1);
+  EXPECT_EQ(import_autotvm(store, in), 1);
 }
 
 TEST_F(RecordsTest, AnEndlessLineIsRefusedNotReadIntoMemory) {
@@ -868,17 +869,17 @@ TEST_F(RecordsTest, ASuccessfulTrialOfAConfigThatBreaksAConstraintIsRefused) {
     failed.config_json = fake.config_json;
     source.add_trials(job, {fake});
     std::ostringstream out;
-    source.export_autotvm(out);
+    export_autotvm(source, out);
     log = out.str();
     // The same config as a failed trial imports: failing is what such a config does.
     RecordStore other(":memory:");
     const int64_t job2 = other.open_job(dense_m(), Target::kGlesFrag, kDevice, "M1");
     other.add_trials(job2, {failed});
     std::ostringstream out2;
-    other.export_autotvm(out2);
+    export_autotvm(other, out2);
     RecordStore store(":memory:");
     std::istringstream in(out2.str());
-    EXPECT_EQ(store.import_autotvm(in), 1);
+    EXPECT_EQ(import_autotvm(store, in), 1);
   }
   RecordStore store(path_);
   expect_refused(
@@ -1332,7 +1333,7 @@ TEST_F(RecordsTest, AFusedJobKeepsItsEpilogueThroughTheStoreAndAutoTvm) {
     EXPECT_NE(plain, job);  // the epilogue is part of the workload: another job
     store.add_trials(job, {in_space(ok_trial(2, {4e-3}), fused, Target::kGlesFrag, 2)});
     std::ostringstream out;
-    ASSERT_EQ(store.export_autotvm(out, fused.key(), ""), 1);
+    ASSERT_EQ(export_autotvm(store, out, fused.key(), ""), 1);
     log = out.str();
     const std::vector<TuningJobInfo> jobs = store.jobs();
     ASSERT_EQ(jobs.size(), 2u);
@@ -1348,7 +1349,7 @@ TEST_F(RecordsTest, AFusedJobKeepsItsEpilogueThroughTheStoreAndAutoTvm) {
   {
     RecordStore copy(other_path);
     std::istringstream in(log);
-    EXPECT_EQ(copy.import_autotvm(in, ""), 1);
+    EXPECT_EQ(import_autotvm(copy, in, ""), 1);
     ASSERT_EQ(copy.jobs().size(), 1u);
     EXPECT_EQ(copy.jobs()[0].workload.key(), fused.key());
     EXPECT_EQ(copy.jobs()[0].workload.epilogue, fused.epilogue);
@@ -1405,7 +1406,7 @@ TEST_F(RecordsTest, SuspectTrialsAreExportedAsFailures) {
   store.add_trials(job, {ok_trial(0, {4e-3}, "honest"), ok_trial(1, {1e-6, 2e-6}, "faker")});
   EXPECT_EQ(store.mark_agent_suspect(job, "faker", "caught"), 1);
   std::ostringstream out;
-  ASSERT_EQ(store.export_autotvm(out), 2);
+  ASSERT_EQ(export_autotvm(store, out), 2);
   std::istringstream lines(out.str());
   std::string text;
   std::vector<bj::object> parsed;
@@ -1436,7 +1437,7 @@ TEST_F(RecordsTest, ExportRefusesATrialWhoseIndexAndConfigDisagree) {
   RecordStore store(path_);
   std::ostringstream out;
   try {
-    store.export_autotvm(out);
+    export_autotvm(store, out);
     ADD_FAILURE() << "exported " << out.str();
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("has config index 40 but its config JSON says 4"),
