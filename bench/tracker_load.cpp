@@ -5,8 +5,15 @@
 /// through. Prints jobs/s, the added dispatch latency (submit → result at the client, with a
 /// zero-cost kernel) p50/p99, and whether every job came back exactly once.
 /// Issue 3's targets on 2 cores: 2,000 agents, ≥ 10,000 jobs/s, p99 < 5 ms, nothing lost.
+///
+/// `--model-every N` makes every Nth job a whole-model job (docs/protocol.md "Model jobs") on a
+/// small gles-compute package written to a temporary --models folder (the graph of
+/// tests/support/tiny_model.hpp), so the tracker's per-submit package checks (manifest hash,
+/// key family, FLOPs for plausibility) and its second queue per job kind are in the figures.
+/// Agents then declare both job kinds and answer a model job as they answer a kernel.
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,12 +22,15 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "deploy/planner.hpp"
+#include "support/tiny_model.hpp"
 #include "tracker/agent_connection.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
@@ -43,7 +53,20 @@ struct ClientStats {
   std::vector<double> latencies_ms;
 };
 
+/// A model job's input for the package under `models`/tiny (its manifest hash `manifest_sha256`).
+boost::json::object model_job_input(const std::string& manifest_sha256) {
+  webtune::tracker::ModelMeasureInput in;
+  in.model = "tiny";
+  in.manifest_sha256 = manifest_sha256;
+  in.seed = 1;
+  in.options.repeat = 1;
+  in.options.number = 1;
+  in.options.timeout_s = 10;
+  return in.to_json();
+}
+
 ClientStats run_client(const std::string& url, int window, Steady::time_point stop_at,
+                       int model_every, const std::string& manifest_sha256,
                        std::atomic<bool>& failed) {
   ClientStats stats;
   try {
@@ -59,12 +82,17 @@ ClientStats run_client(const std::string& url, int window, Steady::time_point st
       const auto now = Steady::now();
       for (SubmitItem& item : items) {
         item.tag = next_tag++;
-        item.key = "noop";
         item.lease_ms = 2000;
-        // The tracker reads every job's workload and options (tracker/job_facts.hpp).
-        item.input = boost::json::object{
-            {"workload", boost::json::object{{"op", "dense"}, {"M", 1}, {"N", 1}, {"K", 1}}},
-            {"options", boost::json::object{{"repeat", 1}}}};
+        if (model_every > 0 && item.tag % static_cast<uint64_t>(model_every) == 0) {
+          item.key = "gles";  // the package's target family (tracker/model_job.hpp)
+          item.input = model_job_input(manifest_sha256);
+        } else {
+          item.key = "noop";
+          // The tracker reads every job's workload and options (tracker/job_facts.hpp).
+          item.input = boost::json::object{
+              {"workload", boost::json::object{{"op", "dense"}, {"M", 1}, {"N", 1}, {"K", 1}}},
+              {"options", boost::json::object{{"repeat", 1}}}};
+        }
         in_flight[item.tag] = now;
       }
       client.submit(items);
@@ -104,6 +132,19 @@ ClientStats run_client(const std::string& url, int window, Steady::time_point st
   return stats;
 }
 
+/// This process's peak resident memory (VmHWM of /proc/self/status) in MiB; 0 when unknown. The
+/// tracker, the simulated agents and the clients share the process, so it bounds the tracker's.
+double peak_rss_mib() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib / 1024;
+}
+
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
@@ -115,13 +156,17 @@ double percentile(std::vector<double>& v, double p) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Tracker load: simulated agents and clients on loopback"};
-  int agents = 2000, clients = 4, window = 4;
+  int agents = 2000, clients = 4, window = 4, model_every = 0;
   double seconds = 10, kill_fraction = 0.1;
   app.add_option("--agents", agents, "simulated agents")->capture_default_str();
   app.add_option("--clients", clients, "clients, one thread each")->capture_default_str();
   app.add_option("--window", window, "jobs in flight per client")->capture_default_str();
   app.add_option("--seconds", seconds, "how long clients keep submitting")->capture_default_str();
   app.add_option("--kill-fraction", kill_fraction, "agents dropped halfway")->capture_default_str();
+  app.add_option("--model-every", model_every,
+                 "every Nth job is a whole-model job on a small package (0: kernel jobs only)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   raise_fd_limit();
   spdlog::set_level(spdlog::level::warn);  // 2,000 "joined" lines would drown the figures
@@ -134,6 +179,21 @@ int main(int argc, char** argv) {
   // Thousands of simulated agents connect at once through one io_context.
   config.max_connections = static_cast<size_t>(agents + clients) + 64;
   config.hello_timeout = std::chrono::seconds(60);
+  // The model package the model jobs name, in a folder removed at exit.
+  const std::filesystem::path models =
+      std::filesystem::temp_directory_path() / ("bench_tracker_load_" + std::to_string(::getpid()));
+  std::string manifest_sha256;
+  if (model_every > 0) {
+    webtune::deploy::PlanOptions plan;
+    plan.target = "gles-compute";
+    plan.model = {"tiny", "tiny.onnx", std::string(64, 'a')};
+    webtune::deploy::write_package(
+        webtune::deploy::plan_package(webtune::testing_support::tiny_graph(), plan),
+        (models / "tiny").string());
+    manifest_sha256 = webtune::tracker::sha256_hex(
+        webtune::testing_support::read_text(models / "tiny" / "manifest.json"));
+    config.models_root = models.string();
+  }
   TrackerServer server(config);
   server.start_background();
 
@@ -151,7 +211,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < agents; ++i) {
     AgentOptions o;
     o.url = server.url();
-    o.keys = {"noop:sim"};
+    o.keys = {"noop:sim", "gles:sim"};
+    o.job_kinds = {"kernel", "model"};
     o.name = "sim-" + std::to_string(i);
     o.reconnect = false;
     farm.push_back(std::make_unique<AgentConnection>(agents_ioc, o, noop, true));
@@ -180,7 +241,7 @@ int main(int argc, char** argv) {
   std::vector<std::future<ClientStats>> futures;
   for (int c = 0; c < clients; ++c)
     futures.push_back(std::async(std::launch::async, run_client, server.url(), window, stop_at,
-                                 std::ref(failed)));
+                                 model_every, manifest_sha256, std::ref(failed)));
 
   // Halfway: drop a fraction of the agents, as a crash would (no close handshake).
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds / 2));
@@ -209,8 +270,8 @@ int main(int argc, char** argv) {
   const double p50 = percentile(total.latencies_ms, 0.50);
   const double p99 = percentile(total.latencies_ms, 0.99);
   const double rate = total.received / elapsed;
-  std::printf("agents %d (killed %d mid-run), clients %d, window %d\n", agents, to_kill, clients,
-              window);
+  std::printf("agents %d (killed %d mid-run), clients %d, window %d, model job every %d\n", agents,
+              to_kill, clients, window, model_every);
   std::printf("jobs: %llu submitted, %llu received, %llu duplicates, %llu errors, %llu re-queued\n",
               static_cast<unsigned long long>(total.submitted),
               static_cast<unsigned long long>(total.received),
@@ -223,6 +284,7 @@ int main(int argc, char** argv) {
               p99 / 5.0);
   const bool lost = total.received != total.submitted || total.duplicates != 0 || failed;
   std::printf("every job exactly once: %s\n", lost ? "NO" : "yes");
+  std::printf("peak resident memory (tracker + agents + clients): %.1f MiB\n", peak_rss_mib());
 
   boost::asio::post(agents_ioc, [&] {
     for (auto& a : farm) a->stop();
@@ -230,5 +292,7 @@ int main(int argc, char** argv) {
   });
   agents_thread.join();
   server.stop();
+  std::error_code ignored;
+  std::filesystem::remove_all(models, ignored);
   return lost ? 1 : 0;
 }
