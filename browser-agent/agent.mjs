@@ -18,7 +18,9 @@
 // (a ws:// URL, default this page's host); the rest go to the executors as options (webgl2:
 // sync=fence|readpixels|finish; wasm: wasm_spin=<polls before a thread blocks>). Progress is
 // shown on the page and logged to the console with a "[webtune]" prefix, which the local farm
-// (farm.mjs) forwards.
+// (farm.mjs) forwards. The page lists every executor family with its key or the reason it is
+// unavailable (state.unavailable: what its setup threw, e.g. "navigator.gpu is undefined"),
+// which the hello also carries as device.unavailable.
 
 import { ErrorNo, MeasureError, makeResult } from './measure.mjs';
 import { WebGL2Executor } from './webgl2.mjs';
@@ -160,8 +162,9 @@ class Agent {
       name: this.name,
       keys: state.keys,
       job_kinds: ['kernel', 'model'],
-      // The tracker keeps one device per agent; a tab with several executors lists all of them.
-      device: { ...this.executors[0].device(), devices },
+      // The tracker keeps one device per agent; a tab with several executors lists all of them,
+      // and the families it does not serve with their reasons (as the page shows them).
+      device: { ...this.executors[0].device(), devices, unavailable: { ...state.unavailable } },
     };
   }
 
