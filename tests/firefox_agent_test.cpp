@@ -59,7 +59,8 @@ std::string on_path(const std::string& name) {
   size_t begin = 0;
   while (begin <= dirs.size()) {
     const size_t end = std::min(dirs.find(':', begin), dirs.size());
-    const std::filesystem::path file = std::filesystem::path(dirs.substr(begin, end - begin)) / name;
+    const std::filesystem::path file =
+        std::filesystem::path(dirs.substr(begin, end - begin)) / name;
     if (::access(file.c_str(), X_OK) == 0) return file.string();
     begin = end + 1;
   }
@@ -109,10 +110,10 @@ class FirefoxFarmTest : public ::testing::Test {
     const uint16_t port = free_port();
     url_ = "ws://127.0.0.1:" + std::to_string(port) + "/ws";
     log_ = ::testing::TempDir() + "firefox_farm_" + std::to_string(::getpid()) + ".log";
-    farm_ = new WebtuneProcess({"farm", "--browser", "firefox", "--targets", "webgl2,webgpu,wasm",
-                                "--tabs", "1", "--name", "ff", "--listen",
-                                "127.0.0.1:" + std::to_string(port)},
-                               log_);
+    farm_ = new WebtuneProcess(
+        {"farm", "--browser", "firefox", "--targets", "webgl2,webgpu,wasm", "--tabs", "1", "--name",
+         "ff", "--listen", "127.0.0.1:" + std::to_string(port)},
+        log_);
     // Until the tab has joined with its webgl2 and wasm keys (the tracker may not listen yet).
     const auto deadline = std::chrono::steady_clock::now() + 120s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -185,7 +186,8 @@ boost::json::object FirefoxFarmTest::summary_;
 TEST_F(FirefoxFarmTest, TabJoinsWithWebgl2AndWasmKeysThatNameFirefox) {
   // <family>:<device>:firefox-<major>:<os>-<arch>[:<threads>t] (docs/protocol.md): never a
   // Chromium tab's key, so their results land in other tuning jobs.
-  const std::regex firefox_key(R"(^(webgl2|wasm):[a-z0-9.-]+:firefox-[0-9]+:linux-[a-z0-9_]+:[0-9]+t$)");
+  const std::regex firefox_key(
+      R"(^(webgl2|wasm):[a-z0-9.-]+:firefox-[0-9]+:linux-[a-z0-9_]+:[0-9]+t$)");
   EXPECT_TRUE(std::regex_match(webgl2_key_, firefox_key)) << webgl2_key_;
   EXPECT_TRUE(std::regex_match(wasm_key_, firefox_key)) << wasm_key_;
   // Under Xvfb Firefox's WebGL2 renders on Mesa's llvmpipe (its renderer string says
@@ -241,10 +243,11 @@ TEST_F(FirefoxFarmTest, Webgl2AndWasmJobsMatchTheReferenceAndAWrongReferenceIsCa
 }
 
 TEST_F(FirefoxFarmTest, TuneOnTheFirefoxFarmRecordsFirefoxJobs) {
-  const std::string db = ::testing::TempDir() + "firefox_tune_" + std::to_string(::getpid()) + ".db";
+  const std::string db =
+      ::testing::TempDir() + "firefox_tune_" + std::to_string(::getpid()) + ".db";
   std::filesystem::remove(db);
-  for (const auto& [target, key] : {std::pair{std::string("webgl2"), webgl2_key_},
-                                    std::pair{std::string("wasm"), wasm_key_}}) {
+  for (const auto& [target, key] :
+       {std::pair{std::string("webgl2"), webgl2_key_}, std::pair{std::string("wasm"), wasm_key_}}) {
     const auto run =
         run_webtune({"tune", "--tracker", url_, "--target", target, "--key", key, "--workload",
                      "dense:32,32,32", "--trials", "4", "--batch", "4", "--db", db});
@@ -277,13 +280,20 @@ class HeadlessFarm {
   HeadlessFarm(const std::string& url, const std::string& log) : log_(log) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    std::vector<std::string> args = {"node",          WEBTUNE_SOURCE_DIR "/browser-agent/farm.mjs",
-                                     "--browser",     "firefox",
-                                     "--display",     "headless",
-                                     "--tracker",     url,
-                                     "--targets",     "webgl2,webgpu,wasm",
-                                     "--name",        "headless",
-                                     "--no-restart",  "--parent-pid",
+    std::vector<std::string> args = {"node",
+                                     WEBTUNE_SOURCE_DIR "/browser-agent/farm.mjs",
+                                     "--browser",
+                                     "firefox",
+                                     "--display",
+                                     "headless",
+                                     "--tracker",
+                                     url,
+                                     "--targets",
+                                     "webgl2,webgpu,wasm",
+                                     "--name",
+                                     "headless",
+                                     "--no-restart",
+                                     "--parent-pid",
                                      std::to_string(::getpid())};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -364,9 +374,8 @@ TEST(HeadlessFirefoxTest, PageShowsEachExecutorsOwnReasonAndServesWasm) {
   }
   ASSERT_EQ(tabs.size(), 1u) << testing_support::read_file_text(log);
   const boost::json::object& tab = tabs[0].as_object();
-  ASSERT_EQ(tab.at("status").as_string(), "connected")
-      << boost::json::serialize(tab) << "\n"
-      << testing_support::read_file_text(log);
+  ASSERT_EQ(tab.at("status").as_string(), "connected") << boost::json::serialize(tab) << "\n"
+                                                       << testing_support::read_file_text(log);
   const auto& keys = tab.at("keys").as_array();
   ASSERT_EQ(keys.size(), 1u) << boost::json::serialize(tab);
   const std::string wasm_key(keys[0].as_string());
