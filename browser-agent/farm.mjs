@@ -110,6 +110,22 @@ if (!fs.existsSync(executablePath)) {
     (firefox ? ' (apt-get install firefox-esr, or --firefox PATH)' : ' (apt-get install chromium, or --chromium PATH)'));
   process.exit(2);
 }
+/** True when `name` is an executable file in a directory of $PATH. */
+function onPath(name) {
+  return (process.env.PATH || '/usr/bin:/bin').split(':').some((dir) => {
+    try {
+      fs.accessSync(path.join(dir || '.', name), fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+if (firefox && opts.display === 'xvfb' && !onPath('Xvfb')) {
+  console.error('farm: no Xvfb on PATH (apt-get install xvfb); or --display headless, whose ' +
+    'Firefox tabs have no WebGL and serve wasm only');
+  process.exit(2);
+}
 if (!['llvmpipe', 'swiftshader'].includes(opts.gl)) {
   console.error(`farm: --gl takes llvmpipe or swiftshader, not '${opts.gl}'`);
   process.exit(2);
