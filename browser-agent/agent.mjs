@@ -18,7 +18,9 @@
 // (a ws:// URL, default this page's host); the rest go to the executors as options (webgl2:
 // sync=fence|readpixels|finish; wasm: wasm_spin=<polls before a thread blocks>). Progress is
 // shown on the page and logged to the console with a "[webtune]" prefix, which the local farm
-// (farm.mjs) forwards.
+// (farm.mjs) forwards. The page lists every executor family with its key or the reason it is
+// unavailable (state.unavailable: what its setup threw, e.g. "navigator.gpu is undefined"),
+// which the hello also carries as device.unavailable.
 
 import { ErrorNo, MeasureError, makeResult } from './measure.mjs';
 import { WebGL2Executor } from './webgl2.mjs';
@@ -46,6 +48,9 @@ const state = {
   session: 0,
   busyJob: 0,
   reconnects: 0,
+  // Executor families this tab does not serve, each with its own reason: {webgpu:
+  // 'navigator.gpu is undefined', ...} (shown on the page as "webgpu: <reason>").
+  unavailable: {},
 };
 // For the farm and tests: a read-only view of the agent's state.
 window.webtuneAgent = { state, executors: [] };
@@ -60,6 +65,35 @@ function show() {
     el.textContent = `${state.status}${state.keys.length ? ` as ${state.keys.join(', ')}` : ''}; ` +
       `${state.jobsDone} job(s) done${state.lastError ? `; last error: ${state.lastError}` : ''}`;
   }
+  showExecutors();
+}
+
+/**
+ * The page's executor list: one line per family of EXECUTORS, "webgl2: ready as <key>" or
+ * "webgpu: <why not>" (class "unavailable"), so that a user sees why a family is missing.
+ */
+function showExecutors() {
+  const list = document.getElementById('executors');
+  if (!list) return;
+  const ready = new Map((window.webtuneAgent.executors || []).map((e) => [e.constructor.family, e]));
+  const lines = EXECUTORS.map(({ family }) => {
+    if (ready.has(family)) return { family, ok: true, text: `${family}: ready as ${ready.get(family).key()}` };
+    const reason = state.unavailable[family];
+    return { family, ok: false, text: `${family}: ${reason ?? 'starting'}` };
+  });
+  list.replaceChildren(...lines.map(({ family, ok, text }) => {
+    const item = document.createElement('li');
+    item.dataset.family = family;
+    item.className = ok ? 'ready' : 'unavailable';
+    item.textContent = text;
+    return item;
+  }));
+}
+
+/** The one-line reason an executor could not be made, from what its setup threw. */
+function reasonOf(error) {
+  const text = error?.message || String(error);
+  return text.replace(/\s+/g, ' ').trim() || `${error?.name || 'Error'} without a message`;
 }
 
 function setStatus(status) {
@@ -87,11 +121,15 @@ async function createExecutors() {
   const wanted = (params.get('targets') || '').split(',').map((s) => s.trim()).filter(Boolean);
   const executors = [];
   for (const Executor of EXECUTORS) {
-    if (wanted.length && !wanted.includes(Executor.family)) continue;
+    if (wanted.length && !wanted.includes(Executor.family)) {
+      state.unavailable[Executor.family] = `off (not in targets=${wanted.join(',')})`;
+      continue;
+    }
     try {
       executors.push(await makeExecutor(Executor, Object.fromEntries(params)));
     } catch (e) {
-      log(`no ${Executor.family} executor: ${e.message}`);
+      state.unavailable[Executor.family] = reasonOf(e);
+      log(`no ${Executor.family} executor: ${state.unavailable[Executor.family]}`);
     }
   }
   return executors;
@@ -124,8 +162,9 @@ class Agent {
       name: this.name,
       keys: state.keys,
       job_kinds: ['kernel', 'model'],
-      // The tracker keeps one device per agent; a tab with several executors lists all of them.
-      device: { ...this.executors[0].device(), devices },
+      // The tracker keeps one device per agent; a tab with several executors lists all of them,
+      // and the families it does not serve with their reasons (as the page shows them).
+      device: { ...this.executors[0].device(), devices, unavailable: { ...state.unavailable } },
     };
   }
 
@@ -235,6 +274,7 @@ class Agent {
     this.executors = this.executors.filter((e) => !e.failed);
     window.webtuneAgent.executors = this.executors;
     state.lastError = failed.map((e) => e.failedMessage).join('; ');
+    for (const e of failed) state.unavailable[e.constructor.family] = `failed: ${e.failedMessage}`;
     log(`dropping ${failed.map((e) => e.constructor.family).join(', ')}: ${state.lastError}`);
     this.queue = [];
     const socket = this.socket;
@@ -319,8 +359,9 @@ function askForToken(reason) {
 async function main() {
   const executors = await createExecutors();
   window.webtuneAgent.executors = executors;
+  show();
   if (!executors.length) {
-    state.lastError = 'no executor works in this browser (WebGL2 / WebGPU / WebAssembly SIMD unavailable?)';
+    state.lastError = `no executor works in this browser: ${Object.entries(state.unavailable).map(([f, r]) => `${f}: ${r}`).join('; ')}`;
     setStatus('failed');
     log(state.lastError);
     return;

@@ -1,27 +1,41 @@
 #!/usr/bin/env node
-// farm.mjs — a local farm of headless Chromium tabs: each tab opens the tracker's /agent page
-// and so becomes an agent of the farm. `webtune farm` and `webtune tune --target webgl2` (without
-// --tracker) start this script; it can also run on its own:
+// farm.mjs — a local farm of browser tabs (headless Chromium, or Firefox): each tab opens the
+// tracker's /agent page and so becomes an agent of the farm. `webtune farm` and `webtune tune
+// --target webgl2` (without --tracker) start this script; it can also run on its own:
 //
 //   node browser-agent/farm.mjs --tracker ws://127.0.0.1:9190/ws --tabs 2 --targets webgl2[,webgpu][,wasm]
-//        [--token T] [--gl llvmpipe|swiftshader] [--chromium /usr/bin/chromium]
+//        [--browser chromium|firefox] [--token T] [--gl llvmpipe|swiftshader]
+//        [--chromium /usr/bin/chromium] [--firefox /usr/bin/firefox-esr] [--display xvfb|headless]
 //        [--name farm] [--parent-pid PID] [--no-restart] [--trust-cert CERT.pem]
+//
+// Firefox (Debian's firefox-esr) is driven over WebDriver BiDi, the protocol puppeteer-core 24
+// speaks to it. Headless Firefox offers no WebGL on Linux (its WebGL needs a window system: the
+// context fails with "AllowWebgl2:false restricts context creation on this system", and with
+// webgl.force-enabled "Exhausted GL driver options"), so by default (--display xvfb) the farm
+// runs a windowed Firefox on a private Xvfb display, where WebGL2 renders through Mesa
+// (llvmpipe). --display headless runs `firefox --headless` instead: such tabs serve wasm only.
+// Xvfb is tied to this process: a shell that holds it exits when its stdin (a pipe from here)
+// ends, and Firefox exits when its X server goes, so neither outlives a killed farm.
 //
 // A wss:// tracker's pages are opened over https://. --trust-cert makes Chromium accept exactly
 // that certificate's key (its SPKI SHA-256, --ignore-certificate-errors-spki-list): for a
 // self-signed tracker certificate, without trusting anything else.
 //
-// Chromium is Debian's (`/usr/bin/chromium`), driven through puppeteer-core: no browser is ever
-// downloaded. A tab that crashes or closes is reopened, a browser that dies is relaunched with
-// all its tabs, each after a short backoff. A tab whose agent reports status 'failed' (no
-// executor works any more, e.g. its WebGPU adapter is gone) is reloaded the same way. The agent page's "[webtune]" console lines are
-// printed as "farm: tab N: ...".
+// Browsers are Debian's (`/usr/bin/chromium`, `/usr/bin/firefox-esr`), driven through
+// puppeteer-core: no browser is ever downloaded. A tab that crashes or closes is reopened, a
+// browser that dies is relaunched with all its tabs, each after a short backoff. A tab whose
+// agent reports status 'failed' (no executor works any more, e.g. its WebGPU adapter is gone) is
+// reloaded the same way. The agent page's "[webtune]" console lines are printed as
+// "farm: tab N: ...".
 //
 // Lines on stdin control the farm (for tests and operators): "close N" closes tab N (reopened
-// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context), destroys its WebGPU
-// device or terminates its wasm workers (to exercise recovery), "kill-browser" SIGKILLs the browser (relaunched unless --no-restart), "status" prints every tab's agent state as one JSON line, "quit" stops.
+// unless --no-restart), "lose N" loses tab N's WebGL context (WEBGL_lose_context), destroys its
+// WebGPU device or terminates its wasm workers (to exercise recovery), "kill-browser" SIGKILLs
+// the browser (relaunched unless --no-restart), "status" prints every tab's agent state (with
+// `executors`, the page's per-executor lines) as one JSON line, "quit" stops.
 // SIGINT/SIGTERM, the end of --parent-pid, or "quit" close the browser and remove its profile.
 
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,7 +51,10 @@ const { values: opts } = parseArgs({
     targets: { type: 'string', default: 'webgl2' },
     token: { type: 'string', default: '' },
     gl: { type: 'string', default: 'swiftshader' },
+    browser: { type: 'string', default: process.env.WEBTUNE_BROWSER || 'chromium' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
+    firefox: { type: 'string', default: process.env.WEBTUNE_FIREFOX || '/usr/bin/firefox-esr' },
+    display: { type: 'string', default: 'xvfb' },
     name: { type: 'string', default: 'farm' },
     'parent-pid': { type: 'string', default: '0' },
     'no-restart': { type: 'boolean', default: false },
@@ -71,6 +88,43 @@ for (const target of targets) {
     console.error(`farm: unknown target '${target}' (this farm runs: ${FARM_TARGETS.join(', ')})`);
     process.exit(2);
   }
+}
+if (!['chromium', 'firefox'].includes(opts.browser)) {
+  console.error(`farm: --browser takes chromium or firefox, not '${opts.browser}'`);
+  process.exit(2);
+}
+const firefox = opts.browser === 'firefox';
+if (!['xvfb', 'headless'].includes(opts.display)) {
+  console.error(`farm: --display takes xvfb or headless, not '${opts.display}'`);
+  process.exit(2);
+}
+if (firefox && opts['trust-cert']) {
+  // Chromium pins the certificate's key with a flag; Firefox has no such switch (a profile
+  // would need the certificate imported into its NSS database).
+  console.error('farm: --trust-cert works with --browser chromium only');
+  process.exit(2);
+}
+const executablePath = firefox ? opts.firefox : opts.chromium;
+if (!fs.existsSync(executablePath)) {
+  console.error(`farm: no ${opts.browser} at ${executablePath}` +
+    (firefox ? ' (apt-get install firefox-esr, or --firefox PATH)' : ' (apt-get install chromium, or --chromium PATH)'));
+  process.exit(2);
+}
+/** True when `name` is an executable file in a directory of $PATH. */
+function onPath(name) {
+  return (process.env.PATH || '/usr/bin:/bin').split(':').some((dir) => {
+    try {
+      fs.accessSync(path.join(dir || '.', name), fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+if (firefox && opts.display === 'xvfb' && !onPath('Xvfb')) {
+  console.error('farm: no Xvfb on PATH (apt-get install xvfb); or --display headless, whose ' +
+    'Firefox tabs have no WebGL and serve wasm only');
+  process.exit(2);
 }
 if (!['llvmpipe', 'swiftshader'].includes(opts.gl)) {
   console.error(`farm: --gl takes llvmpipe or swiftshader, not '${opts.gl}'`);
@@ -188,7 +242,11 @@ class Tab {
   async state() {
     if (!this.page) return { tab: this.index, open: false };
     try {
-      const s = await this.page.evaluate(() => window.webtuneAgent?.state ?? null);
+      // The agent's state and the page's executor lines ("webgpu: navigator.gpu is undefined").
+      const s = await this.page.evaluate(() => ({
+        ...(window.webtuneAgent?.state ?? {}),
+        executors: [...document.querySelectorAll('#executors li')].map((li) => li.textContent),
+      }));
       return { tab: this.index, open: true, ...s };
     } catch (e) {
       return { tab: this.index, open: true, error: e.message };
@@ -204,16 +262,87 @@ setInterval(() => {
   for (const tab of tabs) tab.reloadIfFailed();
 }, FAILED_POLL_MS).unref();
 
+/**
+ * Firefox preferences of the farm's profile (on top of puppeteer's own): every tab works,
+ * visible or not (background tabs would otherwise get 1 s timers and a timer budget), and
+ * nothing phones home.
+ */
+const FIREFOX_PREFS = {
+  'dom.min_background_timeout_value': 4,
+  'dom.timeout.enable_budget_timer_throttling': false,
+  'dom.ipc.processPriorityManager.enabled': false,
+  'browser.tabs.unloadOnLowMemory': false,
+  'app.update.enabled': false,
+  'datareporting.policy.dataSubmissionEnabled': false,
+  'toolkit.telemetry.enabled': false,
+  'browser.shell.checkDefaultBrowser': false,
+};
+
+// The private X display of a windowed Firefox (--display xvfb): {display, holder}.
+let xvfb = null;
+
+/**
+ * Starts Xvfb on a free display through a holder shell: Xvfb writes the display number to the
+ * holder's stdout (-displayfd), and the holder kills Xvfb once its stdin (a pipe from this
+ * process) ends, i.e. when this process exits however it ends. Resolves to ':N'.
+ */
+function startXvfb() {
+  const script = 'Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3>&1 >/dev/null 2>&1 & ' +
+    'x=$!; cat >/dev/null; kill $x 2>/dev/null; wait $x';
+  const holder = spawn('/bin/sh', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error('Xvfb did not report a display within 20 s')), 20000);
+    holder.on('error', (e) => { clearTimeout(timer); reject(e); });
+    holder.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Xvfb ended at start (exit code ${code}; apt-get install xvfb, or --display headless)`));
+    });
+    holder.stdout.on('data', (chunk) => {
+      text += chunk;
+      const m = /^(\d+)\n/.exec(text);
+      if (!m) return;
+      clearTimeout(timer);
+      holder.removeAllListeners('exit');
+      resolve({ display: `:${m[1]}`, holder });
+    });
+  });
+}
+
+function stopXvfb() {
+  if (!xvfb) return;
+  xvfb.holder.stdin.end();
+  xvfb = null;
+}
+
+/** puppeteer.launch options for --browser. */
+async function launchOptions() {
+  if (!firefox) {
+    return {
+      executablePath, headless: true,
+      pipe: true,  // the browser ends with this process even when it is killed
+      userDataDir: profileDir, args: chromiumArgs(), protocolTimeout: 120000,
+    };
+  }
+  const env = { ...process.env };
+  let headless = true;
+  if (opts.display === 'xvfb') {
+    if (!xvfb) xvfb = await startXvfb();
+    env.DISPLAY = xvfb.display;
+    delete env.WAYLAND_DISPLAY;
+    headless = false;
+  }
+  return {
+    browser: 'firefox', executablePath, headless, env,
+    userDataDir: profileDir,
+    extraPrefsFirefox: FIREFOX_PREFS,
+    protocolTimeout: 120000,
+  };
+}
+
 async function launchBrowser() {
   profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webtune-farm-'));
-  browser = await puppeteer.launch({
-    executablePath: opts.chromium,
-    headless: true,
-    pipe: true,  // the browser ends with this process even when it is killed
-    userDataDir: profileDir,
-    args: chromiumArgs(),
-    protocolTimeout: 120000,
-  });
+  browser = await puppeteer.launch(await launchOptions());
   const launched = browser;
   launched.on('disconnected', () => {
     if (browser !== launched) return;
@@ -231,7 +360,9 @@ async function launchBrowser() {
   });
   // The first blank tab is of no use.
   for (const page of await browser.pages()) await page.close().catch(() => {});
-  say(`chromium ${await browser.version()} (${opts.gl}), ${tabCount} tab(s) for ${opts.tracker}`);
+  const how = firefox ? (opts.display === 'xvfb' ? `windowed on Xvfb ${xvfb.display}` : 'headless: no WebGL')
+                      : opts.gl;
+  say(`${firefox ? '' : 'chromium '}${await browser.version()} (${how}), ${tabCount} tab(s) for ${opts.tracker}`);
 }
 
 async function start() {
@@ -259,6 +390,7 @@ async function shutdown(code) {
   browser = null;
   if (b) await Promise.race([b.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000))]);
   removeProfile();
+  stopXvfb();
   process.exit(code);
 }
 

@@ -58,6 +58,23 @@ function nextTask() {
   });
 }
 
+/**
+ * How a timed batch waits for the GPU in this browser when the page does not say (`sync=`):
+ * "finish" in Firefox, "fence" elsewhere.
+ *
+ * Firefox (153 ESR, remoted WebGL on Mesa llvmpipe under Xvfb) reports a fence signaled only
+ * about one frame after the draws end, however often it is polled: an empty clear took 8 to 16
+ * ms to signal polled on timers, up to 300 ms spinning on MessageChannel tasks, one animation
+ * frame with requestAnimationFrame; dense 128³ grid configs 0, 1, 2 "took" 65.5, 13.3 and 13.6
+ * ms with the fence against 9.4, 5.7 and 5.9 ms with finish. Its gl.finish() is a synchronous
+ * call into the process that owns the GL context and returns once the draws are done (a
+ * readPixels right after it takes 1 to 14 ms instead of the draw's 130 to 320 ms).
+ */
+export function defaultSync(env = globalThis) {
+  const ua = env.navigator?.userAgent || '';
+  return /\bFirefox\//.test(ua) ? 'finish' : 'fence';
+}
+
 export class WebGL2Executor {
   /** The target family this executor serves, the first part of its key. */
   static family = 'webgl2';
@@ -66,14 +83,16 @@ export class WebGL2Executor {
 
   /**
    * Creates the executor and its context; throws when the browser has no usable WebGL2.
-   * `options.sync`: how a timed batch waits for the GPU: "fence" (default; fenceSync polled
-   * between tasks), "readpixels" (a blocking 1-texel read of target 0, which waits for the
-   * draws), or "finish" (gl.finish), for comparison only: in Chromium 156 on SwiftShader
-   * finish returns before the draws are done (dense 256³ "times" at 503 GFLOP/s with finish,
-   * 0.44 GFLOP/s with the fence; native llvmpipe does 1.6).
+   * `options.sync`: how a timed batch waits for the GPU: "fence" (fenceSync polled between
+   * tasks), "readpixels" (a blocking 1-texel read of target 0, which waits for the draws), or
+   * "finish" (gl.finish). The default is the browser's (defaultSync): in Chromium 156 on
+   * SwiftShader finish returns before the draws are done (dense 256³ "times" at 503 GFLOP/s
+   * with finish, 0.44 GFLOP/s with the fence; native llvmpipe does 1.6); in Firefox a fence is
+   * seen signaled only about a frame later (8 to 16 ms for a clear), while finish is a
+   * synchronous round trip that waits for the draws.
    */
   constructor(options = {}) {
-    this.sync = ['finish', 'readpixels'].includes(options.sync) ? options.sync : 'fence';
+    this.sync = ['fence', 'finish', 'readpixels'].includes(options.sync) ? options.sync : defaultSync();
     this.generation = 0;
     this.createContext();
   }
@@ -114,6 +133,7 @@ export class WebGL2Executor {
       major: 3,
       minor: 0,
       color_buffer_float: this.colorBufferFloat,
+      sync: this.sync,
       limits: this.limits,
       short_name: shortRendererName(this.renderer),
       user_agent: typeof navigator !== 'undefined' ? navigator.userAgent : '',

@@ -48,6 +48,8 @@ BrowserFarm::BrowserFarm(const BrowserFarmOptions& options) {
                                    "--gl",         options.gl,
                                    "--name",       options.name,
                                    "--parent-pid", std::to_string(::getpid())};
+  if (!options.browser.empty()) args.insert(args.end(), {"--browser", options.browser});
+  if (!options.display.empty()) args.insert(args.end(), {"--display", options.display});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -73,7 +75,8 @@ BrowserFarm::BrowserFarm(const BrowserFarmOptions& options) {
     pid_ = -1;
     throw std::runtime_error("cannot start '" + node + "' for the browser farm (install nodejs)");
   }
-  spdlog::info("browser farm: {} tab(s) of {} for {} (node pid {})", options.tabs, options.targets,
+  spdlog::info("browser farm: {} {} tab(s) of {} for {} (node pid {})", options.tabs,
+               options.browser.empty() ? "browser" : options.browser, options.targets,
                options.tracker, pid_);
 }
 
@@ -91,8 +94,8 @@ std::optional<int> BrowserFarm::poll() {
 
 void BrowserFarm::stop() {
   if (pid_ <= 0) return;
-  // Closing Chromium cleanly takes a moment; a farm that hangs is killed (its browser, on a
-  // DevTools pipe, follows it).
+  // Closing the browser cleanly takes a moment; a farm that hangs is killed (Chromium, on a
+  // DevTools pipe, follows it; Firefox follows its Xvfb, which the farm's holder shell ends).
   terminate_children({pid_}, std::chrono::seconds(10));
   pid_ = -1;
 }

@@ -1,8 +1,9 @@
 /// \file farm_command.cpp
-/// `webtune farm --tabs N --targets webgl2 [--tracker ws://HOST:PORT/ws] [--token T]
-/// [--gl swiftshader|llvmpipe]`: a local farm of headless Chromium tabs that serve a tracker;
-/// without --tracker it also runs a tracker on --listen (default 127.0.0.1:9190). Runs until
-/// SIGINT/SIGTERM, or until the farm process ends.
+/// `webtune farm --tabs N --targets webgl2 [--browser chromium|firefox] [--tracker
+/// ws://HOST:PORT/ws] [--token T] [--gl swiftshader|llvmpipe] [--display xvfb|headless]`: a local
+/// farm of browser tabs (headless Chromium, or Firefox ESR) that serve a tracker; without
+/// --tracker it also runs a tracker on --listen (default 127.0.0.1:9190; port 0: a free one,
+/// printed). Runs until SIGINT/SIGTERM, or until the farm process ends.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
@@ -74,8 +75,8 @@ int run_farm(FarmArgs& args) {
 
 void add_farm_command(CLI::App& app) {
   auto args = std::make_shared<FarmArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("farm", "Run a local farm of headless Chromium agent tabs (WebGL2)");
+  CLI::App* cmd = app.add_subcommand(
+      "farm", "Run a local farm of browser agent tabs (Chromium or Firefox; webgl2, webgpu, wasm)");
   cmd->add_option("--tabs", args->farm.tabs, "agent tabs")
       ->check(int_range(1, 64))
       ->capture_default_str();
@@ -90,7 +91,20 @@ void add_farm_command(CLI::App& app) {
   cmd->add_option("--listen", args->listen, "HOST:PORT of the embedded tracker")
       ->capture_default_str();
   cmd->add_option("--token", args->farm.token, "the tracker's agent token");
-  cmd->add_option("--gl", args->farm.gl, "WebGL backend: swiftshader or llvmpipe")
+  args->farm.browser = "chromium";
+  cmd->add_option("--browser", args->farm.browser,
+                  "chromium (Debian's, headless) or firefox (Debian's firefox-esr, over WebDriver "
+                  "BiDi; windowed on a private Xvfb display unless --display headless)")
+      ->check(CLI::IsMember({"chromium", "firefox"}))
+      ->capture_default_str();
+  cmd->add_option("--gl", args->farm.gl, "Chromium's WebGL backend: swiftshader or llvmpipe")
+      ->check(CLI::IsMember({"swiftshader", "llvmpipe"}))
+      ->capture_default_str();
+  args->farm.display = "xvfb";
+  cmd->add_option("--display", args->farm.display,
+                  "Firefox's display: xvfb (a private Xvfb display; WebGL2 works) or headless "
+                  "(firefox --headless: no WebGL there, wasm only)")
+      ->check(CLI::IsMember({"xvfb", "headless"}))
       ->capture_default_str();
   cmd->add_option("--name", args->farm.name, "tab i joins as NAME-i")->capture_default_str();
   cmd->callback([args] {

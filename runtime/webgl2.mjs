@@ -35,18 +35,51 @@ void main() {
 
 /**
  * A fresh WebGL2 context on an OffscreenCanvas (nothing is ever shown, no compositor frame) or,
- * without one, a detached canvas: {canvas, gl}. Throws when the browser has no WebGL2.
+ * without one, a detached canvas: {canvas, gl}. Throws when the browser has no WebGL2, with the
+ * browser's own reason when it gives one (the webglcontextcreationerror event's statusMessage:
+ * e.g. headless Firefox's "AllowWebgl2:false restricts context creation on this system").
  */
 export function createContext() {
   const canvas = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(1, 1)
                                                        : document.createElement('canvas');
-  const gl = canvas.getContext('webgl2', {
+  const attributes = {
     alpha: true, antialias: false, depth: false, stencil: false,
     preserveDrawingBuffer: false, powerPreference: 'high-performance',
     failIfMajorPerformanceCaveat: false,
-  });
-  if (!gl) throw new Error('this browser offers no WebGL2 context');
+  };
+  const gl = getContextOrReason(canvas, attributes);
+  if (typeof gl === 'string') {
+    // An OffscreenCanvas may not deliver the event: ask a document canvas for the reason.
+    const reason = gl || (typeof document !== 'undefined'
+      ? getContextOrReason(document.createElement('canvas'), attributes) : '');
+    throw new Error(`getContext('webgl2') returned null${typeof reason === 'string' && reason ? `: ${reason}` : ''}`);
+  }
   return { canvas, gl };
+}
+
+/**
+ * A context creation error's statusMessage on one line: Firefox's "WebGL creation failed:\n*
+ * tryNativeGL ()\n* Exhausted GL driver options. (FEATURE_...)" becomes "tryNativeGL; Exhausted
+ * GL driver options. (FEATURE_...)".
+ */
+export function creationReason(statusMessage) {
+  return String(statusMessage || '').replace(/^\s*WebGL creation failed:\s*/, '')
+    .split(/\s*\n\s*/).map((line) => line.replace(/^\*\s*/, '').replace(/\s*\(\)$/, '').trim())
+    .filter(Boolean).join('; ');
+}
+
+/** canvas.getContext('webgl2'), or the creation error's reason ('' without one). */
+function getContextOrReason(canvas, attributes) {
+  let reason = '';
+  const listener = (event) => { reason = String(event.statusMessage || ''); };
+  canvas.addEventListener?.('webglcontextcreationerror', listener);
+  try {
+    const gl = canvas.getContext('webgl2', attributes);
+    if (gl) return gl;
+  } finally {
+    canvas.removeEventListener?.('webglcontextcreationerror', listener);
+  }
+  return creationReason(reason);
 }
 
 /**

@@ -21,7 +21,9 @@ import { ErrorNo, MeasureError, refuseScratch } from './errors.mjs';
  */
 export async function requestDevice(requestAdapter = () => navigator.gpu.requestAdapter({ powerPreference: 'high-performance' })) {
   if (typeof navigator === 'undefined' || !navigator.gpu) {
-    throw new Error('this browser offers no WebGPU (navigator.gpu is missing: it needs a secure context, and headless Chromium --enable-unsafe-webgpu)');
+    // Chromium exposes it only in a secure context (headless: with --enable-unsafe-webgpu),
+    // Firefox ESR on Linux not at all (dom.webgpu.enabled).
+    throw new Error('navigator.gpu is undefined');
   }
   const adapter = await requestAdapter();
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
