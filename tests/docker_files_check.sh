@@ -84,6 +84,7 @@ while read -r image; do
 done < <(sed -n 's/^[[:space:]]*image:[[:space:]]*//p' "$dir/compose.yaml")
 for f in "$dir"/*/Containerfile; do
   from=$(sed -n 's/^FROM[[:space:]]*//p' "$f")
+  # shellcheck disable=SC2016 # the literal ARG references, not expansions here
   case "$from" in
     '${BASE}' | '${RUNTIME}') ;;
     *) fail "$f: FROM $from is not the local base (ARG BASE) or runtime (ARG RUNTIME)" ;;
