@@ -103,7 +103,8 @@ function index(manifest) {
  * must be for it: "webgl2", "webgpu" or "wasm"), `workerFactory` (wasm threads: a function
  * returning a Worker running wasm_worker.mjs; default module workers), `fetch` (replaces
  * globalThis.fetch: node tests read the package's files).
- * Resolves to {run(input) → Promise<output>, dispose(), manifest}; run takes a Float32Array
+ * Resolves to {run(input) → Promise<output>, profile(input) → Promise<{total_ms, steps, outputs}>,
+ * dispose(), manifest}; run takes a Float32Array
  * (row-major, the graph input's shape; an array of them for several inputs) and resolves to a
  * Float32Array (an array of them for several outputs).
  */
@@ -154,6 +155,31 @@ export async function load(baseUrl = new URL('..', import.meta.url), options = {
       });
       busy = result.catch(() => {});
       return result.then((outputs) => (Array.isArray(input) || outputs.length > 1 ? outputs : outputs[0]));
+    },
+    /**
+     * Runs the model once more with every step timed, queued like run(): each step runs alone
+     * (the device is waited for after it: a WebGL2 fence, WebGPU's onSubmittedWorkDone, wasm
+     * steps are synchronous already), checked step by step. Resolves to {total_ms, steps:
+     * [{step, kind, role, node, task, ms}], outputs}; ms are host milliseconds from the step's
+     * start to the device's end of it, so they include each step's submit and wait, which a
+     * normal run overlaps — their sum is above run()'s latency, and the difference is what the
+     * overlap saves. The model is run once unprofiled first when no run has succeeded yet
+     * (compiles and first-use costs stay out of the figures).
+     */
+    profile(input) {
+      const inputs = Array.isArray(input) ? input : [input];
+      const result = busy.then(async () => {
+        if (checkedRuns === 0) {
+          await model.execute(inputs, true);
+          checkedRuns += 1;
+        }
+        const steps = [];
+        const begin = performance.now();
+        const outputs = await model.execute(inputs, true, steps);
+        return { total_ms: performance.now() - begin, steps, outputs };
+      });
+      busy = result.catch(() => {});
+      return result;
     },
     dispose() {
       model.dispose();
@@ -206,8 +232,13 @@ class Model {
     return artifact;
   }
 
-  /** Runs every step; `checked`: errors are looked for after each step (until a run succeeded). */
-  async execute(inputs, checked) {
+  /**
+   * Runs every step; `checked`: errors are looked for after each step (until a run succeeded).
+   * `timings` (an array, profile() only): each step then runs alone — the device is waited for
+   * after it (settle()) — and {step, kind, role, node, task, ms} is pushed for it, ms the host
+   * time from the step's start to the device's end of it.
+   */
+  async execute(inputs, checked, timings = null) {
     if (this.disposed) throw new Error('the model was disposed');
     const { manifest } = this;
     if (inputs.length !== manifest.inputs.length) {
@@ -224,8 +255,10 @@ class Model {
     });
     const outputs = new Map();
     await this.begin?.(checked);
+    if (timings) await this.settle();
     for (let i = 0; i < manifest.steps.length; ++i) {
       const step = manifest.steps[i];
+      const begin = timings ? performance.now() : 0;
       try {
         if (step.kind === 'upload') {
           const data = byValue.get(step.value);
@@ -239,6 +272,11 @@ class Model {
           bad(`step ${i} has kind '${step.kind}'`);
         }
         if (checked) await this.check(`running step ${i}`);
+        if (timings) {
+          await this.settle();
+          timings.push({ step: i, kind: step.kind, role: step.role ?? null, node: step.node ?? null,
+            task: step.task ?? null, ms: performance.now() - begin });
+        }
       } catch (e) {
         await this.abort?.();
         throw e instanceof StepError || e.message.startsWith('the package') ? e : new StepError(i, step, e);
@@ -253,6 +291,9 @@ class Model {
   }
 
   async check() {}
+
+  /** Waits until the device has finished every command issued so far (profile() only). */
+  async settle() {}
 }
 
 // ---- WebGL2 (artifact target gles-frag) ----
@@ -409,6 +450,28 @@ class GLModel extends Model {
     checkGl(this.gl, what, () => this.lost);
   }
 
+  async settle() {
+    // A fence polled between tasks; Firefox sees a fence signaled only about a frame late
+    // (browser-agent/webgl2.mjs, defaultSync), and its gl.finish() does wait for the draws.
+    const gl = this.gl;
+    if (/\bFirefox\//.test(globalThis.navigator?.userAgent ?? '')) {
+      gl.finish();
+      return;
+    }
+    const fence = gl.fenceSync(gl.SYNC_GPU_COMMANDS_COMPLETE, 0);
+    try {
+      let status = gl.clientWaitSync(fence, gl.SYNC_FLUSH_COMMANDS_BIT, 0);
+      while (status === gl.TIMEOUT_EXPIRED) {
+        await new Promise((r) => setTimeout(r, 0));
+        checkGl(gl, 'waiting for the device', () => this.lost);
+        status = gl.clientWaitSync(fence, 0, 0);
+      }
+      if (status === gl.WAIT_FAILED) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, 'clientWaitSync failed while profiling');
+    } finally {
+      gl.deleteSync(fence);
+    }
+  }
+
   async end() {
     // Any GL error of the run (a draw the driver refused, a lost context) rejects it.
     checkGl(this.gl, 'running the model', () => this.lost);
@@ -559,6 +622,11 @@ class GPUModel extends Model {
       this.device.queue.submit([encoder.finish()]);
       await this.device.queue.onSubmittedWorkDone();
     });
+  }
+
+  async settle() {
+    this.flush();
+    await this.device.queue.onSubmittedWorkDone();
   }
 
   async download(value, owner) {

@@ -5,6 +5,8 @@
 //
 //   node bench/model_vs_web/bench.mjs [--models resnet18,mobilenet_v2] [--models-dir ../shared/models]
 //        [--targets webgl2,webgpu,wasm] [--engines all|ENGINE,...] [--webtune-packages DIR]
+//        [--profile]  (after the rounds, one run of each webtune package with every step timed
+//                      alone: sums by step kind and the slowest steps, on stderr and in --out)
 //        [--threads auto|N] [--rounds 4] [--runs 5] [--warmup 2] [--round-warmup 0]
 //        [--ort-webgl-pack default|true|false] [--gl swiftshader|llvmpipe] [--out FILE]
 //
@@ -123,6 +125,15 @@ export function formatTable(models) {
   ].join('\n');
 }
 
+/** A profile (page.mjs profile()) as lines: the sums by step kind, then the slowest steps. */
+export function formatProfile(model, engine, p) {
+  const f = (ms) => ms.toFixed(2).padStart(9);
+  const lines = [`profile ${model} ${engine}: ${p.steps_count} steps, each run alone: ${p.total_ms.toFixed(2)} ms ` +
+    `(upload ${p.by.upload.toFixed(2)}, task kernels ${p.by.task.toFixed(2)}, op and relayout kernels ${p.by.op.toFixed(2)}, download ${p.by.download.toFixed(2)})`];
+  for (const t of p.steps) lines.push(`  step ${String(t.step).padStart(4)} ${f(t.ms)} ms  ${t.kind}${t.role ? `/${t.role}` : ''}  ${t.task ?? '-'}  ${t.node ?? ''}`);
+  return lines.join('\n');
+}
+
 async function main() {
   const { values: opts } = parseArgs({
     options: {
@@ -140,6 +151,7 @@ async function main() {
       gl: { type: 'string', default: 'swiftshader' },
       out: { type: 'string', default: '' },
       chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
+      profile: { type: 'boolean', default: false },
     },
   });
   const fail = (msg) => {
@@ -279,6 +291,19 @@ async function main() {
         r.median_ms = r.error ? null : median(r.samples_ms);
       }
       mres.rows = targets.map((t) => rowSummary(t, mres.engines));
+      if (opts.profile) {
+        // After the timed rounds: one run per webtune engine with every step timed alone.
+        for (const engine of timed.filter((e) => PACKAGE_TARGET[e])) {
+          const r = mres.engines[engine];
+          if (r.error) continue;
+          try {
+            r.profile = await page.evaluate((e, m) => window.bench.profile(e, m), engine, model);
+            console.error(formatProfile(model, engine, r.profile));
+          } catch (e) {
+            console.error(`bench: ${model} ${engine}: profile failed: ${e.message}`);
+          }
+        }
+      }
       await page.evaluate((m) => window.bench.dropModel(m), model);
       result.models.push(mres);
     }

@@ -215,6 +215,7 @@ async function makeWebtune(spec, name) {
       estimated_ms: manifest?.estimated_ms ?? null, workers_started: workers.length - before,
     },
     run: (data) => m.run(data),
+    profile: (data) => m.profile(data),
     async dispose() {
       await m.dispose?.();
     },
@@ -303,6 +304,22 @@ async function time(engine, model, runs, { warmup = 1 } = {}) {
   return ms;
 }
 
+/**
+ * One profiled run of webtune engine `engine` on `model` (the runtime's profile(): every step
+ * alone, the device waited for after it). Resolves to {total_ms, by: {upload, task, op,
+ * download, alias: ms}, steps: the `top` slowest steps}; rejects for another side's engine.
+ */
+async function profile(engine, model, { top = 12 } = {}) {
+  const e = live.get(`${engine}|${model}`);
+  if (!e) throw new Error(`engine ${engine} is not prepared for ${model}`);
+  if (!e.profile) throw new Error(`engine ${engine} has no per-step profile (webtune engines only)`);
+  const p = await e.profile(models.get(model).input);
+  const by = { upload: 0, task: 0, op: 0, download: 0, alias: 0 };
+  for (const t of p.steps) by[t.kind === 'kernel' ? (t.role === 'task' ? 'task' : 'op') : t.kind] += t.ms;
+  const steps = [...p.steps].sort((a, b) => b.ms - a.ms).slice(0, top);
+  return { total_ms: p.total_ms, steps_count: p.steps.length, by, steps };
+}
+
 async function release(engine, model) {
   const key = `${engine}|${model}`;
   const e = live.get(key);
@@ -350,6 +367,6 @@ function workerCount() {
 }
 
 window.bench = {
-  engines: () => ENGINES, environment, setup, loadModel, dropModel, prepare, time, release, workerCount,
+  engines: () => ENGINES, environment, setup, loadModel, dropModel, prepare, time, profile, release, workerCount,
   ready: true,
 };

@@ -126,6 +126,28 @@ for (const threads of [1, 2]) {
   });
 }
 
+test('profile() times every step of a run and returns the run\'s outputs', { skip }, async () => {
+  const { dir, url } = writePackage({ threads: 1 });
+  const m = await load(url, { fetch: fileFetch, target: 'wasm' });
+  try {
+    const p = await m.profile(X);
+    assert.deepEqual([...p.outputs[0]], expected());
+    assert.deepEqual(p.steps.map((t) => t.step), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(p.steps.map((t) => t.kind), ['upload', 'kernel', 'kernel', 'kernel', 'alias', 'download']);
+    assert.deepEqual(p.steps.map((t) => t.role), [null, 'task', 'op', 'op', null, null]);
+    assert.equal(p.steps[1].task, 'dense_1');
+    assert.equal(p.steps[2].node, '/Relu');
+    for (const t of p.steps) assert.ok(Number.isFinite(t.ms) && t.ms >= 0, `step ${t.step}: ${t.ms}`);
+    const sum = p.steps.reduce((a, t) => a + t.ms, 0);
+    assert.ok(p.total_ms >= sum - 1e-6, `total ${p.total_ms} < sum of steps ${sum}`);
+    // Runs after a profile are plain runs, with the same values.
+    assert.deepEqual([...(await m.run(X))], expected());
+  } finally {
+    m.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('two threaded kernels (T = 2 and T = 3) share one pool of three workers', { skip }, async () => {
   const W2 = Float32Array.from([1, 2, 3, 4]);  // [2,2]
   const second = wat2wasm(denseWat({ M, N: 2, K: 2, threads: 3, pages: 1, offsets: [0, 64, 128] }));

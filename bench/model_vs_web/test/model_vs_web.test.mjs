@@ -12,7 +12,7 @@ import path from 'node:path';
 import test from 'node:test';
 
 import { DataType, parseModel, serializeModel, tensorValues } from '../onnx.mjs';
-import { formatTable, median, packageThreads, rowSummary } from '../bench.mjs';
+import { formatProfile, formatTable, median, packageThreads, rowSummary } from '../bench.mjs';
 import { planTfjsModel } from '../tfjs_model.mjs';
 
 /** A tiny ResNet-like block: Conv+Relu, depthwise Conv+Clip(0,6), Add, MaxPool, GAP, Flatten, Gemm. */
@@ -219,4 +219,17 @@ test('bench.mjs: a webtune wasm package\'s thread count is its kernels\' maximum
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('formatProfile prints the sums by step kind and one line per slowest step', () => {
+  const text = formatProfile('resnet18', 'webtune-webgl2', {
+    total_ms: 12.5, steps_count: 40,
+    by: { upload: 0.5, task: 10, op: 1.25, download: 0.75, alias: 0 },
+    steps: [{ step: 7, ms: 3.25, kind: 'kernel', role: 'task', task: 'C4', node: '/conv4' },
+      { step: 0, ms: 0.5, kind: 'upload', role: null, task: null, node: null }],
+  });
+  assert.equal(text.split('\n').length, 3);
+  assert.match(text, /^profile resnet18 webtune-webgl2: 40 steps, each run alone: 12\.50 ms \(upload 0\.50, task kernels 10\.00, op and relayout kernels 1\.25, download 0\.75\)/);
+  assert.match(text.split('\n')[1], /step {4}7 {6}3\.25 ms {2}kernel\/task {2}C4 {2}\/conv4$/);
+  assert.match(text.split('\n')[2], /step {4}0 {6}0\.50 ms {2}upload {2}- {2}$/);
 });
