@@ -423,6 +423,18 @@ TEST(TrackerHardening, ListeningBeyondLoopbackNeedsATokenForEveryRole) {
   EXPECT_NO_THROW(config.check_exposure());
   config.tls_cert_file = "cert.pem";
   EXPECT_THROW(config.check_exposure(), std::invalid_argument);  // the key is missing
+  // Without /ws (webtune serve) nobody can join or submit: the viewer token is enough.
+  TrackerConfig serve = local_config();
+  serve.host = "0.0.0.0";
+  serve.websocket = false;
+  try {
+    serve.check_exposure();
+    ADD_FAILURE() << "a public dashboard without a viewer token was allowed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("without a viewer token"), std::string::npos) << e.what();
+  }
+  serve.tokens.viewer = "v";
+  EXPECT_NO_THROW(serve.check_exposure());
   const fs::path dir = temp_dir("public");
   WebtuneProcess refused({"tracker", "--listen", "0.0.0.0:0"}, (dir / "t.log").string());
   const int status = refused.wait_for_exit(10s);

@@ -92,6 +92,14 @@ void TrackerConfig::check_exposure() const {
         "TLS needs both a certificate file and its private key file (tls_cert_file, "
         "tls_key_file)");
   if (is_loopback_host(host) || tokens.complete()) return;
+  // Without /ws (webtune serve: the dashboard over a records file) nobody can join as an agent
+  // or submit jobs: the viewer token alone guards what the port serves.
+  if (!websocket && !tokens.viewer.empty()) return;
+  if (!allow_public_without_tokens && !websocket)
+    throw std::invalid_argument(
+        "refusing to listen on " + host +
+        " without a viewer token: anyone who reaches this port could read the records. Set "
+        "--viewer-token (or WEBTUNE_VIEWER_TOKEN), or listen on 127.0.0.1");
   if (!allow_public_without_tokens)
     throw std::invalid_argument(
         "refusing to listen on " + host +

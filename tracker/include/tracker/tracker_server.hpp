@@ -60,7 +60,8 @@ struct TrackerConfig : TrackerPolicy {
   static TrackerConfig from_file(const std::string& path);
   /// Throws std::invalid_argument when the configuration exposes the tracker unsafely: a
   /// non-loopback listen address without a token for every role (unless
-  /// allow_public_without_tokens), or only one of the two TLS files.
+  /// allow_public_without_tokens) — or, with `websocket` off (no agents, no clients: `webtune
+  /// serve`), without a viewer token — or only one of the two TLS files.
   void check_exposure() const;
 };
 
