@@ -105,7 +105,8 @@ function renderFarm(summary, agents) {
 }
 
 const jobById = (id) => state.jobs.find((j) => j.id === id);
-const jobLabel = (j) => `job ${j.id} · ${j.target} · ${j.device_key} · ${j.tuner || '?'}`;
+const shorten = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
+const jobLabel = (j) => `job ${j.id} · ${j.target} · ${shorten(j.device_key, 40)} · ${j.tuner || '?'}`;
 
 function selectJob(id, byUser) {
   if (byUser) state.userSelected = true;
@@ -118,7 +119,7 @@ function renderJobs(jobs) {
   const body = document.querySelector('#jobs tbody');
   body.replaceChildren(...jobs.map((j) => {
     const tr = row([num(j.id), clipped(j.task), clipped(j.workload.key), j.target,
-                    clipped(j.device_key), j.tuner, el('td', j.status, `status-${j.status}`),
+                    clipped(j.device_key), j.tuner || '—', el('td', j.status, `status-${j.status}`),
                     num(j.trials), num(j.errors), num(gflops(j.best_gflops))]);
     tr.dataset.job = j.id;
     if (j.id === state.selected) tr.classList.add('selected');
@@ -359,7 +360,7 @@ function renderWorkloads(workloads) {
         speedup.title = d.default_gflops === null
             ? 'the default config was never measured in this job'
             : 'the default config failed';
-      const tr = row([pick, clipped(d.device_key), d.target, d.tuner, num(d.trials),
+      const tr = row([pick, clipped(d.device_key), d.target, d.tuner || '—', num(d.trials),
                       num(gflops(d.best_gflops)), num(d.best_ms === null ? '—' : d.best_ms.toFixed(4)),
                       num(d.default_gflops === null ? 'n/a' : gflops(d.default_gflops)), speedup]);
       tr.dataset.job = d.job;
