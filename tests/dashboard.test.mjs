@@ -154,6 +154,10 @@ test('the dashboard follows a live tuning and shows every trial', { timeout: 240
   assert.equal(plot.points, recorded.trials.length,
                'the plot has one point per trial recorded');
   assert.ok(plot.canvas, 'uPlot drew a canvas');
+  // Trial ticks are whole numbers within the trials (no 2.5, no empty -0.5…0.5 axis).
+  const ticks = (await page.$eval('#plot', (el) => el.dataset.xticks)).split(',').map(Number);
+  assert.ok(ticks.length >= 2, `${ticks}`);
+  for (const x of ticks) assert.ok(Number.isInteger(x) && x >= 0 && x <= TRIALS + 1, `${ticks}`);
   // The jobs table, the errors table and the best config entity agree with the records.
   const jobRows = await rows(page, '#jobs');
   assert.match(jobRows[0], /dense_32_32_32/);
