@@ -3,10 +3,14 @@
 #include "server/api_router.hpp"
 
 #include <boost/json.hpp>
+#include <cctype>
 #include <charconv>
 #include <chrono>
+#include <map>
 
+#include "server/downloads.hpp"
 #include "tracker/tracker_state.hpp"
+#include "tuner/tune_target.hpp"
 
 namespace webtune::server {
 
@@ -38,44 +42,6 @@ bj::value parse_or_null(const std::string& text) {
   boost::system::error_code ec;
   bj::value v = bj::parse(text, ec);
   return ec ? bj::value(nullptr) : v;
-}
-
-bj::object job_json(const TuningJobInfo& job) {
-  bj::object workload = job.workload.to_json();
-  workload["key"] = job.workload.key();
-  workload["flops"] = job.workload.flops();
-  return bj::object{{"id", job.id},
-                    {"task", job.task_name},
-                    {"workload", std::move(workload)},
-                    {"target", target_name(job.target)},
-                    {"device_key", job.device_key},
-                    {"tuner", job.tuner},
-                    {"status", job.status},
-                    {"trials", job.trials},
-                    {"errors", job.errors},
-                    {"best_gflops", job.best_gflops},
-                    {"created", job.created},
-                    {"updated", job.updated}};
-}
-
-bj::object trial_json(const TrialRecord& t, int64_t number) {
-  bj::array costs;
-  for (double c : t.result.costs) costs.emplace_back(c);
-  bj::object o{{"id", t.id},
-               {"number", number},
-               {"config_index", t.config_index},
-               {"error_no", static_cast<int>(t.result.error)},
-               {"error", error_name(t.result.error)},
-               {"message", t.result.message},
-               {"gflops", t.gflops},
-               {"mean_cost", nullptr},
-               {"costs", std::move(costs)},
-               {"all_cost", t.result.all_cost},
-               {"timestamp", t.result.timestamp},
-               {"agent", t.agent},
-               {"config", parse_or_null(t.config_json)}};
-  if (t.result.ok() && !t.result.costs.empty()) o["mean_cost"] = t.result.mean_cost();
-  return o;
 }
 
 /// The trial number of a trial: its 1-based position among its job's trials.
@@ -131,7 +97,7 @@ bj::object model_run_json(const ModelRunInfo& run) {
     jobs.push_back(bj::object{{"job", j.job_id}, {"task", j.task_name}, {"weight", j.weight}});
   return bj::object{{"id", run.id},
                     {"model", run.model},
-                    {"target", target_name(run.target)},
+                    {"target", tune_target_label(run.target, run.device_key)},
                     {"device_key", run.device_key},
                     {"schedule", run.schedule},
                     {"total_trials", run.total_trials},
@@ -249,7 +215,136 @@ tracker::HttpResponse best_route(const RecordStore* store, const RequestTarget& 
   return json_ok(bj::object{{"best", std::move(best)}});
 }
 
+/// The job of ?job=ID; throws BadRequest without one, nullopt for an unknown job.
+std::optional<TuningJobInfo> query_job(const RecordStore* store, const RequestTarget& target) {
+  auto it = target.query.find("job");
+  if (it == target.query.end()) throw BadRequest("job=ID is needed");
+  const int64_t id = parse_count(it->second, "job");
+  return store ? store->job(id) : std::nullopt;
+}
+
+/// A download: `body` as `content_type`, saved by a browser as `filename`.
+tracker::HttpResponse attachment(std::string body, const std::string& content_type,
+                                 const std::string& filename) {
+  tracker::HttpResponse r;
+  r.content_type = content_type;
+  r.body = std::move(body);
+  r.headers.emplace_back("Cache-Control", "no-store");
+  r.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + filename + "\"");
+  return r;
+}
+
+/// A file name fragment of a job: "job3_dense_32_32_32".
+std::string job_file_stem(const TuningJobInfo& job) {
+  std::string stem = "job" + std::to_string(job.id) + "_" + job.workload.key();
+  for (char& c : stem)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  return stem;
+}
+
 }  // namespace
+
+std::string tune_target_label(Target kernel, const std::string& device_key) {
+  const std::string prefix = device_key.substr(0, device_key.find(':'));
+  for (const TuneTarget& t : tune_targets())
+    if (t.kernel == kernel && t.key == prefix && t.name != std::string(target_name(kernel)) &&
+        t.browser)
+      return t.name;
+  return std::string(target_name(kernel));
+}
+
+bj::object job_json(const TuningJobInfo& job) {
+  bj::object workload = job.workload.to_json();
+  workload["key"] = job.workload.key();
+  workload["flops"] = job.workload.flops();
+  return bj::object{{"id", job.id},
+                    {"task", job.task_name},
+                    {"workload", std::move(workload)},
+                    {"target", tune_target_label(job.target, job.device_key)},
+                    {"kernel", target_name(job.target)},
+                    {"device_key", job.device_key},
+                    {"tuner", job.tuner},
+                    {"status", job.status},
+                    {"trials", job.trials},
+                    {"errors", job.errors},
+                    {"best_gflops", job.best_gflops},
+                    {"created", job.created},
+                    {"updated", job.updated}};
+}
+
+bj::object trial_json(const TrialRecord& t, int64_t number) {
+  bj::array costs;
+  for (double c : t.result.costs) costs.emplace_back(c);
+  bj::object o{{"id", t.id},
+               {"number", number},
+               {"config_index", t.config_index},
+               {"error_no", static_cast<int>(t.result.error)},
+               {"error", error_name(t.result.error)},
+               {"message", t.result.message},
+               {"gflops", t.gflops},
+               {"mean_cost", nullptr},
+               {"costs", std::move(costs)},
+               {"all_cost", t.result.all_cost},
+               {"timestamp", t.result.timestamp},
+               {"agent", t.agent},
+               {"config", parse_or_null(t.config_json)}};
+  if (t.result.ok() && !t.result.costs.empty()) o["mean_cost"] = t.result.mean_cost();
+  return o;
+}
+
+bj::object ApiRouter::workloads() const {
+  std::map<std::string, bj::object> by_key;
+  std::map<std::string, std::vector<std::pair<double, bj::object>>> rows;
+  if (store_) {
+    for (const TuningJobInfo& j : store_->jobs()) {
+      const std::string key = j.workload.key();
+      if (!by_key.count(key)) {
+        by_key[key] = bj::object{{"key", key},
+                                 {"op", op_name(j.workload.op)},
+                                 {"flops", j.workload.flops()},
+                                 {"task", j.task_name}};
+      }
+      DefaultTrial& d = defaults_[j.id];
+      if (!d.known) {
+        d.index = default_config_index(*store_, j);  // builds the job's space: once per job
+        d.known = true;
+      }
+      if (!d.gflops && d.index >= 0 && j.trials > d.scanned) {
+        for (const TrialRecord& t : store_->trials(j.id, -1, d.scanned))
+          if (t.config_index == d.index) d.gflops = t.gflops;
+        d.scanned = j.trials;
+      }
+      const double flops = j.workload.flops();
+      bj::object row{{"job", j.id},
+                     {"device_key", j.device_key},
+                     {"target", tune_target_label(j.target, j.device_key)},
+                     {"kernel", target_name(j.target)},
+                     {"tuner", j.tuner},
+                     {"status", j.status},
+                     {"trials", j.trials},
+                     {"best_gflops", j.best_gflops},
+                     {"best_ms", j.best_gflops > 0 ? bj::value(flops / (j.best_gflops * 1e9) * 1e3)
+                                                   : bj::value(nullptr)},
+                     {"default_config_index", d.index},
+                     {"default_gflops", d.gflops ? bj::value(*d.gflops) : bj::value(nullptr)},
+                     {"speedup", d.gflops && *d.gflops > 0 && j.best_gflops > 0
+                                     ? bj::value(j.best_gflops / *d.gflops)
+                                     : bj::value(nullptr)}};
+      rows[key].emplace_back(j.best_gflops, std::move(row));
+    }
+  }
+  bj::array out;
+  for (auto& [key, w] : by_key) {
+    auto& list = rows[key];
+    std::stable_sort(list.begin(), list.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    bj::array devices;
+    for (auto& [g, row] : list) devices.push_back(std::move(row));
+    w["devices"] = std::move(devices);
+    out.push_back(std::move(w));
+  }
+  return bj::object{{"workloads", std::move(out)}};
+}
 
 tracker::HttpResponse json_error(int status, const std::string& message) {
   tracker::HttpResponse r;
@@ -288,6 +383,30 @@ tracker::HttpResponse ApiRouter::route(std::string_view method, const RequestTar
     constexpr std::string_view kJobs = "/api/jobs/";
     if (path.starts_with(kJobs)) return job_route(store_, path.substr(kJobs.size()), target);
     if (path == "/api/best") return best_route(store_, target);
+    if (path == "/api/workloads") return json_ok(workloads());
+    if (path == "/api/export" || path == "/api/artifact") {
+      const std::optional<TuningJobInfo> job = query_job(store_, target);
+      if (!job) return json_error(404, "no tuning job " + target.query.at("job"));
+      if (path == "/api/artifact") {
+        try {
+          tracker::HttpResponse r = json_ok(best_artifact_json(*store_, *job));
+          r.headers.emplace_back("Content-Disposition",
+                                 "attachment; filename=\"" + job_file_stem(*job) + "_best.json\"");
+          return r;
+        } catch (const std::runtime_error& e) {
+          return json_error(404, e.what());
+        }
+      }
+      auto it = target.query.find("format");
+      const std::string format = it == target.query.end() ? "autotvm" : it->second;
+      if (format == "autotvm")
+        return attachment(export_job_autotvm(*store_, job->id), "application/x-ndjson",
+                          job_file_stem(*job) + ".log");
+      if (format == "csv")
+        return attachment(export_job_csv(*store_, job->id), "text/csv; charset=utf-8",
+                          job_file_stem(*job) + ".csv");
+      throw BadRequest("format must be autotvm or csv, not '" + format + "'");
+    }
     if (path == "/api/models") {
       bj::array runs, measurements;
       if (store_) {

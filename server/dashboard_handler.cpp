@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "server/api_router.hpp"
+#include "server/event_feed.hpp"
 #include "server/metrics.hpp"
 #include "server/static_files.hpp"
 #include "server/viewer_access.hpp"
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Dashboard {
+struct Dashboard : std::enable_shared_from_this<Dashboard> {
   explicit Dashboard(const DashboardOptions& o)
       : store(o.db.empty() ? nullptr : std::make_unique<RecordStore>(o.db)),
         router(store.get()),
@@ -39,6 +40,7 @@ struct Dashboard {
       r.headers.emplace_back("WWW-Authenticate", "Bearer");
       return r;
     }
+    if (target->path == "/api/events") return events(request);
     if (target->path == "/api" || target->path.starts_with("/api/"))
       return router.route(request.method, *target, live);
     if (request.method != "GET") {
@@ -63,6 +65,26 @@ struct Dashboard {
     if (!token.empty() && target->query.count("token"))
       file->headers.emplace_back("Set-Cookie", viewer_cookie(token));
     return file;
+  }
+
+  /// GET /api/events: a TrialFeed of its own per connection, polled by the session.
+  tracker::HttpResponse events(const tracker::HttpRequest& request) {
+    if (request.method != "GET") {
+      tracker::HttpResponse r = json_error(405, "the API is read-only: use GET");
+      r.headers.emplace_back("Allow", "GET");
+      return r;
+    }
+    if (!store) return json_error(404, "no records file: no events");
+    auto feed = std::make_shared<TrialFeed>(*store, store->path());
+    tracker::HttpResponse r;
+    r.content_type = "text/event-stream";
+    r.stream = std::make_shared<tracker::EventStream>();
+    r.stream->interval = std::chrono::milliseconds(250);
+    // The feed reads through this dashboard's store: keep the dashboard alive with it.
+    r.stream->poll = [self = shared_from_this(), feed]() -> std::optional<std::string> {
+      return feed->poll();
+    };
+    return r;
   }
 
   std::unique_ptr<RecordStore> store;

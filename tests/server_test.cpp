@@ -1,8 +1,10 @@
 /// \file server_test.cpp
 /// The HTTP side (server/): the API on a real test database (lists, paging, bad parameters,
-/// unknown paths), /metrics from a live tracker state, the static root's refusals (traversal,
-/// encoded traversal, symlinks out), the viewer token, and the same answers through a real
-/// tracker port on loopback, in tracker mode and in records-only mode.
+/// unknown paths), /api/workloads (best per device, speedup over the default config), the
+/// downloads (AutoTVM, CSV, the best kernel's artifact), the trial feed of /api/events and its
+/// server-sent events through a real port, /metrics from a live tracker state, the static root's
+/// refusals (traversal, encoded traversal, symlinks out), the viewer token, and the same answers
+/// through a real tracker port on loopback, in tracker mode and in records-only mode.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -10,12 +12,19 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
+#include <poll.h>
+
+#include "codegen/task.hpp"
 #include "server/api_router.hpp"
 #include "server/dashboard_handler.hpp"
+#include "server/downloads.hpp"
+#include "server/event_feed.hpp"
 #include "server/metrics.hpp"
 #include "server/static_files.hpp"
 #include "server/url.hpp"
@@ -601,6 +610,240 @@ TEST(TrackerPort, RecordsOnlyModeRefusesTheWebSocket) {
       "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
   EXPECT_EQ(http_get(server.port(), "/ws", upgrade).first, "HTTP/1.1 404 Not Found");
+  server.stop();
+}
+
+}  // namespace
+}  // namespace webtune::server
+
+namespace webtune::server {
+namespace {
+
+/// A trial of a real config of `task` (`entity`), `cost_s` per run.
+TrialRecord real_trial(const ConfigEntity& entity, double cost_s, double timestamp) {
+  TrialRecord t;
+  t.config_index = entity.index();
+  t.config_json = bj::serialize(entity.to_json());
+  t.result.costs = {cost_s, cost_s};
+  t.result.all_cost = 0.05;
+  t.result.timestamp = timestamp;
+  t.agent = "agent-a";
+  return t;
+}
+
+/// One workload (dense 32) tuned twice: job 1 on gles-frag by a native agent, its default config
+/// measured first (2 ms) then 3 others, one of them the best (0.5 ms); job 2 as `--target
+/// webgl2` (gles-frag kernels, a browser tab's key), 2 trials, default never measured.
+struct TwoDevices {
+  std::string db;
+  int64_t native = 0, browser = 0;
+  int64_t default_index = 0, best_index = 0;
+  double flops = 0;
+};
+
+TwoDevices make_two_devices(const fs::path& dir) {
+  TwoDevices out;
+  out.db = (dir / "two.db").string();
+  RecordStore store(out.db);
+  const Workload w = Workload::dense(32, 32, 32, "d32");
+  out.flops = w.flops();
+  const Task task = Task::create(w, Target::kGlesFrag);
+  const ConfigEntity def = task.default_config();
+  out.default_index = def.index();
+  std::mt19937_64 rng(7);
+  std::vector<ConfigEntity> others;
+  for (const ConfigEntity& e : task.space->sample_distinct(rng, 8))
+    if (e.index() != def.index() && others.size() < 5) others.push_back(e);
+  out.native = store.open_job(w, Target::kGlesFrag, "gles:llvmpipe", "d32", "random");
+  store.add_trials(
+      out.native,
+      {real_trial(def, 2e-3, 1700000000), real_trial(others[0], 1e-3, 1700000001),
+       real_trial(others[1], 5e-4, 1700000002), real_trial(others[2], 4e-3, 1700000003)});
+  out.best_index = others[1].index();
+  out.browser = store.open_job(w, Target::kGlesFrag,
+                               "webgl2:ANGLE (Mesa, llvmpipe (LLVM 15.0.6 256 bits), OpenGL 4.5)",
+                               "d32", "xgb");
+  store.add_trials(out.browser, {real_trial(others[3], 8e-4, 1700000010),
+                                 real_trial(others[4], 9e-4, 1700000011)});
+  return out;
+}
+
+HttpResponse route(const RecordStore& store, const std::string& target) {
+  ApiRouter router(&store);
+  return router.route("GET", *parse_target(target), nullptr);
+}
+
+TEST(TargetLabel, TheTargetIsNamedAsTheUserNamedIt) {
+  EXPECT_EQ(tune_target_label(Target::kGlesFrag, "webgl2:ANGLE (Mesa)"), "webgl2");
+  EXPECT_EQ(tune_target_label(Target::kGlesFrag, "gles:llvmpipe"), "gles-frag");
+  EXPECT_EQ(tune_target_label(Target::kGlesCompute, "gles:llvmpipe"), "gles-compute");
+  EXPECT_EQ(tune_target_label(Target::kGlesFrag, "imported"), "gles-frag");
+}
+
+TEST(Workloads, BestPerDeviceWithTheSpeedupOverTheDefaultConfig) {
+  const TwoDevices d = make_two_devices(temp_dir("workloads"));
+  RecordStore store(d.db);
+  const bj::object jobs = bj::parse(route(store, "/api/jobs").body).as_object();
+  ASSERT_EQ(jobs.at("jobs").as_array().size(), 2u);
+  EXPECT_EQ(jobs.at("jobs").as_array()[0].at("target").as_string(), "gles-frag");
+  EXPECT_EQ(jobs.at("jobs").as_array()[1].at("target").as_string(), "webgl2");
+  EXPECT_EQ(jobs.at("jobs").as_array()[1].at("kernel").as_string(), "gles-frag");
+
+  const HttpResponse r = route(store, "/api/workloads");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const bj::array workloads = bj::parse(r.body).at("workloads").as_array();
+  ASSERT_EQ(workloads.size(), 1u);
+  EXPECT_EQ(workloads[0].at("key").as_string(), Workload::dense(32, 32, 32).key());
+  const bj::array rows = workloads[0].at("devices").as_array();
+  ASSERT_EQ(rows.size(), 2u);
+  // Fastest first: the native job's 0.5 ms beats the tab's 0.8 ms.
+  const bj::object& native = rows[0].as_object();
+  EXPECT_EQ(native.at("job").to_number<int64_t>(), d.native);
+  EXPECT_EQ(native.at("device_key").as_string(), "gles:llvmpipe");
+  EXPECT_EQ(native.at("target").as_string(), "gles-frag");
+  EXPECT_NEAR(native.at("best_gflops").to_number<double>(), d.flops / 5e-4 / 1e9, 1e-9);
+  EXPECT_NEAR(native.at("best_ms").to_number<double>(), 0.5, 1e-9);
+  EXPECT_EQ(native.at("default_config_index").to_number<int64_t>(), d.default_index);
+  EXPECT_NEAR(native.at("default_gflops").to_number<double>(), d.flops / 2e-3 / 1e9, 1e-9);
+  EXPECT_NEAR(native.at("speedup").to_number<double>(), 4.0, 1e-9);
+  const bj::object& browser = rows[1].as_object();
+  EXPECT_EQ(browser.at("job").to_number<int64_t>(), d.browser);
+  EXPECT_EQ(browser.at("target").as_string(), "webgl2");
+  EXPECT_NEAR(browser.at("best_ms").to_number<double>(), 0.8, 1e-9);
+  EXPECT_TRUE(browser.at("default_gflops").is_null()) << "the default was never measured";
+  EXPECT_TRUE(browser.at("speedup").is_null());
+}
+
+TEST(Downloads, ExportsOneJobAsAutoTvmLinesAndCsvAndItsBestKernel) {
+  const TwoDevices d = make_two_devices(temp_dir("downloads"));
+  RecordStore store(d.db);
+  const std::string id = std::to_string(d.native);
+
+  const HttpResponse log = route(store, "/api/export?job=" + id + "&format=autotvm");
+  ASSERT_EQ(log.status, 200) << log.body;
+  std::istringstream lines(log.body);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const bj::object o = bj::parse(line).as_object();
+    EXPECT_EQ(o.at("input").as_array()[0].as_string(),
+              "opengl -keys=gles-frag -model=gles:llvmpipe")
+        << "only this job's lines, not the webgl2 job's";
+    ++n;
+  }
+  EXPECT_EQ(n, 4) << "one line per trial of the job";
+  bool attachment = false;
+  for (const auto& [name, value] : log.headers)
+    attachment |= name == "Content-Disposition" && value.find("attachment") != std::string::npos;
+  EXPECT_TRUE(attachment);
+
+  const HttpResponse csv = route(store, "/api/export?job=" + id + "&format=csv");
+  ASSERT_EQ(csv.status, 200) << csv.body;
+  EXPECT_EQ(csv.content_type, "text/csv; charset=utf-8");
+  std::vector<std::string> rows;
+  std::istringstream in(csv.body);
+  while (std::getline(in, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 5u) << csv.body;
+  EXPECT_EQ(rows[0].rfind("number,trial_id,config_index,error_no,error,gflops,mean_cost_s", 0), 0u);
+  EXPECT_EQ(rows[1].rfind("1,", 0), 0u);
+  EXPECT_NE(rows[1].find("," + std::to_string(d.default_index) + ",0,NO_ERROR,"), std::string::npos)
+      << rows[1];
+
+  const HttpResponse art = route(store, "/api/artifact?job=" + id);
+  ASSERT_EQ(art.status, 200) << art.body;
+  const bj::object a = bj::parse(art.body).as_object();
+  EXPECT_EQ(a.at("config_index").to_number<int64_t>(), d.best_index);
+  EXPECT_TRUE(a.at("best").as_bool());
+  EXPECT_NEAR(a.at("cost_s").to_number<double>(), 5e-4, 1e-12);
+  EXPECT_FALSE(a.at("artifact").at("source").as_string().empty());
+  EXPECT_FALSE(a.at("samples").as_array().empty()) << "reference samples to check it against";
+
+  EXPECT_EQ(route(store, "/api/export?job=" + id + "&format=xml").status, 400);
+  EXPECT_EQ(route(store, "/api/export?format=csv").status, 400);
+  EXPECT_EQ(route(store, "/api/export?job=99&format=csv").status, 404);
+  EXPECT_EQ(route(store, "/api/artifact?job=x").status, 400);
+}
+
+TEST(Events, TheFeedSendsOnlyNewTrialsEachOnce) {
+  const TwoDevices d = make_two_devices(temp_dir("feed"));
+  RecordStore reader(d.db);
+  TrialFeed feed(reader, d.db);
+  const std::string first = feed.poll();
+  EXPECT_EQ(first.rfind("event: jobs\ndata: {\"jobs\":[", 0), 0u) << first;
+  EXPECT_EQ(first.find("event: trials"), std::string::npos) << "history is not streamed";
+  EXPECT_EQ(feed.poll(), "") << "nothing committed since";
+
+  // Another connection (a tuner) stores one trial of the webgl2 job.
+  {
+    RecordStore writer(d.db);
+    const Task task = Task::create(Workload::dense(32, 32, 32, "d32"), Target::kGlesFrag);
+    writer.add_trials(d.browser, {real_trial(task.default_config(), 3e-3, 1700000020)});
+  }
+  const std::string next = feed.poll();
+  ASSERT_NE(next.find("event: trials\nid: " + std::to_string(d.browser) + ":3\ndata: "),
+            std::string::npos)
+      << next;
+  const size_t data = next.find("data: ") + 6;
+  const bj::object event = bj::parse(next.substr(data, next.find('\n', data) - data)).as_object();
+  EXPECT_EQ(event.at("job").to_number<int64_t>(), d.browser);
+  ASSERT_EQ(event.at("trials").as_array().size(), 1u);
+  EXPECT_EQ(event.at("trials").as_array()[0].at("number").to_number<int64_t>(), 3);
+  EXPECT_NE(next.find("event: jobs"), std::string::npos) << "the counts changed";
+  EXPECT_EQ(feed.poll(), "");
+  EXPECT_EQ(sse_event("x", "a\nb", "7"), "event: x\nid: 7\ndata: a\ndata: b\n\n");
+}
+
+/// Reads from `fd` until `text` was seen (true) or 20 s passed (false); appends to `got`.
+bool read_until(int fd, const std::string& text, std::string& got) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (got.find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) return false;
+    got.append(buffer, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+TEST(TrackerPort, EventsStreamATrialStoredAfterTheyOpened) {
+  const fs::path dir = temp_dir("sse");
+  const TwoDevices d = make_two_devices(dir);
+  tracker::TrackerConfig config;
+  config.port = 0;
+  config.websocket = false;
+  DashboardOptions options;
+  options.db = d.db;
+  options.web_root = dir / "web";
+  config.http_handler = make_dashboard_handler(options);
+  tracker::TrackerServer server(config);
+  server.start_background();
+
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server.port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string req =
+      "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(server.port()) + "\r\n\r\n";
+  ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  std::string got;
+  ASSERT_TRUE(read_until(fd, "event: jobs", got)) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_NE(got.find("Content-Type: text/event-stream\r\n"), std::string::npos) << got;
+  EXPECT_EQ(got.find("Content-Length"), std::string::npos) << got;
+  EXPECT_EQ(got.find("event: trials"), std::string::npos);
+  {
+    RecordStore writer(d.db);
+    const Task task = Task::create(Workload::dense(32, 32, 32, "d32"), Target::kGlesFrag);
+    writer.add_trials(d.browser, {real_trial(task.default_config(), 3e-3, 1700000020)});
+  }
+  EXPECT_TRUE(read_until(fd, "event: trials\nid: " + std::to_string(d.browser) + ":3\n", got))
+      << got;
+  ::close(fd);
   server.stop();
 }
 

@@ -385,7 +385,8 @@ TEST(Tune, SignalsMarkJobsInterruptedAndARerunResumes) {
     ASSERT_EQ(jobs.size(), 1u);
     EXPECT_EQ(jobs[0].status, "interrupted");
     before = jobs[0].trials;
-    EXPECT_EQ(before % 4, 0) << "only whole batches are committed";
+    // Trials are stored one by one as they arrive: the batch in flight may be partly stored.
+    EXPECT_EQ(static_cast<int64_t>(indices(store.trials(jobs[0].id)).size()), before);
   }
   // The same command with a budget a little above what is recorded resumes and finishes.
   const int total = static_cast<int>(before) + 8;
@@ -712,6 +713,45 @@ TEST(Tune, ATotalBudgetIsSpentByTheSchedulerAndTheModelRunRecordsItsLatency) {
   EXPECT_NEAR(estimates.back().latency_ms, expected_ms, 1e-9 * expected_ms);
   for (const TaskProgress& p : progress)
     EXPECT_EQ(store.model_runs_of_job(p.job_id), std::vector<int64_t>{runs[0].id});
+}
+
+// Issue 17: the dashboard is live per trial because the tuner stores each trial as its result
+// arrives, not once per batch. One fake agent measures the batch's jobs one after another; before
+// answering its k-th job it looks at the records file through its own connection and waits until
+// the k results it sent before are stored. With per-batch storage it would see 0 for the whole
+// first batch (and give up after 10 s).
+TEST(Tune, EachTrialIsStoredAsItsResultArrives) {
+  tracker::TrackerConfig config;
+  config.port = 0;
+  tracker::TrackerServer server(config);
+  server.start_background();
+  const std::string db = temp_db("per_trial");
+  std::vector<int64_t> seen;  // trials stored when the agent began each job
+  FakeAgent agent(server.url(), "fake", "gles:llvmpipe", 0, 0, [&](const MeasureInput&) {
+    const int64_t expected = static_cast<int64_t>(seen.size());
+    int64_t stored = recorded_trials(db);
+    for (int i = 0; i < 1000 && stored < expected; ++i) {
+      std::this_thread::sleep_for(10ms);
+      stored = recorded_trials(db);
+    }
+    seen.push_back(stored);
+    return 2.0;
+  });
+  TuneOptions options;
+  options.tuner = "random";
+  options.trials = 4;
+  options.batch_size = 4;
+  RecordStore store(db);
+  TrackerRunner runner(server.url(), "", "gles");
+  const std::string key = runner.wait_for_device(60s).first;
+  TuneSession session(store, runner, key, DeviceLimits{}, options);
+  const std::vector<TaskProgress> progress = session.run({{Workload::dense(32, 32, 32, "d32"), 1}});
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_EQ(progress[0].trials, 4);
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3})) << "trials stored one by one, in one batch";
+  const std::vector<TrialRecord> trials = store.trials(progress[0].job_id);
+  EXPECT_EQ(trials.size(), 4u);
+  EXPECT_EQ(indices(trials).size(), 4u) << "a config index stored at most once";
 }
 
 TEST(Tune, VerifyBestWithOneAgentSaysUnverifiedAndGoesOn) {

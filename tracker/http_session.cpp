@@ -7,6 +7,7 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
+#include <array>
 #include <cctype>
 
 #include "tracker/agent_page.hpp"
@@ -170,6 +171,10 @@ void HttpSession<Stream>::on_read(beast::error_code ec, size_t) {
     return;
   }
   HttpResponse r = refused ? std::move(*refused) : answer(request);
+  if (r.stream && r.stream->poll && r.status == 200 && request.method() == http::verb::get) {
+    start_stream(std::move(r), request.version());
+    return;
+  }
   // A refused upgrade ends the connection: its client waits for a 101, not for another request.
   const bool keep_alive = request.keep_alive() && !websocket::is_upgrade(request);
   response_ = std::make_shared<http::response<http::string_body>>(
@@ -195,6 +200,85 @@ void HttpSession<Stream>::on_write(bool keep_alive, beast::error_code ec, size_t
     return;
   }
   do_read();
+}
+
+template <class Stream>
+void HttpSession<Stream>::start_stream(HttpResponse r, unsigned version) {
+  events_ = std::move(r.stream);
+  events_timer_ = std::make_unique<net::steady_timer>(stream_.get_executor());
+  // The headers by hand: Beast's serializer wants a body type with a known end, and this body
+  // has none (HTTP/1.1 ends it with the connection: no Content-Length, no chunking).
+  std::string head = std::string(version >= 11 ? "HTTP/1.1" : "HTTP/1.0") +
+                     " 200 OK\r\nServer: webtune\r\nContent-Type: text/event-stream\r\n"
+                     "Cache-Control: no-store\r\nConnection: close\r\n";
+  for (const auto& [name, value] : r.headers)
+    if (ascii_lower(name) != "cache-control") head += name + ": " + value + "\r\n";
+  head += "\r\n";
+  beast::get_lowest_layer(stream_).expires_never();  // the heartbeat finds a dead peer
+  try {
+    if (std::optional<std::string> first = events_->poll()) head += *first;
+  } catch (const std::exception& e) {
+    spdlog::warn("event stream: {}", e.what());  // the next tick tries again, or ends it
+  }
+  stream_write(std::move(head));
+  stream_watch();
+}
+
+template <class Stream>
+void HttpSession<Stream>::stream_watch() {
+  // The peer sends nothing more; a read that ends says it went away (a closed tab), so the
+  // stream stops at once instead of at the next heartbeat.
+  auto buffer = std::make_shared<std::array<char, 256>>();
+  stream_.async_read_some(net::buffer(*buffer),
+                          [self = this->shared_from_this(), buffer](beast::error_code ec, size_t) {
+                            if (!ec) {
+                              self->stream_watch();
+                              return;
+                            }
+                            self->events_closed_ = true;
+                            self->events_timer_->cancel();
+                          });
+}
+
+template <class Stream>
+void HttpSession<Stream>::stream_write(std::string text) {
+  events_out_ = std::make_shared<std::string>(std::move(text));
+  events_last_write_ = std::chrono::steady_clock::now();
+  net::async_write(stream_, net::buffer(*events_out_),
+                   [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                     if (ec) return;  // the peer went away: the session ends here
+                     self->events_timer_->expires_after(self->events_->interval);
+                     self->events_timer_->async_wait([self](beast::error_code wait_ec) {
+                       if (!wait_ec) self->stream_tick();
+                     });
+                   });
+}
+
+template <class Stream>
+void HttpSession<Stream>::stream_tick() {
+  if (events_closed_) return;
+  std::optional<std::string> next;
+  try {
+    next = events_->poll();
+  } catch (const std::exception& e) {
+    // A busy or locked file now and then: nothing this time, the next tick tries again.
+    spdlog::debug("event stream: {}", e.what());
+    next = std::string();
+  }
+  if (!next) {
+    shutdown();
+    return;
+  }
+  if (next->empty() && std::chrono::steady_clock::now() - events_last_write_ >= events_->heartbeat)
+    *next = ": \n\n";
+  if (next->empty()) {
+    events_timer_->expires_after(events_->interval);
+    events_timer_->async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      if (!ec) self->stream_tick();
+    });
+    return;
+  }
+  stream_write(std::move(*next));
 }
 
 template <class Stream>

@@ -41,6 +41,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void shutdown();
   /// The handler's answer to `request`, or the tracker's 404 / 403.
   HttpResponse answer(const http::request<http::string_body>& request);
+  /// Sends `r`'s event stream (HttpResponse::stream) until it ends or the peer goes away.
+  void start_stream(HttpResponse r, unsigned version);
+  void stream_tick();
+  void stream_watch();
+  void stream_write(std::string text);
   /// 403 when the request's Host or Origin is not one this listener answers.
   std::optional<HttpResponse> refuse_foreign(const http::request<http::string_body>& request);
 
@@ -50,6 +55,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   std::shared_ptr<http::response<http::string_body>> response_;
   ListenerContext& context_;
   ConnectionSlot slot_;
+  // An event stream's state (start_stream); unused otherwise.
+  std::shared_ptr<EventStream> events_;
+  std::unique_ptr<net::steady_timer> events_timer_;
+  std::shared_ptr<std::string> events_out_;
+  std::chrono::steady_clock::time_point events_last_write_;
+  bool events_closed_ = false;
 };
 
 /// Starts a session on an accepted socket: HTTP over plain TCP, or over TLS when the context

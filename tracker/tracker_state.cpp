@@ -432,9 +432,11 @@ double unix_seconds(std::chrono::system_clock::time_point t) {
 }  // namespace
 
 const char* TrackerState::agent_state(uint64_t id, const PeerInfo& peer) const {
-  if (scheduler_.job_of(id)) return "busy";
+  // Held first, as Scheduler::status counts it: a quarantined agent whose last job is still
+  // leased to it must not read "busy" here while the key's row says "quarantined".
   if (scheduler_.is_held(id))
     return is_suspect(peer.name, Clock::now()) ? "suspect" : "quarantined";
+  if (scheduler_.job_of(id)) return "busy";
   return "idle";
 }
 

@@ -211,7 +211,8 @@ std::vector<MeasureResult> TrackerRunner::run(const std::vector<MeasureInput>& i
 
 std::vector<RunResult> TrackerRunner::measure(const std::vector<MeasureInput>& inputs,
                                               const std::vector<std::string>& avoid_agents,
-                                              std::optional<milliseconds> deadline) {
+                                              std::optional<milliseconds> deadline,
+                                              const ResultCallback& on_result) {
   const size_t n = inputs.size();
   std::vector<RunResult> out(n);
   if (n == 0) return out;
@@ -309,6 +310,7 @@ std::vector<RunResult> TrackerRunner::measure(const std::vector<MeasureInput>& i
     }
     done[s] = true;
     ++received;
+    if (on_result) on_result(s, out[s]);
   };
 
   while (received < n) {

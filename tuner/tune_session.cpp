@@ -439,31 +439,40 @@ std::vector<TaskProgress> TuneSession::run(
           slots.push_back(i);
         }
       }
-      std::vector<RunResult> ran = runner_.measure(inputs);
-      for (size_t j = 0; j < slots.size(); ++j) results[slots[j]] = ran[j].result;
-
-      std::vector<TrialRecord> records;
+      // Each trial is stored as its result arrives (a dashboard shows it at once); what has
+      // no result from an agent (a build error, an input past the deadline) after the batch.
+      // The search still learns from the whole batch at once, below.
       const double flops = next->task.workload.flops();
-      std::vector<const RunResult*> provenance(batch.size(), nullptr);
-      for (size_t j = 0; j < slots.size(); ++j) provenance[slots[j]] = &ran[j];
-      for (size_t i = 0; i < batch.size(); ++i) {
+      std::vector<bool> stored(batch.size(), false);
+      auto store_trial = [&](size_t i, const RunResult* from) {
         if (results[i].timestamp == 0) results[i].timestamp = now_unix();
         TrialRecord r;
         r.config_index = batch[i].index();
         r.config_json = bj::serialize(batch[i].to_json());
         r.result = results[i];
         r.gflops = results[i].gflops(flops);
-        if (const RunResult* from = provenance[i]) {
+        if (from) {
           r.agent = from->agent;
           r.agent_session = from->agent_session;
           r.attempt = from->attempt;
           r.received = from->received;
         }
-        records.push_back(std::move(r));
+        store_.add_trials(p.job_id, {r});
+        stored[i] = true;
+      };
+      std::vector<RunResult> ran =
+          runner_.measure(inputs, {}, {}, [&](size_t j, const RunResult& r) {
+            results[slots[j]] = r.result;
+            store_trial(slots[j], &r);
+          });
+      for (size_t j = 0; j < slots.size(); ++j) results[slots[j]] = ran[j].result;
+      for (size_t j = 0; j < slots.size(); ++j)
+        if (!stored[slots[j]]) store_trial(slots[j], &ran[j]);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (!stored[i]) store_trial(i, nullptr);
         if (batch[i].index() == default_config.index()) p.default_gflops = results[i].gflops(flops);
         p.errors += !results[i].ok();
       }
-      store_.add_trials(p.job_id, records);
       next->tuner->update(batch, results);
       p.trials += static_cast<int>(batch.size());
       best_from_records(store_, p);

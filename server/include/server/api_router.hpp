@@ -9,8 +9,10 @@
 ///  - /api/agents: {"live": bool, "online": [TrackerState::agents_json() entries],
 ///    "recorded": [{"name", "device_key", "device", "last_seen", "trials", "errors"}]}.
 ///  - /api/jobs: {"jobs": [JOB]} by id, JOB = {"id", "task", "workload": {"key", "op", "flops",
-///    ...Workload::to_json()}, "target", "device_key", "tuner", "status", "trials", "errors",
-///    "best_gflops", "created", "updated"}.
+///    ...Workload::to_json()}, "target", "kernel", "device_key", "tuner", "status", "trials",
+///    "errors", "best_gflops", "created", "updated"}. "target" is the tune target as the user
+///    named it (tune_target_label: "webgl2" for gles-frag kernels measured by webgl2 tabs),
+///    "kernel" the kernel kind its template builds ("gles-frag").
 ///  - /api/jobs/{id}: JOB plus "errors_by_error_no": [{"error_no", "error", "count"}], "best":
 ///    TRIAL or null, and "model_runs": [ids of the model runs the job belongs to].
 ///  - /api/jobs/{id}/trials?limit=L&offset=O: {"job", "total", "offset", "limit", "trials":
@@ -34,6 +36,14 @@
 ///  - /api/models/{id}/estimates: {"run", "estimates": [ESTIMATE]} oldest first, ESTIMATE =
 ///    {"trials" (the run's tasks' trials summed), "elapsed_s", "latency_ms" (estimated model
 ///    latency, Σ weight × best mean cost), "timestamp"}.
+///  - /api/workloads: {"workloads": [{"key", "op", "flops", "task", "devices": [ROW]}]} by
+///    workload key, ROW per job of the workload, fastest first: {"job", "device_key", "target"
+///    (as the user named it), "kernel", "tuner", "status", "trials", "best_gflops", "best_ms"
+///    (null: no success), "default_config_index" (-1: no template), "default_gflops" (null when
+///    the default config was never measured in the job, 0 when it failed), "speedup"
+///    (best / default GFLOP/s; null without a successful default)}.
+///  - /api/export?job=ID&format=autotvm|csv and /api/artifact?job=ID: downloads.hpp.
+///  - /api/events is not here: it streams (event_feed.hpp, dashboard_handler.cpp).
 /// Errors are {"error": "..."}: 400 for a malformed id or parameter (a non-number, a negative
 /// offset, a limit out of range, an unknown target), 404 for an unknown path, job or model run,
 /// 405 for a
@@ -42,6 +52,8 @@
 #pragma once
 
 #include <boost/json/fwd.hpp>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "server/url.hpp"
@@ -67,7 +79,29 @@ class ApiRouter {
 
  private:
   const RecordStore* store_;
+  /// Per job: its default config index, and the default trial's GFLOP/s once found (a stored
+  /// trial never changes); `scanned` is the trial count last looked through.
+  struct DefaultTrial {
+    bool known = false;  ///< `index` was computed
+    int64_t index = -1;
+    std::optional<double> gflops;
+    int64_t scanned = 0;
+  };
+  mutable std::map<int64_t, DefaultTrial> defaults_;
+  /// /api/workloads.
+  boost::json::object workloads() const;
 };
+
+/// The tune target name (tuner/tune_target.hpp) a job of kernel kind `kernel` on `device_key`
+/// was tuned as: the one whose kernel is `kernel` and whose agents' key prefix starts the
+/// device key ("webgl2:ANGLE ..." with gles-frag kernels is "webgl2"); else the kernel's name.
+/// The records store only the kernel kind; the device key keeps which agents measured it.
+std::string tune_target_label(Target kernel, const std::string& device_key);
+
+/// A job as /api/jobs lists it.
+boost::json::object job_json(const TuningJobInfo& job);
+/// A trial as /api/jobs/{id}/trials lists it, `number` its 1-based trial number.
+boost::json::object trial_json(const TrialRecord& trial, int64_t number);
 
 /// A JSON error response: {"error": message}.
 tracker::HttpResponse json_error(int status, const std::string& message);

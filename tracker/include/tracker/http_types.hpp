@@ -5,7 +5,9 @@
 /// few network translation units pay for Beast's headers.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,14 +33,28 @@ struct HttpRequest {
   }
 };
 
+/// A response that never ends: server-sent events (the HTML Living Standard's
+/// "text/event-stream"). The session sends the status and headers, then calls `poll` at once and
+/// every `interval`, on the tracker's thread, and writes what it returns as it is (already in
+/// the event-stream format; empty: nothing new). After `heartbeat` without data it writes a
+/// comment line (": \n"), so a peer that went away is noticed. The stream ends when the peer
+/// goes away, a write fails, or `poll` returns nullopt (the connection is then closed).
+struct EventStream {
+  std::chrono::milliseconds interval{250};
+  std::chrono::milliseconds heartbeat{15000};
+  std::function<std::optional<std::string>()> poll;
+};
+
 /// One HTTP response; the session adds Content-Length, and keeps the connection alive when the
-/// request asked for it.
+/// request asked for it. With `stream` set the body is ignored and the answer is that stream
+/// (Content-Type text/event-stream, no Content-Length, the connection closed at its end).
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   /// Extra header fields, e.g. {"Cache-Control", "no-store"}.
   std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<EventStream> stream;
 };
 
 /// Answers a request that is not the WebSocket upgrade on /ws; nullopt means "not mine" and gets

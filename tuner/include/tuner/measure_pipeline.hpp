@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -93,6 +94,13 @@ struct RunnerStats {
   uint64_t late_results = 0;  ///< results for tags of earlier batches (ignored)
 };
 
+/// Called by TrackerRunner::measure as each input's result arrives (arrival order, on the
+/// caller's thread, inside measure): the input's index and its result as measure() will return
+/// it. Lets a tuner store every trial as it comes, so a dashboard shows it at once, while the
+/// search still updates once per batch. Not called for inputs that time out at the deadline.
+/// An exception thrown by it propagates out of measure().
+using ResultCallback = std::function<void(size_t input, const RunResult& result)>;
+
 /// Runs measure inputs on the farm's agents for one key. The whole batch is submitted at once,
 /// so as many run in parallel as the tracker has idle agents for the key.
 class TrackerRunner {
@@ -130,10 +138,11 @@ class TrackerRunner {
   /// The same with provenance. `avoid_agents` (empty, or one per input, "" for none) names an
   /// agent that must not measure the input (a re-measurement on a second agent). With a
   /// `deadline` (from the call), inputs without a result by then are cancelled and come back
-  /// with `delivered` false.
+  /// with `delivered` false. `on_result` (may be empty) sees each result as it arrives.
   std::vector<RunResult> measure(const std::vector<MeasureInput>& inputs,
                                  const std::vector<std::string>& avoid_agents = {},
-                                 std::optional<std::chrono::milliseconds> deadline = {});
+                                 std::optional<std::chrono::milliseconds> deadline = {},
+                                 const ResultCallback& on_result = {});
 
   /// The key jobs are submitted under (the full key after wait_for_device).
   const std::string& key() const { return key_; }

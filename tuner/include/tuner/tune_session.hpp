@@ -1,8 +1,10 @@
 /// \file tune_session.hpp
 /// The tuning loop over a model's tasks: for each task a tuner proposes batches, the builder and
-/// the runner measure them, every batch is recorded in SQLite in one transaction, and the
-/// tuner learns from it. Resumes from the records; stops a task at its trial budget, at early
-/// stopping, or at the wall-clock timeout, and the whole session at its total trial budget.
+/// the runner measure them, each trial is recorded in SQLite as its result arrives (so a
+/// dashboard shows it at once; a config index at most once per job), and the tuner learns from
+/// the whole batch once it is complete. Resumes from the records; stops a task at its trial budget,
+/// at early stopping, or at the wall-clock timeout, and the whole session at its total trial
+/// budget.
 ///
 /// Which task gets the next batch (one round) is the task scheduler's choice
 /// (task_scheduler.hpp): "round-robin", or "gradient", Ansor's gradient-based scheduler, which
@@ -17,7 +19,8 @@
 /// _restore_status), so it has no warm-up round again.
 ///
 /// A stop request (the runner's stop flag, set by a signal handler) ends the session at the next
-/// wait: the batch in flight is dropped, unfinished jobs are marked "interrupted" and
+/// wait: the rest of the batch in flight is dropped (its trials already recorded stay, and a
+/// rerun does not measure them again), unfinished jobs are marked "interrupted" and
 /// Interrupted is thrown; an error that ends the session marks them "failed" (records.hpp).
 ///
 /// With `verify_best`, a task's best config is re-measured on a second agent of the same device
