@@ -591,6 +591,7 @@ AutoTvmImportReport import_autotvm(RecordStore& store, std::istream& in,
       } catch (const std::length_error& e) {
         // The rest of the line is not read: the next one starts after its newline.
         if (options.skip_invalid) in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+        ++report.lines;
         throw LineError("line too long", e.what());
       }
       const size_t first = line.find_first_not_of(" \t\r");

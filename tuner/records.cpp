@@ -292,9 +292,10 @@ CREATE INDEX model_measurements_model ON model_measurements(model, device_key);
 
 // Version 5: foreign AutoTVM records (issue 18, `log import --keep-foreign`): read-only history
 // of other targets' tunings, looked up by workload key. The whole line is kept (UNIQUE: importing
-// a log twice stores it once), so nothing the foreign template wrote is lost.
+// a log twice stores it once), so nothing the foreign template wrote is lost. IF NOT EXISTS: a
+// file whose version was set back by hand (tests do) may hold the table already.
 constexpr const char* kSchemaV5 = R"sql(
-CREATE TABLE foreign_records (
+CREATE TABLE IF NOT EXISTS foreign_records (
   id             INTEGER PRIMARY KEY,   -- insertion order
   workload_key   TEXT NOT NULL,         -- Workload::key() of the anchor op; '' when none
   target         TEXT NOT NULL,         -- the TVM target string as written
@@ -310,7 +311,7 @@ CREATE TABLE foreign_records (
   line           TEXT NOT NULL UNIQUE,  -- the log line as read
   imported       REAL NOT NULL          -- Unix time (s)
 );
-CREATE INDEX foreign_records_workload ON foreign_records(workload_key);
+CREATE INDEX IF NOT EXISTS foreign_records_workload ON foreign_records(workload_key);
 )sql";
 
 /// Brings the schema from `version` to kSchemaVersion, inside the caller's transaction.
