@@ -1,7 +1,8 @@
 /// \file log_command.cpp
 /// `webtune log list|best|export|import --db FILE`: reads and moves the SQLite tuning records
-/// (tuner/records.hpp): a table of jobs, the best config of each, and AutoTVM JSON-lines logs
-/// out of and into a database.
+/// (tuner/records.hpp): a table of jobs, the best config of each, AutoTVM JSON-lines logs out of
+/// and into a database (tuner/autotvm_log.hpp), and one job as a Kernel Tuner cache file or T4
+/// results JSON (tuner/kernel_tuner_export.hpp). docs/records.md describes the formats.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "codegen/template.hpp"
 #include "commands.hpp"
 #include "tuner/autotvm_log.hpp"
+#include "tuner/kernel_tuner_export.hpp"
 #include "tuner/records.hpp"
 
 namespace webtune::cli {
@@ -26,6 +28,9 @@ struct LogArgs {
   std::string db;
   std::string workload, target;  // filters: substring of key / task name; target name
   std::string format = "autotvm", out = "-", in, device_key;
+  int64_t job = 0;            // export --job (kerneltuner, t4)
+  bool skip_invalid = false;  // import --skip-invalid
+  bool keep_foreign = false;  // import --keep-foreign
 };
 
 /// Opens a database that must exist: reading a mistyped path should not create an empty file.
@@ -123,17 +128,38 @@ void run_best(const LogArgs& args) {
 
 void run_export(const LogArgs& args) {
   check_target(args.target);
+  const bool per_job = args.format == "kerneltuner" || args.format == "t4";
+  if (per_job && args.job <= 0)
+    throw std::runtime_error("--format " + args.format +
+                             " exports one job: give --job ID "
+                             "(`webtune log list` shows the ids)");
+  if (per_job && (!args.workload.empty() || !args.target.empty()))
+    throw std::runtime_error("--workload and --target filter --format autotvm only; --format " +
+                             args.format + " takes --job");
+  if (!per_job && args.job > 0)
+    throw std::runtime_error(
+        "--job applies to --format kerneltuner and t4; filter an autotvm "
+        "export with --workload and --target");
   auto store = open_existing(args.db);
-  int64_t lines = 0;
-  if (args.out == "-") {
-    lines = export_autotvm(*store, std::cout, args.workload, args.target);
-  } else {
-    std::ofstream file(args.out);
+  std::ofstream file;
+  if (args.out != "-") {
+    file.open(args.out);
     if (!file) throw std::runtime_error("cannot write '" + args.out + "'");
-    lines = export_autotvm(*store, file, args.workload, args.target);
   }
-  // On stderr (spdlog), so that `--out -` leaves a clean log on stdout.
-  spdlog::info("exported {} AutoTVM records to {}", lines, args.out == "-" ? "stdout" : args.out);
+  std::ostream& out = args.out == "-" ? std::cout : file;
+  const std::string where = args.out == "-" ? "stdout" : args.out;
+  // Counts on stderr (spdlog), so that `--out -` leaves clean data on stdout.
+  if (args.format == "kerneltuner") {
+    const int64_t n = export_kernel_tuner_cache(*store, args.job, out);
+    spdlog::info("exported job {} ({} trials) as a Kernel Tuner cache file to {}", args.job, n,
+                 where);
+  } else if (args.format == "t4") {
+    const int64_t n = export_t4_results(*store, args.job, out);
+    spdlog::info("exported job {} ({} trials) as T4 results to {}", args.job, n, where);
+  } else {
+    const int64_t lines = export_autotvm(*store, out, args.workload, args.target);
+    spdlog::info("exported {} AutoTVM records to {}", lines, where);
+  }
 }
 
 void run_import(const LogArgs& args) {
@@ -145,11 +171,15 @@ void run_import(const LogArgs& args) {
   // A refused log imports nothing (import_autotvm is one transaction); a database that this
   // import created is removed again rather than left behind empty.
   const bool created = args.db != ":memory:" && !std::filesystem::exists(args.db);
-  int64_t imported = 0;
+  AutoTvmImportOptions options;
+  options.device_key = args.device_key;
+  options.skip_invalid = args.skip_invalid;
+  options.keep_foreign = args.keep_foreign;
+  options.source = args.in == "-" ? "stdin" : std::filesystem::path(args.in).filename().string();
+  AutoTvmImportReport report;
   try {
     RecordStore store(args.db);
-    imported = args.in == "-" ? import_autotvm(store, std::cin, args.device_key)
-                              : import_autotvm(store, file, args.device_key);
+    report = import_autotvm(store, args.in == "-" ? std::cin : file, options);
   } catch (...) {
     if (created) {
       std::error_code ignored;
@@ -158,7 +188,19 @@ void run_import(const LogArgs& args) {
     }
     throw;
   }
-  std::printf("imported %lld trials into %s\n", static_cast<long long>(imported), args.db.c_str());
+  // What was skipped, by reason, on stderr: one "reason: count" line each.
+  if (report.skipped_total() > 0) {
+    std::fprintf(stderr, "skipped %lld of %lld lines:\n",
+                 static_cast<long long>(report.skipped_total()),
+                 static_cast<long long>(report.lines));
+    for (const auto& [reason, count] : report.skipped)
+      std::fprintf(stderr, "  %s: %lld\n", reason.c_str(), static_cast<long long>(count));
+  }
+  std::printf("imported %lld trials into %s\n", static_cast<long long>(report.imported),
+              args.db.c_str());
+  if (args.keep_foreign)
+    std::printf("kept %lld foreign records (%lld new)\n", static_cast<long long>(report.foreign),
+                static_cast<long long>(report.foreign_new));
 }
 
 void add_filters(CLI::App* cmd, LogArgs& args) {
@@ -187,11 +229,21 @@ void add_log_command(CLI::App& app) {
   add_filters(best, *args);
   best->callback([args] { run_best(*args); });
 
-  CLI::App* exp = log->add_subcommand("export", "Write trials as an AutoTVM JSON-lines log");
+  CLI::App* exp = log->add_subcommand(
+      "export",
+      "Write trials as an AutoTVM JSON-lines log, or one job as a Kernel Tuner cache "
+      "file or T4 results (docs/records.md)");
   add_db(exp);
-  exp->add_option("--format", args->format, "log format")
-      ->check(CLI::IsMember({"autotvm"}))
+  exp->add_option("--format", args->format,
+                  "autotvm: AutoTVM v0.2 JSON lines (TVM's target strings and task names); "
+                  "kerneltuner: a Kernel Tuner cache file of one --job; t4: the T4 results JSON "
+                  "of one --job")
+      ->check(CLI::IsMember({"autotvm", "kerneltuner", "t4"}))
       ->capture_default_str();
+  exp->add_option("--job", args->job,
+                  "the job to export with --format kerneltuner or t4 (an id of `webtune log "
+                  "list`)")
+      ->check(CLI::PositiveNumber);
   exp->add_option("--out", args->out, "output file, or - for stdout")->capture_default_str();
   add_filters(exp, *args);
   exp->callback([args] { run_export(*args); });
@@ -202,6 +254,14 @@ void add_log_command(CLI::App& app) {
   imp->add_option("--device-key", args->device_key,
                   "device key of the imported jobs (default: each line's -model=, else "
                   "'imported')");
+  imp->add_flag("--skip-invalid", args->skip_invalid,
+                "skip lines that cannot be imported (not JSON, other targets, knobs outside the "
+                "template's space, ...) and print their counts by reason on stderr, instead of "
+                "refusing the whole log at the first one");
+  imp->add_flag("--keep-foreign", args->keep_foreign,
+                "keep lines of other targets (TopHub's mali, cuda, ...) as read-only foreign "
+                "records, looked up by workload for transfer learning, instead of refusing "
+                "(or, with --skip-invalid, skipping) them");
   imp->callback([args] { run_import(*args); });
 }
 

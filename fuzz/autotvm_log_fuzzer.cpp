@@ -10,7 +10,10 @@
 /// ("AutoTVM log line N: ..."), and then nothing was stored; an import that succeeds stores as
 /// many trials as it says, each job of a known target with a valid workload; exporting those
 /// records and importing the export into a second store succeeds, stores the same number of
-/// trials, and exports the same text again (export ∘ import is a fixed point).
+/// trials, and exports the same text again (export ∘ import is a fixed point). The lenient import
+/// (skip_invalid and keep_foreign, `log import --skip-invalid --keep-foreign`) of the same text
+/// never throws, accounts for every line (trials, foreign records and skipped lines are at most
+/// the lines read), and, where the strict import succeeds, skips nothing and imports as many.
 #include <boost/json.hpp>
 #include <cstdint>
 #include <sstream>
@@ -46,6 +49,27 @@ std::string export_all(const RecordStore& store) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  AutoTvmImportReport lenient;
+  {
+    RecordStore store(":memory:");
+    AutoTvmImportOptions options;
+    options.device_key = "";
+    options.skip_invalid = true;
+    options.keep_foreign = true;
+    try {
+      std::istringstream in(text);
+      lenient = import_autotvm(store, in, options);
+    } catch (const std::exception& e) {
+      finding("import_autotvm with skip_invalid threw " + webtune::fuzz::type_name(e) + ": " +
+              e.what());
+    }
+    check(lenient.imported + lenient.foreign + lenient.skipped_total() <= lenient.lines,
+          "the lenient import counts more than the lines it read");
+    check(lenient.foreign_new <= lenient.foreign &&
+              store.foreign_record_count() == lenient.foreign_new,
+          "foreign records stored and counted differ");
+    check(stored_trials(store) == lenient.imported, "the lenient import miscounts its trials");
+  }
   RecordStore store(":memory:");
   int64_t imported = 0;
   try {
@@ -59,6 +83,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::exception& e) {
     finding("import_autotvm threw " + webtune::fuzz::type_name(e) + ": " + e.what());
   }
+  check(lenient.skipped.empty() && lenient.imported == imported,
+        "the strict import took every line but the lenient one skipped some or imported " +
+            std::to_string(lenient.imported) + " of " + std::to_string(imported));
   check(stored_trials(store) == imported, "import_autotvm said " + std::to_string(imported) +
                                               " trials, the store holds " +
                                               std::to_string(stored_trials(store)));

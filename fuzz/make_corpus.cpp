@@ -241,6 +241,8 @@ void autotvm_seeds(const fs::path& source) {
   std::ostringstream log;
   export_autotvm(store, log);
   write("autotvm_log", "webtune_export", log.str());
+  // webtune_export_old_form (kept, not rewritten): the same lines as webtune wrote them before
+  // issue 18 ("opengl -keys=webgpu", "dense.gles-frag"), which the import still reads.
   // Real lines written by TVM (TopHub), when the shared directory is there.
   std::string tophub;
   for (const char* file : {"mali_v0.06.log", "opencl_v0.04.log"}) {

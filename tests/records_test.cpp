@@ -133,7 +133,7 @@ class RecordsTest : public testing::Test {
 TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   { RecordStore store(path_); }
   EXPECT_EQ(query_text(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "5");
   for (const char* table :
        {"workloads", "targets", "devices", "agents", "tuning_jobs", "trials", "verifications",
         "model_runs", "model_run_jobs", "model_estimates", "model_measurements"}) {
@@ -145,7 +145,7 @@ TEST_F(RecordsTest, CreatesSchemaInWalModeWithVersion) {
   }
   // Reopening an up-to-date file leaves it alone.
   { RecordStore store(path_); }
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "5");
 }
 
 TEST_F(RecordsTest, RefusesNewerSchemaVersion) {
@@ -523,7 +523,7 @@ TEST_F(RecordsTest, ExportWritesAutoTvmFields) {
   // Written as TVM's json.dumps writes them: ", " and ": ", Python's float repr.
   const std::string text = out.str();
   EXPECT_EQ(text.rfind(R"({"input": ["opengl -keys=gles-frag -model=gles:llvmpipe", )"
-                       R"("conv2d_nchw.gles-frag", [["TENSOR", [1, 64, 56, 56], "float32"], )",
+                       R"("conv2d_nchw.gles_frag", [["TENSOR", [1, 64, 56, 56], "float32"], )",
                        0),
             0u)
       << text;
@@ -540,7 +540,7 @@ TEST_F(RecordsTest, ExportWritesAutoTvmFields) {
   const bj::object& ok = lines[0];
   const bj::array& input = ok.at("input").as_array();
   EXPECT_EQ(input[0].as_string(), "opengl -keys=gles-frag -model=gles:llvmpipe");
-  EXPECT_EQ(input[1].as_string(), "conv2d_nchw.gles-frag");
+  EXPECT_EQ(input[1].as_string(), "conv2d_nchw.gles_frag");
   EXPECT_EQ(input[2], bj::parse(R"([["TENSOR",[1,64,56,56],"float32"],)"
                                 R"(["TENSOR",[64,64,3,3],"float32"],[1,1],[1,1,1,1],[1,1],)"
                                 R"("float32"])"));
@@ -566,15 +566,15 @@ TEST_F(RecordsTest, ExportWritesAutoTvmFields) {
 
   const bj::array& dw_input = lines[2].at("input").as_array();
   EXPECT_EQ(dw_input[0].as_string(), "opengl -keys=gles-compute -model=gles:llvmpipe");
-  EXPECT_EQ(dw_input[1].as_string(), "depthwise_conv2d_nchw.gles-compute");
+  EXPECT_EQ(dw_input[1].as_string(), "depthwise_conv2d_nchw.gles_compute");
   EXPECT_EQ(dw_input[2], bj::parse(R"([["TENSOR",[1,32,28,28],"float32"],)"
                                    R"(["TENSOR",[32,1,3,3],"float32"],[2,2],[1,1,1,1],[1,1],)"
                                    R"("float32"])"));
 
   const bj::array& dense_input = lines[3].at("input").as_array();
-  EXPECT_EQ(dense_input[1].as_string(), "dense.gles-frag");
+  EXPECT_EQ(dense_input[1].as_string(), "dense.gles_frag");
   EXPECT_EQ(dense_input[2], bj::parse(R"([["TENSOR",[64,256],"float32"],)"
-                                      R"(["TENSOR",[256,128],"float32"],null,"float32"])"));
+                                      R"(["TENSOR",[128,256],"float32"],null,"float32"])"));
 }
 
 TEST_F(RecordsTest, ExportImportRoundTrip) {
@@ -729,11 +729,11 @@ TEST_F(RecordsTest, MalformedImportNamesTheLineAndImportsNothing) {
   bad_error.replace(bad_error.find("], 0, "), 6, "], 42, ");
   expect_line(bad_error, "1", "42");
   std::string bad_target = good;
-  bad_target.replace(bad_target.find("dense.gles-frag"), 15, "dense.cuda");
+  bad_target.replace(bad_target.find("dense.gles_frag"), 15, "dense.cuda");
   bad_target.replace(bad_target.find("-keys=gles-frag"), 15, "-keys=cuda");
   expect_line(bad_target, "1", "cuda");
   std::string bad_op = good;
-  bad_op.replace(bad_op.find("dense.gles-frag"), 15, "softmax.gles-frag");
+  bad_op.replace(bad_op.find("dense.gles_frag"), 15, "softmax.gles_frag");
   expect_line(bad_op, "1", "softmax");
   EXPECT_TRUE(store.jobs().empty());
 
@@ -967,7 +967,7 @@ TEST_F(RecordsTest, ExportThroughTheBinaryWritesOnlyTheLogToStdoutAndReimports) 
     run = run_webtune(args);
     EXPECT_EQ(run.status, 0) << args[3] << ": " << run.err;
     EXPECT_EQ(run.out.find("] ["), std::string::npos) << args[3] << " stdout:\n" << run.out;
-    EXPECT_NE(run.out.find(args[3] == "export" ? "conv2d_nchw.gles-frag" : "C2"), std::string::npos)
+    EXPECT_NE(run.out.find(args[3] == "export" ? "conv2d_nchw.gles_frag" : "C2"), std::string::npos)
         << args[3] << " stdout:\n"
         << run.out;
   }
@@ -1060,7 +1060,7 @@ TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
   ASSERT_EQ(query_text(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'verifications'"),
             "0");
   RecordStore store(path_);
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "5");
   const std::vector<TrialRecord> trials = store.trials(job);
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_EQ(trials[0].result.costs, std::vector<double>{1e-3});
@@ -1154,7 +1154,7 @@ TEST_F(RecordsTest, MigratesVersion2FilesToModelRuns) {
            "DROP TABLE model_estimates; DROP TABLE model_run_jobs; DROP TABLE model_runs; "
            "PRAGMA user_version = 2;");
   RecordStore store(path_);
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "5");
   EXPECT_EQ(store.trials(job).size(), 1u);
   EXPECT_TRUE(store.model_runs().empty());
   const int64_t run = store.open_model_run("m", Target::kGlesFrag, kDevice);
@@ -1178,7 +1178,7 @@ TEST_F(RecordsTest, MigratesVersion3FilesToModelMeasurements) {
       query_text(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'model_measurements'"),
       "0");
   RecordStore store(path_);
-  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "5");
   EXPECT_EQ(store.trials(job).size(), 1u);
   ASSERT_TRUE(store.model_run(run).has_value());
   EXPECT_EQ(store.model_run(run)->jobs.at(0).weight, 2);
@@ -1341,7 +1341,7 @@ TEST_F(RecordsTest, AFusedJobKeepsItsEpilogueThroughTheStoreAndAutoTvm) {
   }
   // TVM's args are the anchor op's; the epilogue is in webtune's field and comes back.
   const bj::object line = bj::parse(log).as_object();
-  EXPECT_EQ(line.at("input").as_array().at(1).as_string(), "dense.gles-frag");
+  EXPECT_EQ(line.at("input").as_array().at(1).as_string(), "dense.gles_frag");
   EXPECT_EQ(line.at("webtune").as_object().at("epilogue").as_object().at("activation").as_string(),
             "clip");
   const std::string other_path = path_ + ".fused.db";

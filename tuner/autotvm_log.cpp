@@ -2,10 +2,12 @@
 /// AutoTVM JSON-lines logs out of and into a RecordStore; see autotvm_log.hpp.
 #include "tuner/autotvm_log.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
 #include <cmath>
 #include <istream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,10 +37,10 @@ bj::array tvm_tensor(const std::vector<int64_t>& shape) {
   return bj::array{"TENSOR", json::to_array(shape), "float32"};
 }
 
-/// TVM's topi arguments of a workload; see the file comment of records.hpp.
+/// TVM's topi arguments of a workload; see the file comment of autotvm_log.hpp.
 bj::array tvm_args(const Workload& w) {
   if (w.op == OpKind::kDense)
-    return bj::array{tvm_tensor({w.m, w.k}), tvm_tensor({w.k, w.n}), nullptr, "float32"};
+    return bj::array{tvm_tensor({w.m, w.k}), tvm_tensor({w.n, w.k}), nullptr, "float32"};
   return bj::array{tvm_tensor(w.data_shape()),
                    tvm_tensor(w.weight_shape()),
                    bj::array{w.stride, w.stride},
@@ -172,13 +174,14 @@ Workload workload_from_tvm(std::string_view op, const bj::value& args_value) {
     const std::vector<int64_t> data = parse_tensor(args[0], 2, "dense data");
     const std::vector<int64_t> weight = parse_tensor(args[1], 2, "dense weight");
     const int64_t m = data[0], k = data[1];
-    // webtune writes [K,N], TVM [N,K]: the dimension equal to K tells which (and when both
-    // are, the weight is square and either reading gives the same N).
+    // TVM (and webtune since issue 18) writes [N,K], older webtune exports [K,N]: the dimension
+    // equal to K tells which (and when both are, the weight is square and either reading gives
+    // the same N).
     int64_t n;
-    if (weight[0] == k)
-      n = weight[1];
-    else if (weight[1] == k)
+    if (weight[1] == k)
       n = weight[0];
+    else if (weight[0] == k)
+      n = weight[1];
     else
       throw std::invalid_argument("dense weight shape does not match the data's K");
     return Workload::dense(m, n, k);
@@ -226,31 +229,81 @@ struct ImportedTrial {
   TrialRecord trial;
 };
 
+/// A line that import_autotvm cannot store as a trial: `reason` is its class, counted by
+/// --skip-invalid (AutoTvmImportReport::skipped); what() says exactly why.
+class LineError : public std::invalid_argument {
+ public:
+  LineError(std::string reason, const std::string& message)
+      : std::invalid_argument(message), reason_(std::move(reason)) {}
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+constexpr const char* kMalformed = "malformed record";
+
+/// Runs `f`, turning any other exception into a LineError of `reason`.
+template <typename F>
+auto classified(const char* reason, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const LineError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw LineError(reason, e.what());
+  }
+}
+
+/// The words of a TVM target string, split at spaces; a '...' or "..." quoted part keeps its
+/// spaces and loses its quotes (as TVM's target parser reads them).
+std::vector<std::string> target_words(std::string_view target) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : target) {
+    if (quote != 0) {
+      if (c == quote)
+        quote = 0;
+      else
+        word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
 /// The value of option `-name=` in a TVM target string, or "".
 std::string target_option(std::string_view target, std::string_view name) {
   const std::string flag = "-" + std::string(name) + "=";
-  size_t pos = 0;
-  while ((pos = target.find(flag, pos)) != std::string_view::npos) {
-    if (pos == 0 || target[pos - 1] == ' ') {
-      const size_t begin = pos + flag.size();
-      const size_t end = target.find(' ', begin);
-      return std::string(target.substr(begin, end == std::string_view::npos ? end : end - begin));
-    }
-    pos += flag.size();
-  }
+  for (const std::string& word : target_words(target))
+    if (word.rfind(flag, 0) == 0) return word.substr(flag.size());
   return {};
 }
 
-/// The webtune target named `name`, or nullopt.
+/// The webtune target named `name` (webtune's "gles-frag" or TVM-key "gles_frag"), or nullopt.
 std::optional<Target> webtune_target(std::string_view name) {
+  std::string dashed(name);
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
   for (Target t : targets())
-    if (name == target_name(t)) return t;
+    if (dashed == target_name(t)) return t;
   return std::nullopt;
 }
 
 /// The line's webtune target: the first one among -keys=..., else the suffix of the task name
-/// ("conv2d_nchw.gles-frag"). When both are there they must name the same target; a line for
-/// any other target (cuda, mali, opencl, ...) is refused.
+/// ("conv2d_nchw.gles_frag"). When both are there they must name the same target. A line for
+/// any other target (cuda, mali, opencl, ...) throws LineError "foreign target 'mali'".
 Target parse_target(std::string_view target_string, std::string_view task_name) {
   const std::string where =
       "target '" + std::string(target_string) + "', task '" + std::string(task_name) + "'";
@@ -266,39 +319,38 @@ Target parse_target(std::string_view target_string, std::string_view task_name) 
       dot == std::string_view::npos ? std::string() : std::string(task_name.substr(dot + 1));
   const std::optional<Target> from_task = webtune_target(suffix);
   if (from_keys && !suffix.empty() && from_task != from_keys)
-    throw std::invalid_argument(where + ": -keys= names " + std::string(target_name(*from_keys)) +
-                                " but the task is for '" + suffix + "'");
+    throw LineError("-keys= and task name disagree", where + ": -keys= names " +
+                                                         std::string(target_name(*from_keys)) +
+                                                         " but the task is for '" + suffix + "'");
   if (from_keys) return *from_keys;
   if (from_task && keys.empty()) return *from_task;
-  throw std::invalid_argument(where + ": not one of webtune's targets (" + target_names() +
-                              "); this line is from another AutoTVM target");
+  const std::vector<std::string> words = target_words(target_string);
+  const std::string foreign = !suffix.empty() ? suffix : words.empty() ? "" : words.front();
+  throw LineError("foreign target '" + foreign + "'",
+                  where + ": not one of webtune's targets (" + target_names() +
+                      "); this line is from another AutoTVM target (--keep-foreign keeps such "
+                      "lines as history, --skip-invalid skips them)");
 }
 
-ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& device_key) {
-  const bj::object& o = json::as_object(root, "record");
+/// The "input" of a line: [target string, task name, args, kwargs].
+const bj::array& line_input(const bj::object& o) {
   if (o.contains("version") && json::get_double(o, "version") != kAutoTvmVersion)
     throw std::invalid_argument("unsupported AutoTVM log version (expected 0.2)");
-
   const bj::array& input = as_array(json::field(o, "input"), "'input'");
   if (input.size() != 4 || !input[0].is_string() || !input[1].is_string())
     throw std::invalid_argument("'input' must be [target, task name, args, kwargs]");
-  const std::string_view target_string = input[0].get_string();
-  const std::string_view tvm_task = input[1].get_string();
-  ImportedTrial t;
-  t.target = parse_target(target_string, tvm_task);
-  t.workload = workload_from_tvm(tvm_task.substr(0, tvm_task.find('.')), input[2]);
-  t.device_key = device_key;
-  if (t.device_key.empty()) t.device_key = target_option(target_string, "model");
-  if (t.device_key.empty()) t.device_key = "imported";
+  return input;
+}
 
+/// The config index and entity, and the result, of a line.
+const bj::array& parse_config_and_result(const bj::object& o, int64_t& index, MeasureResult& r) {
   const bj::object& config = json::as_object(json::field(o, "config"), "'config'");
-  const int64_t index = json::get_int(config, "index");
+  index = json::get_int(config, "index");
   const bj::array& entity = as_array(json::field(config, "entity"), "'config.entity'");
 
   const bj::array& result = as_array(json::field(o, "result"), "'result'");
   if (result.size() != 4)
     throw std::invalid_argument("'result' must be [costs, error_no, all_cost, timestamp]");
-  MeasureResult& r = t.trial.result;
   // Checked as int64: 2^32 must not narrow to 0, NO_ERROR.
   const int64_t error_no = json::to_int(result[1], "error_no");
   if (error_no < 0 || error_no > 255)
@@ -311,26 +363,84 @@ ImportedTrial parse_autotvm_line(const bj::value& root, const std::string& devic
     }
   r.all_cost = json::to_double(result[2], "all_cost");
   r.timestamp = json::to_double(result[3], "timestamp");
+  return entity;
+}
 
-  // The exact entity and what AutoTVM has no field for, when webtune wrote the line.
-  bj::array exact = entity;
-  if (auto it = o.find("webtune"); it != o.end()) {
-    const bj::object& w = json::as_object(it->value(), "'webtune'");
-    t.task_name = json::get_string_or(w, "task", "");
-    t.trial.agent = json::get_string_or(w, "agent", "");
-    r.message = json::get_string_or(w, "message", "");
-    if (auto e = w.find("entity"); e != w.end()) exact = as_array(e->value(), "'webtune.entity'");
-    if (auto e = w.find("epilogue"); e != w.end())
-      t.workload.epilogue = Epilogue::from_json(e->value());
-  }
-  t.workload.name = t.task_name;
-  t.trial.config_index = index;
-  t.trial.config_json = bj::serialize(bj::object{{"index", index}, {"entity", std::move(exact)}});
-  // bj::serialize writes a number read as infinity or NaN (1e999, 0e400) as a non-JSON token.
-  boost::system::error_code ec;
-  bj::parse(t.trial.config_json, ec);
-  if (ec) throw std::invalid_argument("the entity holds a number that is not finite");
+ImportedTrial parse_autotvm_line(const bj::object& o, const bj::array& input,
+                                 const std::string& device_key) {
+  const std::string_view target_string = input[0].get_string();
+  const std::string_view tvm_task = input[1].get_string();
+  ImportedTrial t;
+  t.target = parse_target(target_string, tvm_task);
+  t.workload = classified("unsupported workload", [&] {
+    return workload_from_tvm(tvm_task.substr(0, tvm_task.find('.')), input[2]);
+  });
+  t.device_key = device_key;
+  if (t.device_key.empty()) t.device_key = target_option(target_string, "model");
+  if (t.device_key.empty()) t.device_key = "imported";
+
+  classified(kMalformed, [&] {
+    int64_t index = 0;
+    MeasureResult& r = t.trial.result;
+    const bj::array& entity = parse_config_and_result(o, index, r);
+    // The exact entity and what AutoTVM has no field for, when webtune wrote the line.
+    bj::array exact = entity;
+    if (auto it = o.find("webtune"); it != o.end()) {
+      const bj::object& w = json::as_object(it->value(), "'webtune'");
+      t.task_name = json::get_string_or(w, "task", "");
+      t.trial.agent = json::get_string_or(w, "agent", "");
+      r.message = json::get_string_or(w, "message", "");
+      if (auto e = w.find("entity"); e != w.end()) exact = as_array(e->value(), "'webtune.entity'");
+      if (auto e = w.find("epilogue"); e != w.end())
+        t.workload.epilogue = Epilogue::from_json(e->value());
+    }
+    t.workload.name = t.task_name;
+    t.trial.config_index = index;
+    t.trial.config_json = bj::serialize(bj::object{{"index", index}, {"entity", std::move(exact)}});
+    // bj::serialize writes a number read as infinity or NaN (1e999, 0e400) as a non-JSON token.
+    boost::system::error_code ec;
+    bj::parse(t.trial.config_json, ec);
+    if (ec) throw std::invalid_argument("the entity holds a number that is not finite");
+    return 0;
+  });
   return t;
+}
+
+/// The webtune workload key of a foreign task's anchor op, or "" when webtune has none: TVM's
+/// task names are "<compute>[_<variant>].<key>" ("conv2d_nchw_winograd.cuda",
+/// "conv2d_nchw_spatial_pack.mali"), and every variant takes its compute's arguments.
+std::string foreign_workload_key(std::string_view task_name, const bj::value& args) {
+  const std::string_view compute = task_name.substr(0, task_name.find('.'));
+  std::string_view op;
+  for (std::string_view known : {"depthwise_conv2d_nchw", "conv2d_nchw", "dense"})
+    if (compute.substr(0, known.size()) == known) {
+      op = known;
+      break;
+    }
+  if (op.empty()) return {};
+  try {
+    return workload_from_tvm(op, args).key();
+  } catch (const std::exception&) {
+    return {};  // shapes webtune has no template for (dilation, asymmetric pads, int8, ...)
+  }
+}
+
+/// A line of another target, kept as a foreign record.
+ForeignRecord parse_foreign_line(const bj::object& o, const bj::array& input,
+                                 const std::string& reason, const std::string& line) {
+  ForeignRecord f;
+  f.target = std::string(input[0].get_string());
+  f.task_name = std::string(input[1].get_string());
+  // reason is "foreign target 'X'": X is the name.
+  const size_t open = reason.find('\'');
+  f.foreign_target = reason.substr(open + 1, reason.size() - open - 2);
+  f.workload_key = foreign_workload_key(f.task_name, input[2]);
+  classified(kMalformed, [&] {
+    f.entity_json = bj::serialize(parse_config_and_result(o, f.config_index, f.result));
+    return 0;
+  });
+  f.line = line;
+  return f;
 }
 
 /// The longest AutoTVM log line import_autotvm reads (a line is about 1 KB).
@@ -361,11 +471,10 @@ int64_t export_autotvm(const RecordStore& store, std::ostream& out,
                        const std::string& workload_filter, const std::string& target_filter) {
   int64_t lines = 0;
   for (const TuningJobInfo& job : store.jobs(workload_filter, target_filter)) {
-    const std::string target(target_name(job.target));
-    const std::string target_string = "opengl -keys=" + target + " -model=" + job.device_key;
-    // Template::name() spelled out: a foreign records file may hold a job that no template
-    // builds, and its lines still export.
-    const std::string task = std::string(tvm_op_name(job.workload.op)) + "." + target;
+    const std::string target_string = tvm_target_string(job.target, job.device_key);
+    // Not Template::name(): a foreign records file may hold a job that no template builds,
+    // and its lines still export.
+    const std::string task = tvm_task_name(job.workload.op, job.target);
     const bj::array args = tvm_args(job.workload);
     for (const TrialRecord& trial : store.trials(job.id)) {
       // A damaged or foreign records file may hold anything here: say which trial it is.
@@ -430,34 +539,94 @@ int64_t export_autotvm(const RecordStore& store, std::ostream& out,
   return lines;
 }
 
-int64_t import_autotvm(RecordStore& store, std::istream& in, const std::string& device_key) {
-  // Parse and check everything first: a bad line anywhere imports nothing.
+int64_t AutoTvmImportReport::skipped_total() const {
+  int64_t total = 0;
+  for (const auto& [reason, count] : skipped) total += count;
+  return total;
+}
+
+std::string tvm_target_string(Target target, const std::string& device_key) {
+  std::string s;
+  const std::string keys = "-keys=" + std::string(target_name(target));
+  switch (target) {
+    case Target::kWebgpu:
+      s = "webgpu " + keys;
+      break;
+    case Target::kWasm:
+      s = "llvm " + keys + " -mtriple=wasm32-unknown-unknown-wasm -mattr=+simd128";
+      break;
+    case Target::kGlesFrag:
+    case Target::kGlesCompute:
+      s = "opengl " + keys;
+      break;
+  }
+  if (device_key.empty()) return s;
+  // TVM's target parser takes a quoted value whole; device keys have no spaces as the agents
+  // build them (docs/protocol.md), but --key may be given any text.
+  const bool quote = device_key.find_first_of(" \t'\"") != std::string::npos;
+  std::string value = device_key;
+  if (quote) value.erase(std::remove(value.begin(), value.end(), '\''), value.end());
+  return s + " -model=" + (quote ? "'" + value + "'" : value);
+}
+
+std::string tvm_task_name(OpKind op, Target target) {
+  std::string key(target_name(target));
+  std::replace(key.begin(), key.end(), '-', '_');
+  return std::string(tvm_op_name(op)) + "." + key;
+}
+
+AutoTvmImportReport import_autotvm(RecordStore& store, std::istream& in,
+                                   const AutoTvmImportOptions& options) {
+  AutoTvmImportReport report;
+  // Parse and check everything first: without skip_invalid, a bad line anywhere imports nothing.
   std::vector<ImportedTrial> parsed;
+  std::vector<ForeignRecord> foreign;
   // One space per template and workload (a log holds many trials of few tasks).
   std::map<std::pair<std::string, Target>, std::shared_ptr<ConfigSpace>> spaces;
   std::string line;
   for (int64_t number = 1;; ++number) {
     try {
-      if (!read_line(in, line, kMaxLogLineBytes)) break;
-    } catch (const std::length_error& e) {
-      throw std::runtime_error("records: AutoTVM log line " + std::to_string(number) + ": " +
-                               e.what());
-    }
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    try {
+      try {
+        if (!read_line(in, line, kMaxLogLineBytes)) break;
+      } catch (const std::length_error& e) {
+        // The rest of the line is not read: the next one starts after its newline.
+        if (options.skip_invalid) in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+        ++report.lines;
+        throw LineError("line too long", e.what());
+      }
+      const size_t first = line.find_first_not_of(" \t\r");
+      if (first == std::string::npos || line[first] == '#') continue;
+      ++report.lines;
       boost::system::error_code ec;
       bj::value root = bj::parse(line, ec);
-      if (ec) throw std::invalid_argument("not JSON: " + ec.message());
-      ImportedTrial t = parse_autotvm_line(root, device_key);
-      auto& space = spaces[{t.workload.key(), t.target}];
-      if (!space) space = Task::create(t.workload, t.target).space;
-      const ConfigEntity entity =
-          config_in_space(*space, t.workload, t.target, t.trial.config_json, t.trial.result.ok());
+      if (ec) throw LineError("not JSON", "not JSON: " + ec.message());
+      const bj::object& o = classified(
+          kMalformed, [&]() -> const bj::object& { return json::as_object(root, "record"); });
+      const bj::array& input =
+          classified(kMalformed, [&]() -> const bj::array& { return line_input(o); });
+      ImportedTrial t;
+      try {
+        t = parse_autotvm_line(o, input, options.device_key);
+      } catch (const LineError& e) {
+        if (!options.keep_foreign || e.reason().rfind("foreign target", 0) != 0) throw;
+        foreign.push_back(parse_foreign_line(o, input, e.reason(), line));
+        foreign.back().source = options.source;
+        continue;
+      }
+      const ConfigEntity entity = classified("config outside its template's space", [&] {
+        auto& space = spaces[{t.workload.key(), t.target}];
+        if (!space) space = Task::create(t.workload, t.target).space;
+        return config_in_space(*space, t.workload, t.target, t.trial.config_json,
+                               t.trial.result.ok());
+      });
       t.trial.config_json = bj::serialize(entity.to_json());
       t.trial.config_index = entity.index();
       parsed.push_back(std::move(t));
-    } catch (const std::exception& e) {
+    } catch (const LineError& e) {
+      if (options.skip_invalid) {
+        ++report.skipped[e.reason()];
+        continue;
+      }
       throw std::runtime_error("records: AutoTVM log line " + std::to_string(number) + ": " +
                                e.what());
     }
@@ -484,8 +653,16 @@ int64_t import_autotvm(RecordStore& store, std::istream& in, const std::string& 
     for (const ImportedTrial* t : group) job.trials.push_back(t->trial);
     jobs.push_back(std::move(job));
   }
-  const int64_t imported = store.import_jobs(jobs);
-  return imported;
+  if (!jobs.empty()) report.imported = store.import_jobs(jobs);
+  report.foreign = static_cast<int64_t>(foreign.size());
+  if (!foreign.empty()) report.foreign_new = store.add_foreign_records(foreign);
+  return report;
+}
+
+int64_t import_autotvm(RecordStore& store, std::istream& in, const std::string& device_key) {
+  AutoTvmImportOptions options;
+  options.device_key = device_key;
+  return import_autotvm(store, in, options).imported;
 }
 
 }  // namespace webtune

@@ -34,7 +34,7 @@ namespace bj = boost::json;
 namespace {
 
 /// Bump when the schema changes, and add the step from the previous version to migrate().
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 /// How long a writer waits for another connection's transaction before SQLITE_BUSY.
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -290,12 +290,37 @@ CREATE TABLE model_measurements (
 CREATE INDEX model_measurements_model ON model_measurements(model, device_key);
 )sql";
 
+// Version 5: foreign AutoTVM records (issue 18, `log import --keep-foreign`): read-only history
+// of other targets' tunings, looked up by workload key. The whole line is kept (UNIQUE: importing
+// a log twice stores it once), so nothing the foreign template wrote is lost. IF NOT EXISTS: a
+// file whose version was set back by hand (tests do) may hold the table already.
+constexpr const char* kSchemaV5 = R"sql(
+CREATE TABLE IF NOT EXISTS foreign_records (
+  id             INTEGER PRIMARY KEY,   -- insertion order
+  workload_key   TEXT NOT NULL,         -- Workload::key() of the anchor op; '' when none
+  target         TEXT NOT NULL,         -- the TVM target string as written
+  task_name      TEXT NOT NULL,         -- the TVM task name as written
+  foreign_target TEXT NOT NULL,         -- the task name's suffix: mali, cuda, ...
+  config_index   INTEGER NOT NULL,
+  entity_json    TEXT NOT NULL,         -- config.entity as written
+  error_no       INTEGER NOT NULL,
+  costs_json     TEXT NOT NULL,         -- [seconds, ...]; [] on error
+  all_cost       REAL NOT NULL,
+  timestamp      REAL NOT NULL,
+  source         TEXT NOT NULL DEFAULT '',
+  line           TEXT NOT NULL UNIQUE,  -- the log line as read
+  imported       REAL NOT NULL          -- Unix time (s)
+);
+CREATE INDEX IF NOT EXISTS foreign_records_workload ON foreign_records(workload_key);
+)sql";
+
 /// Brings the schema from `version` to kSchemaVersion, inside the caller's transaction.
 void migrate(sqlite3* db, int version) {
   if (version < 1) exec(db, kSchemaV1, "creating the schema");
   if (version < 2) exec(db, kSchemaV2, "migrating the schema to version 2");
   if (version < 3) exec(db, kSchemaV3, "migrating the schema to version 3");
   if (version < 4) exec(db, kSchemaV4, "migrating the schema to version 4");
+  if (version < 5) exec(db, kSchemaV5, "migrating the schema to version 5");
 }
 
 /// True when the latest verification of trial `alias`.id says suspect: an SQL condition.
@@ -1249,6 +1274,85 @@ std::vector<ModelMeasurementRecord> RecordStore::model_measurements(const std::s
     out.push_back(std::move(m));
   }
   return out;
+}
+
+// ---- foreign records (schema version 5) ----------------------------------------------------
+
+int64_t RecordStore::add_foreign_records(const std::vector<ForeignRecord>& records) {
+  Transaction tx(db_, "storing foreign records");
+  Statement insert(db_,
+                   "INSERT INTO foreign_records(workload_key, target, task_name, foreign_target, "
+                   "config_index, entity_json, error_no, costs_json, all_cost, timestamp, source, "
+                   "line, imported) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+                   "ON CONFLICT(line) DO NOTHING",
+                   "storing a foreign record");
+  const double now = now_s();
+  int64_t inserted = 0;
+  for (const ForeignRecord& r : records) {
+    if (r.line.empty()) throw std::invalid_argument("records: a foreign record has no line");
+    bj::array costs;
+    for (double c : r.result.costs) {
+      if (!std::isfinite(c))
+        throw std::invalid_argument("records: foreign record '" + r.task_name +
+                                    "': a cost is not finite");
+      costs.push_back(c);
+    }
+    insert.reset();
+    insert.bind(1, r.workload_key)
+        .bind(2, r.target)
+        .bind(3, r.task_name)
+        .bind(4, r.foreign_target)
+        .bind(5, r.config_index)
+        .bind(6, r.entity_json)
+        .bind(7, static_cast<int>(r.result.error))
+        .bind(8, bj::serialize(costs))
+        .bind(9, r.result.all_cost)
+        .bind(10, r.result.timestamp)
+        .bind(11, r.source)
+        .bind(12, r.line)
+        .bind(13, now)
+        .run();
+    inserted += sqlite3_changes(db_);
+  }
+  tx.commit();
+  return inserted;
+}
+
+std::vector<ForeignRecord> RecordStore::foreign_trials(const Workload& workload) const {
+  Workload anchor = workload;
+  anchor.epilogue = Epilogue{};
+  anchor.name.clear();
+  Statement s(db_,
+              "SELECT id, workload_key, target, task_name, foreign_target, config_index, "
+              "entity_json, error_no, costs_json, all_cost, timestamp, source, line "
+              "FROM foreign_records WHERE workload_key = ?1 ORDER BY id",
+              "reading foreign records");
+  s.bind(1, anchor.key());
+  std::vector<ForeignRecord> out;
+  while (s.step()) {
+    ForeignRecord r;
+    r.id = s.get_int(0);
+    r.workload_key = s.get_text(1);
+    r.target = s.get_text(2);
+    r.task_name = s.get_text(3);
+    r.foreign_target = s.get_text(4);
+    r.config_index = s.get_int(5);
+    r.entity_json = s.get_text(6);
+    r.result.error = static_cast<MeasureErrorNo>(s.get_int(7));
+    const bj::value costs = bj::parse(s.get_text(8));
+    for (const bj::value& c : costs.as_array()) r.result.costs.push_back(c.to_number<double>());
+    r.result.all_cost = s.get_double(9);
+    r.result.timestamp = s.get_double(10);
+    r.source = s.get_text(11);
+    r.line = s.get_text(12);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int64_t RecordStore::foreign_record_count() const {
+  Statement s(db_, "SELECT count(*) FROM foreign_records", "counting foreign records");
+  return s.step() ? s.get_int(0) : 0;
 }
 
 double median_of(std::vector<double> values) {

@@ -34,6 +34,12 @@
 /// (`webtune measure-model`, docs/protocol.md "Model jobs"), one row per model job, written by
 /// the client beside the package's estimate (Σ weight × best cost, the manifest's estimated_ms).
 ///
+/// Foreign records (schema version 5): AutoTVM log lines for targets webtune does not tune
+/// (TopHub's mali, cuda, ...), kept by `webtune log import --keep-foreign` as read-only history:
+/// each line as read, with its workload in webtune's terms when it has one, so that a tuner can
+/// look up what other targets measured for the same workload (foreign_trials). Nothing updates or
+/// deletes them; they belong to no job.
+///
 /// A RecordStore is one SQLite connection: use it from one thread at a time, and open one store
 /// per thread or process; concurrent writers wait on each other through the busy timeout.
 #pragma once
@@ -204,6 +210,20 @@ struct ImportedJob {
   std::vector<TrialRecord> trials;
 };
 
+/// One foreign AutoTVM record (see the file comment).
+struct ForeignRecord {
+  int64_t id = 0;            ///< set by the store
+  std::string workload_key;  ///< Workload::key() of its anchor workload; "" when webtune has none
+  std::string target;  ///< the line's TVM target string, e.g. "opencl -model=rk3399 -device=mali"
+  std::string task_name;       ///< the line's TVM task name, e.g. "conv2d_nchw_spatial_pack.mali"
+  std::string foreign_target;  ///< what it was tuned for: the task name's suffix ("mali", "cuda")
+  int64_t config_index = 0;    ///< config.index as written (an index of the foreign template)
+  std::string entity_json;     ///< config.entity as written (the foreign template's knobs)
+  MeasureResult result;        ///< costs (s; empty on error), error, all_cost, timestamp
+  std::string source;          ///< where it came from (a file name), may be empty
+  std::string line;            ///< the whole log line as read: the record, losslessly
+};
+
 class RecordStore {
  public:
   /// Opens or creates the database at `path` (":memory:" works) and its schema. Throws
@@ -325,6 +345,16 @@ class RecordStore {
   /// already stored are skipped, as add_trials does. Returns trials inserted. Any error (a
   /// trial add_trials would refuse) throws and stores nothing.
   int64_t import_jobs(const std::vector<ImportedJob>& jobs);
+
+  /// Stores foreign records in one transaction; a record whose line is already stored is
+  /// skipped. Returns how many were inserted. Throws std::invalid_argument for an empty line or
+  /// a cost that is not finite (nothing is stored then).
+  int64_t add_foreign_records(const std::vector<ForeignRecord>& records);
+  /// The foreign records whose anchor workload is `workload`'s (its epilogue and name are
+  /// ignored: an AutoTVM task is the anchor operator alone), in insertion order.
+  std::vector<ForeignRecord> foreign_trials(const Workload& workload) const;
+  /// How many foreign records the store holds.
+  int64_t foreign_record_count() const;
 
   const std::string& path() const { return path_; }
 
