@@ -35,8 +35,9 @@ class Template {
   Template(const Template&) = delete;
   Template& operator=(const Template&) = delete;
 
-  /// The AutoTVM task name, tvm_op_name(op) + "." + target_name(target), e.g. "dense.gles-frag"
-  /// or "conv2d_nchw.webgpu"; records and AutoTVM exports use it.
+  /// The task name, tvm_op_name(op) + "." + target_name(target), e.g. "dense.gles-frag" or
+  /// "conv2d_nchw.webgpu", as records store it. AutoTVM exports write TVM-style names instead
+  /// (tvm_task_name in tuner/autotvm_log.hpp; docs/records.md).
   const std::string& name() const { return name_; }
   Target target() const { return target_; }
   OpKind op() const { return op_; }
