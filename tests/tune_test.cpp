@@ -296,7 +296,9 @@ TEST(Tune, KilledTuningResumesWhereItStopped) {
     before = store.trials(store.jobs().at(0).id);
   }
   ASSERT_GE(before.size(), 8u);
-  EXPECT_EQ(before.size() % 4, 0u) << "only whole batches are committed";
+  // Each trial is stored as its result arrives, so a kill may leave part of a batch: what is
+  // stored is kept, once per config index, and the rerun measures only the rest.
+  EXPECT_EQ(indices(before).size(), before.size());
   const int total = static_cast<int>(before.size()) + 12;
   EXPECT_EQ(wait_exit(tune(total)), 0);
   RecordStore store(db);
