@@ -31,7 +31,14 @@ void run_space(const SpaceArgs& args) {
   limits.max_threads = args.max_threads;
   limits.max_varying_vectors = args.max_varying_vectors;
   limits.max_feedback_components = args.max_feedback_components;
-  for (const WorkloadFileTask& t : resolve_workloads(args.workload, args.task)) {
+  // A spec or file that cannot be read is a usage error (exit status 2), named after its option.
+  std::vector<WorkloadFileTask> tasks;
+  try {
+    tasks = resolve_workloads(args.workload, args.task);
+  } catch (const std::exception& e) {
+    throw CLI::ValidationError(std::string("--workload: ") + e.what());
+  }
+  for (const WorkloadFileTask& t : tasks) {
     Task task = Task::create(t.workload, target_from_name(args.target), limits);
     std::printf("%s %s on %s: %lld raw configs, %zu valid\n", t.workload.name.c_str(),
                 t.workload.key().c_str(), args.target.c_str(),
