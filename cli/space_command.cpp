@@ -67,7 +67,10 @@ void add_space_command(CLI::App& app) {
       app.add_subcommand("space", "Print a task's config space (and a config's kernel)");
   cmd->add_option("--workload", args->workload, "workload file or inline spec")->required();
   cmd->add_option("--task", args->task, "task names inside a workload file, e.g. C2,C4");
-  cmd->add_option("--target", args->target, target_names())->capture_default_str();
+  cmd->add_option("--target", args->target, target_names())
+      ->check(parses_as([](const std::string& name) { target_from_name(name); },
+                        "{" + target_names() + "}"))
+      ->capture_default_str();
   cmd->add_option("--config", args->config,
                   "print the kernel of this config (index, JSON, default)");
   cmd->add_option("--max-texture-size", args->max_texture_size,

@@ -204,9 +204,9 @@ TEST(CliProgress, TrialsLeftHonourTheCapPerTaskAndTheTotalBudget) {
 }
 
 TEST(CliProgress, TheTimeLineSaysElapsedEtaAndWhatIsLeft) {
-  // 8 trials in this run (8 of the 16 resumed) in 40 s: 5 s a trial; 16 left.
+  // 24 trials, 8 of them resumed: 16 in this run in 40 s, 2.5 s a trial; 8 left.
   EXPECT_EQ(format_time_line(session({{16, 8}, {8, 0}}, 16, 0, 40)),
-            "elapsed 0:40, ETA 1:20 (8 trials in this run, at most 8 left)");
+            "elapsed 0:40, ETA 0:20 (16 trials in this run, at most 8 left)");
   EXPECT_EQ(format_time_line(session({{0, 0}}, 16, 0, 0)),
             "elapsed 0:00, ETA \u2014 (0 trials in this run, at most 16 left)");
   EXPECT_EQ(format_time_line(session({{1, 0}}, 0, 9, 2), 10),

@@ -284,9 +284,10 @@ void TrackerRunner::check_agents() {
     why = agent_shortage(key_, client_->agents(key_, kConnectTimeout));
   } catch (const std::runtime_error& e) {
     if (connection_problem(*client_, e.what())) throw;
-    // A tracker older than the `agents` message ("unknown_type: ..."): wait as before.
-    agents_query_ = false;
-    spdlog::debug("tracker {}: no agent checks ({})", url_, e.what());
+    // A tracker older than the `agents` message ("unknown_type: ..."): wait as before. Another
+    // error that came in meanwhile skips this check only.
+    if (std::string(e.what()).rfind("unknown_type:", 0) == 0) agents_query_ = false;
+    spdlog::debug("tracker {}: no agent check ({})", url_, e.what());
     return;
   } catch (const std::invalid_argument& e) {
     agents_query_ = false;
