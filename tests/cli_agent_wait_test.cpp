@@ -7,11 +7,16 @@
 /// (where the embedded farm's dashboard line would be the first thing), no records file.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +25,7 @@
 #include "support/webtune_process.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tracker/tracker_server.hpp"
+#include "tuner/measure_pipeline.hpp"
 
 namespace webtune {
 namespace {
@@ -151,6 +157,88 @@ TEST_F(CliAgentWait, ASignalWhileWaitingForAnAgentExitsWith128PlusItsNumber) {
   ASSERT_NE(status, -1) << "still running 30 s after SIGINT\n" << tune.log();
   ASSERT_TRUE(WIFEXITED(status)) << tune.log();
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << tune.log();
+}
+
+/// A sink that keeps "[level] message" lines, readable from any thread.
+class LineSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+ public:
+  std::string text() {
+    std::lock_guard<std::mutex> lock(lines_mutex_);
+    return text_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::lock_guard<std::mutex> lock(lines_mutex_);
+    text_ += "[" +
+             std::string(spdlog::level::to_string_view(msg.level).data(),
+                         spdlog::level::to_string_view(msg.level).size()) +
+             "] " + std::string(msg.payload.data(), msg.payload.size()) + "\n";
+  }
+  void flush_() override {}
+
+ private:
+  std::mutex lines_mutex_;
+  std::string text_;
+};
+
+/// What the default logger writes while it lives (the runner's notices).
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()), sink_(std::make_shared<LineSink>()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink_));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::string text() { return sink_->text(); }
+  size_t count(const std::string& needle) {
+    const std::string all = text();
+    size_t n = 0;
+    for (size_t at = all.find(needle); at != std::string::npos; at = all.find(needle, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<LineSink> sink_;
+};
+
+TEST(RunnerNotices, TheReasonIsRepeatedWhileNoAgentComesAndItsEndIsSaid) {
+  tracker::TrackerServer server(loopback());
+  server.start_background();
+  CapturedLog log;
+  {
+    TrackerRunner runner(server.url(), "", "gles");
+    runner.agent_notice_every = 200ms;  // 10 s in the CLI
+    EXPECT_THROW(runner.wait_for_device(2s), NoAgent);
+  }
+  // Said after the 1 s grace, again every 200 ms, then given up.
+  EXPECT_GE(log.count("[warning] no agent connected for key 'gles'"), 2u) << log.text();
+  EXPECT_EQ(log.count("[warning] no agent connected for key 'gles'; waiting for one, giving up "
+                      "after 2 s (--agent-wait)"),
+            1u)
+      << log.text();
+  EXPECT_GE(log.count("[warning] no agent connected for key 'gles' (for "), 1u) << log.text();
+
+  // An agent that joins while the runner waits ends the wait, and the runner says so.
+  TrackerRunner runner(server.url(), "", "gles");
+  std::unique_ptr<tracker::TrackerClient> late;
+  const size_t warned = log.count("[warning]");
+  std::thread join([&] {
+    // Once this runner said there is none.
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (log.count("[warning]") == warned && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    tracker::Hello hello;
+    hello.role = tracker::Role::kAgent;
+    hello.name = "late";
+    hello.keys = {"gles:late"};
+    late = std::make_unique<tracker::TrackerClient>(server.url(), hello);
+  });
+  const auto [key, device] = runner.wait_for_device(30s);
+  join.join();
+  EXPECT_EQ(key, "gles:late");
+  EXPECT_EQ(log.count("[info] an agent for key 'gles' can take jobs now (after "), 1u)
+      << log.text();
 }
 
 /// Runs `args`, which must be refused as a usage error before anything starts: status 2, stderr
