@@ -4,8 +4,21 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "exit_codes.hpp"
 
 namespace webtune::cli {
+
+/// Sets up `app` as the `webtune` program: its description, the global --log-level (bound to
+/// `log_level`, which must outlive the app, and applied once parsing completes), the exit-status
+/// footer and every subcommand below. main.cpp parses with it; tests walk it.
+void build_app(CLI::App& app, std::string& log_level);
+/// The status `webtune` exits with after CLI11 threw `error` out of parse() and App::exit
+/// printed it and returned `printed_code`: 0 for --help, a command's own status for
+/// CLI::RuntimeError, kExitUsage for every other parse error (CLI11's own codes, 100 and up, are
+/// not kept).
+int exit_status(const CLI::ParseError& error, int printed_code);
 
 /// `webtune measure`: cost and GFLOP/s of one config on the local GL device.
 void add_measure_command(CLI::App& app);

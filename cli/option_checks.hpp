@@ -5,9 +5,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,49 @@ inline CLI::Validator dim_binding() {
         return {};
       },
       "NAME=VALUE");
+}
+
+/// One of `names` (`what` names the kind in the refusal): "'bayes' is not a known tuner (known:
+/// xgb, ga, random, grid)".
+inline CLI::Validator one_of(std::vector<std::string> names, const std::string& what) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  return CLI::Validator(
+      [names, what, list](std::string& input) -> std::string {
+        if (std::find(names.begin(), names.end(), input) != names.end()) return {};
+        return "'" + input + "' is not a known " + what + " (known: " + list + ")";
+      },
+      "{" + list + "}");
+}
+
+/// A value that `parse` (which throws std::invalid_argument with the reason) accepts; the
+/// reason is the refusal. For names whose table lives elsewhere (tune targets).
+template <typename Parse>
+CLI::Validator parses_as(Parse parse, const std::string& description) {
+  return CLI::Validator(
+      [parse](std::string& input) -> std::string {
+        try {
+          parse(input);
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+        return {};
+      },
+      description);
+}
+
+/// A finite number in [lo, hi] (unlike CLI::Range, NaN is refused).
+inline CLI::Validator number_in(double lo, double hi) {
+  char range[64];
+  std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+  return CLI::Validator(
+      [lo, hi, text = std::string(range)](std::string& input) -> std::string {
+        double v = 0;
+        if (CLI::detail::lexical_cast(input, v) && std::isfinite(v) && v >= lo && v <= hi)
+          return {};
+        return "Value " + input + " is not a number in " + text;
+      },
+      std::string("NUMBER in ") + range);
 }
 
 /// The bindings of dim_binding()-checked options, by name.

@@ -31,7 +31,14 @@ void run_space(const SpaceArgs& args) {
   limits.max_threads = args.max_threads;
   limits.max_varying_vectors = args.max_varying_vectors;
   limits.max_feedback_components = args.max_feedback_components;
-  for (const WorkloadFileTask& t : resolve_workloads(args.workload, args.task)) {
+  // A spec or file that cannot be read is a usage error (exit status 2), named after its option.
+  std::vector<WorkloadFileTask> tasks;
+  try {
+    tasks = resolve_workloads(args.workload, args.task);
+  } catch (const std::exception& e) {
+    throw CLI::ValidationError(std::string("--workload: ") + e.what());
+  }
+  for (const WorkloadFileTask& t : tasks) {
     Task task = Task::create(t.workload, target_from_name(args.target), limits);
     std::printf("%s %s on %s: %lld raw configs, %zu valid\n", t.workload.name.c_str(),
                 t.workload.key().c_str(), args.target.c_str(),
@@ -60,7 +67,10 @@ void add_space_command(CLI::App& app) {
       app.add_subcommand("space", "Print a task's config space (and a config's kernel)");
   cmd->add_option("--workload", args->workload, "workload file or inline spec")->required();
   cmd->add_option("--task", args->task, "task names inside a workload file, e.g. C2,C4");
-  cmd->add_option("--target", args->target, target_names())->capture_default_str();
+  cmd->add_option("--target", args->target, target_names())
+      ->check(parses_as([](const std::string& name) { target_from_name(name); },
+                        "{" + target_names() + "}"))
+      ->capture_default_str();
   cmd->add_option("--config", args->config,
                   "print the kernel of this config (index, JSON, default)");
   cmd->add_option("--max-texture-size", args->max_texture_size,

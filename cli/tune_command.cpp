@@ -14,6 +14,15 @@
 /// tabs for --target webgl2), and prints the URL of the tracker's dashboard over the records
 /// (kept up --linger seconds after the tuning).
 ///
+/// Every option is checked before anything starts (no farm, no tracker connection, no records
+/// file): a bad value, an unknown tuner or target, a workload spec or model that cannot be read
+/// ends with status 2 (exit_codes.hpp).
+///
+/// Progress goes to stderr (redrawn in place on a terminal unless a log line came in between):
+/// one line per task, the session's line, and the time line (elapsed, ETA; progress_line.hpp).
+/// While no agent can serve the key (none connected, all quarantined) the runner says so at once
+/// and every 10 s; after --agent-wait seconds without one the tuning ends with status 3.
+///
 /// It outlives the tracker (reconnects and resubmits, tuner/measure_pipeline.hpp). SIGINT,
 /// SIGTERM and SIGHUP drop the batch in flight, mark the unfinished jobs "interrupted" and exit
 /// with 128 + the signal (130, 143, 129); running the same command again resumes them. A second
@@ -22,6 +31,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
 #include <cstdio>
@@ -32,7 +42,9 @@
 #include "commands.hpp"
 #include "graph/task_extraction.hpp"
 #include "local_farm.hpp"
+#include "log_lines.hpp"
 #include "option_checks.hpp"
+#include "progress_line.hpp"
 #include "tracker/tracker_client.hpp"
 #include "tuner/tune_session.hpp"
 #include "tuner/tune_target.hpp"
@@ -48,7 +60,7 @@ struct TuneArgs {
   std::string ca_file;
   std::string farm_gl = "swiftshader";
   int local_agents = 1;
-  int device_wait_s = 60;
+  int agent_wait_s = 120;
   int linger_s = 0;
   double reconnect_timeout_s = 600;
   double lease_margin_s = 30;
@@ -75,7 +87,17 @@ void install_stop_handlers() {
   for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
 }
 
-void run_tune(TuneArgs& args) {
+/// What run_tune needs, worked out from the options before anything starts.
+struct Prepared {
+  TuneTarget target;
+  std::vector<WorkloadFileTask> tasks;
+  std::string key;
+};
+
+/// Checks and resolves everything the options name (budget, target, tasks); throws
+/// std::invalid_argument or std::runtime_error (an unreadable file) naming what is wrong.
+/// Starts nothing.
+Prepared prepare(TuneArgs& args) {
   if (!args.model.empty()) {
     // A model's --trials are for all its tasks together, as `tvmc tune --trials` counts them.
     if (args.options.total_trials == 0) {
@@ -91,26 +113,39 @@ void run_tune(TuneArgs& args) {
     if (!args.trials_given) args.options.trials = 0;
     if (!args.schedule_given) args.options.schedule = "gradient";
   }
-  if (!args.ca_file.empty()) tracker::set_tracker_ca_file(args.ca_file);
-  const TuneTarget target = tune_target_from_name(args.target);
-  args.options.target = target.kernel;
-  std::vector<WorkloadFileTask> tasks;
+  Prepared p;
+  p.target = tune_target_from_name(args.target);
+  args.options.target = p.target.kernel;
   if (!args.model.empty()) {
     graph::ImportOptions import;
     import.symbolic_dims = symbolic_dims(args.dims);
     try {
-      tasks = graph::tuning_tasks(graph::extract_model_tasks(args.model, import));
+      p.tasks = graph::tuning_tasks(graph::extract_model_tasks(args.model, import));
     } catch (const graph::GraphError& e) {
       throw std::invalid_argument(std::string("--model: ") + e.what());
     }
-    if (tasks.empty())
+    if (p.tasks.empty())
       throw std::invalid_argument("--model: " + args.model +
                                   " has no Conv, Gemm or MatMul that webtune can tune");
-    tasks = pick_tasks(std::move(tasks), args.tasks, args.model);
+    p.tasks = pick_tasks(std::move(p.tasks), args.tasks, args.model);
   } else {
-    tasks = resolve_workloads(args.workload, args.tasks);
+    try {
+      p.tasks = resolve_workloads(args.workload, args.tasks);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("--workload: ") + e.what());
+    }
   }
-  const std::string key = args.key.empty() ? target.key : args.key;
+  p.key = args.key.empty() ? p.target.key : args.key;
+  return p;
+}
+
+void run_tune(TuneArgs& args, const Prepared& prepared) {
+  const std::vector<WorkloadFileTask>& tasks = prepared.tasks;
+  const TuneTarget& target = prepared.target;
+  const std::string& key = prepared.key;
+  if (!args.ca_file.empty()) tracker::set_tracker_ca_file(args.ca_file);
+  // Opened before the farm starts: a records file that cannot be opened stops nothing running.
+  RecordStore store(args.db);
 
   std::unique_ptr<LocalFarm> farm;
   std::string url = args.tracker;
@@ -131,15 +166,15 @@ void run_tune(TuneArgs& args) {
   policy.give_up = std::chrono::milliseconds(static_cast<int64_t>(args.reconnect_timeout_s * 1000));
   TrackerRunner runner(url, args.token, key, policy, &g_stop_signal);
   runner.lease_margin = std::chrono::milliseconds(static_cast<int64_t>(args.lease_margin_s * 1000));
+  runner.agent_wait = std::chrono::seconds(args.agent_wait_s);
   // Pins the runner: jobs go to agents of exactly this device class from now on, and results
   // measured under another key are not recorded.
-  auto [device_key, device_json] = runner.wait_for_device(std::chrono::seconds(args.device_wait_s));
+  auto [device_key, device_json] = runner.wait_for_device(std::chrono::seconds(args.agent_wait_s));
   const boost::json::value device = boost::json::parse(device_json);
   DeviceLimits limits;
   if (device.is_object() && device.as_object().contains("limits"))
     limits = DeviceLimits::from_json(device.as_object().at("limits"));
 
-  RecordStore store(args.db);
   store.upsert_device(device_key, device_json);
   std::string budget;
   if (args.options.total_trials > 0)
@@ -154,16 +189,22 @@ void run_tune(TuneArgs& args) {
   std::printf("tuning %zu task(s) on %s (%s) with %s, %s, %s schedule; records in %s\n",
               tasks.size(), args.target.c_str(), device_key.c_str(), args.options.tuner.c_str(),
               budget.c_str(), schedule.c_str(), args.db.c_str());
-  const bool tty = isatty(fileno(stdout));
+  // Progress on stderr, with the logs: redrawn in place on a terminal, unless a log line came
+  // in between (moving the cursor up would overwrite it).
+  const bool tty = isatty(fileno(stderr));
   int lines_printed = 0;
+  uint64_t log_lines_then = 0;
   TuneSession session(store, runner, device_key, limits, args.options);
   auto progress = [&](const SessionProgress& all) {
-    const std::string text = format_progress(all);
-    if (tty && lines_printed > 0) std::printf("\033[%dA", lines_printed);  // redraw in place
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
-    lines_printed = static_cast<int>(all.tasks.size()) + 1;  // the tasks and the model line
-    if (!tty) std::puts("");
+    const std::string text =
+        format_progress(all) + format_time_line(all, args.options.timeout_s) + "\n";
+    if (tty && lines_printed > 0 && log_lines().load() == log_lines_then)
+      std::fprintf(stderr, "\033[%dA\033[J", lines_printed);  // up, and clear to the end
+    std::fputs(text.c_str(), stderr);
+    if (!tty) std::fputs("\n", stderr);
+    std::fflush(stderr);
+    lines_printed = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    log_lines_then = log_lines().load();
   };
   std::vector<TaskProgress> result = session.run(tasks, progress);
   const RunnerStats& stats = runner.stats();
@@ -212,7 +253,10 @@ void add_tune_command(CLI::App& app) {
                   "*=VALUE for every one not named (repeatable)")
       ->check(dim_binding());
   cmd->add_option("--tasks", args->tasks, "task names to tune, e.g. C2,C4,D1 (default: all)");
-  cmd->add_option("--target", args->target, tune_target_help())->capture_default_str();
+  cmd->add_option("--target", args->target, tune_target_help())
+      ->check(parses_as([](const std::string& name) { tune_target_from_name(name); },
+                        "{" + tune_target_names() + "}"))
+      ->capture_default_str();
   CLI::Option* trials =
       cmd->add_option("--trials", args->options.trials,
                       "trials per task, earlier runs' included (with --total-trials: a cap per "
@@ -227,7 +271,11 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--model-name", args->options.model_name,
                   "record the tuning as a model run of this name: its estimated latency (sum of "
                   "occurrences x best time) after every batch, plotted on the dashboard");
-  cmd->add_option("--tuner", args->options.tuner, "xgb, ga, random or grid")->capture_default_str();
+  cmd->add_option("--tuner", args->options.tuner,
+                  "search strategy: xgb (a cost model of boosted trees, AutoTVM's default), ga "
+                  "(genetic), random or grid")
+      ->check(one_of({"xgb", "ga", "random", "grid"}, "tuner"))
+      ->capture_default_str();
   cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
   cmd->add_option("--tracker", args->tracker,
                   "ws://HOST:PORT/ws or wss://HOST:PORT/ws (default: embedded)");
@@ -244,6 +292,13 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--farm-gl", args->farm_gl,
                   "WebGL backend of the embedded browser farm: swiftshader or llvmpipe")
+      ->check(one_of({"swiftshader", "llvmpipe"}, "WebGL backend"))
+      ->capture_default_str();
+  cmd->add_option("--agent-wait", args->agent_wait_s,
+                  "seconds to wait while no agent can serve the key (none connected, all "
+                  "quarantined or unresponsive), saying why every 10 s, before giving up with "
+                  "exit status 3 (0: wait for ever)")
+      ->check(int_range(0, 7 * 86400))
       ->capture_default_str();
   cmd->add_option("--linger", args->linger_s,
                   "seconds the embedded farm's dashboard stays up after tuning")
@@ -287,32 +342,49 @@ void add_tune_command(CLI::App& app) {
                 "re-measure each task's best config on a second agent before believing it");
   cmd->add_option("--verify-wait", args->options.verify_wait_s,
                   "seconds a re-measurement waits for a second agent")
+      ->check(seconds(86400))
       ->capture_default_str();
   cmd->add_option("--verify-tolerance", args->options.verify_tolerance,
                   "a re-measurement slower than the recorded best by more than this factor "
                   "disagrees with it")
+      ->check(number_in(1, 1000))
       ->capture_default_str();
   cmd->add_option("--reconnect-timeout", args->reconnect_timeout_s,
                   "seconds to keep reconnecting to an unreachable tracker before giving up")
+      ->check(seconds(7 * 86400))
       ->capture_default_str();
   cmd->add_option("--lease-margin", args->lease_margin_s,
                   "seconds added to --run-timeout for a job's lease (compile and transfer)")
+      ->check(seconds(3600, true))
       ->capture_default_str();
   cmd->callback([args, trials, schedule] {
     if (args->workload.empty() && args->model.empty())
       throw CLI::ValidationError("tune", "give --workload FILE|SPEC or --model MODEL.onnx");
     args->trials_given = trials->count() > 0;
     args->schedule_given = schedule->count() > 0;
+    // Everything the options name is read before anything starts: a bad one is a usage error.
+    Prepared prepared;
+    try {
+      prepared = prepare(*args);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw CLI::ValidationError(e.what());
+    }
     install_stop_handlers();
     try {
-      run_tune(*args);
+      run_tune(*args, prepared);
+    } catch (const NoAgent& e) {
+      // The records and the farm are closed by now; the unfinished jobs are marked failed.
+      spdlog::error("{}", e.what());
+      throw CLI::RuntimeError(kExitNoAgent);
     } catch (const Interrupted& e) {
       // Everything of run_tune (the farm, the records) is closed by now.
       spdlog::warn(
           "{}: the batch in flight was dropped; unfinished jobs are marked interrupted in {}; "
           "run the same command again to resume",
           e.what(), args->db);
-      throw CLI::RuntimeError(128 + e.signal());
+      throw CLI::RuntimeError(kExitSignalBase + e.signal());
     }
   });
 }

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "codegen/json_util.hpp"
@@ -392,6 +393,14 @@ std::vector<WorkloadFileTask> resolve_workloads(const std::string& spec, const s
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("'" + spec + "': " + e.what());
     }
+  } else if (colon != std::string::npos && !head.empty() &&
+             head.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos &&
+             !std::filesystem::exists(spec)) {
+    // "matmul:64,64,64": meant as a spec, not a file; say which ops there are.
+    throw std::invalid_argument(
+        "'" + spec + "': unknown op '" + head +
+        "'; the known ops are dense:M,N,K, conv2d:N,C,H,W,K,R,stride,pad and "
+        "depthwise_conv2d:N,C,H,W,R,stride,pad (or give a workload file)");
   } else {
     tasks = load_workload_file(spec);
   }

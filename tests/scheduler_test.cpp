@@ -329,5 +329,98 @@ TEST(Scheduler, AnAgentWhoseLeaseExpiredWaitsForASignOfLife) {
   EXPECT_EQ(s.leased_attempt(j), 2);
 }
 
+TEST(Scheduler, AvailabilityCountsEachAgentOnceAndSaysWhyTheHeldAreHeld) {
+  SchedulerOptions o;
+  o.quarantine_after = 2;
+  o.quarantine_duration = milliseconds(60000);
+  o.max_attempts = 100;
+  Scheduler s(o);
+  TimePoint t = Clock::now();
+  s.add_agent(1, {"gles:a"}, t, "leases");
+  s.add_agent(2, {"gles:a"}, t, "mixed");
+  s.add_agent(3, {"gles:b", "webgl2:b"}, t, "busy");
+  s.add_agent(4, {"gles:a"}, t, "models", {JobKind::kModel});  // never counted for kernels
+  s.add_agent(5, {"webgl2:c"}, t, "elsewhere");
+  AgentAvailability a = s.availability("gles", JobKind::kKernel);
+  EXPECT_EQ(a.agents, 3);
+  EXPECT_EQ(a.idle, 3);
+  EXPECT_EQ(a.usable(), 3);
+
+  // Jobs go to the lowest idle id that runs kernels. Each job that loses its lease is dropped
+  // (its client leaves) so that the next one goes where the test says.
+  auto lease_one = [&](AgentId expected) -> JobId {
+    s.submit(9, job("gles:a", 0, "{}", milliseconds(100)), t);
+    auto sends = s.dispatch(t);
+    EXPECT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends.empty() ? 0 : sends[0].agent, expected);
+    return sends.empty() ? 0 : sends[0].job;
+  };
+  auto expire = [&] {
+    t += milliseconds(200);
+    s.tick(t);
+    s.remove_client(9);
+  };
+  // Agent 1 loses two leases in a row (it answers pings in between): quarantined.
+  for (int i = 0; i < 2; ++i) {
+    lease_one(1);
+    expire();
+    s.heard_from(1);
+  }
+  // Agent 2 fails a job (RUNTIME_DEVICE), then loses a lease: quarantined too.
+  std::vector<Action> out;
+  const JobId failed = lease_one(2);
+  ASSERT_TRUE(s.complete(2, failed, MeasureErrorNo::kRuntimeDevice, "{}", t, &out, nullptr));
+  lease_one(2);
+  expire();
+  // Agent 3 holds a job.
+  s.submit(9, job("gles:b"), t);
+  ASSERT_EQ(s.dispatch(t).size(), 1u);
+
+  a = s.availability("gles", JobKind::kKernel);
+  EXPECT_EQ(a.agents, 3);
+  EXPECT_EQ(a.idle, 0);
+  EXPECT_EQ(a.busy, 1);
+  EXPECT_EQ(a.held, 2);
+  EXPECT_EQ(a.unresponsive, 0);
+  EXPECT_EQ(a.held_reasons,
+            (std::map<std::string, int>{{"lease expired \u00d72", 1},
+                                        {"RUNTIME_DEVICE \u00d71, lease expired \u00d71", 1}}));
+  EXPECT_EQ(a.by_key.at("gles:a").held, 2);
+  EXPECT_EQ(a.by_key.at("gles:b").busy, 1);
+  EXPECT_EQ(a.by_key.count("webgl2:b"), 0u);
+  // A narrower pattern sees only its key; the model kind sees only the model agent.
+  EXPECT_EQ(s.availability("gles:b", JobKind::kKernel).agents, 1);
+  EXPECT_EQ(s.availability("gles", JobKind::kModel).agents, 1);
+  EXPECT_EQ(s.availability("webgl2", JobKind::kKernel).agents, 2);
+  EXPECT_EQ(s.availability("wasm", JobKind::kKernel).agents, 0);
+}
+
+TEST(Scheduler, AvailabilityTellsUnresponsiveAndSuspectAgentsApart) {
+  SchedulerOptions o;
+  o.quarantine_after = 100;
+  Scheduler s(o);
+  TimePoint t = Clock::now();
+  s.add_agent(1, {"gles:a"}, t, "frozen");
+  s.add_agent(2, {"gles:a"}, t, "rogue");
+  s.submit(5, job("gles", 0, "{}", milliseconds(100)), t);
+  ASSERT_EQ(s.dispatch(t).size(), 1u);  // to agent 1
+  s.tick(t + milliseconds(200));        // its lease expired; the job goes to agent 2
+  auto sends = s.dispatch(t + milliseconds(200));
+  ASSERT_EQ(sends.size(), 1u);
+  ASSERT_EQ(sends[0].agent, 2u);
+  std::vector<Action> out;
+  ASSERT_TRUE(s.reject(2, sends[0].job, "too fast", t + milliseconds(60000), &out));
+  AgentAvailability a = s.availability("gles", JobKind::kKernel);
+  EXPECT_EQ(a.agents, 2);
+  EXPECT_EQ(a.unresponsive, 1);
+  EXPECT_EQ(a.held, 1);
+  EXPECT_EQ(a.usable(), 0);
+  EXPECT_EQ(a.held_reasons, (std::map<std::string, int>{{"suspect (a refused result)", 1}}));
+  s.heard_from(1);  // a sign of life: idle again
+  a = s.availability("gles", JobKind::kKernel);
+  EXPECT_EQ(a.unresponsive, 0);
+  EXPECT_EQ(a.usable(), 1);
+}
+
 }  // namespace
 }  // namespace webtune::tracker

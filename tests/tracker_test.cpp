@@ -322,5 +322,63 @@ TEST(Tracker, SilentClientIsKeptWhileASilentAgentIsDropped) {
   EXPECT_EQ(ids.size(), 2u);
 }
 
+TEST(Tracker, AgentsAnswersWhoCanServeAKeyAndWhyTheOthersCannot) {
+  // Leases of 0.5 s, and one lost lease quarantines an agent for a minute.
+  TrackerConfig config = local_config();
+  config.leases.min_ms = 500;
+  config.leases.max_ms = 500;
+  config.scheduler.quarantine_after = 1;
+  config.scheduler.quarantine_duration = 60s;
+  TrackerServer server(config);
+  server.start_background();
+  TrackerClient client(server.url(), hello_as(Role::kClient));
+  auto counts = [](const boost::json::object& a) {
+    std::vector<int> out;
+    for (const char* name : {"agents", "idle", "busy", "quarantined", "unresponsive"})
+      out.push_back(a.at(name).to_number<int>());
+    return out;
+  };
+  boost::json::object none = client.agents("gles");
+  EXPECT_EQ(std::string(none.at("key").as_string()), "gles");
+  EXPECT_EQ(std::string(none.at("kind").as_string()), "kernel");
+  EXPECT_EQ(counts(none), (std::vector<int>{0, 0, 0, 0, 0}));
+  EXPECT_TRUE(none.at("keys").as_object().empty());
+
+  TrackerClient mute(server.url(), hello_as(Role::kAgent, "", {"gles:mute"}));
+  boost::json::object idle = client.agents("gles");
+  EXPECT_EQ(counts(idle), (std::vector<int>{1, 1, 0, 0, 0}));
+  EXPECT_EQ(idle.at("keys").at("gles:mute").at("idle").to_number<int>(), 1);
+  EXPECT_EQ(counts(client.agents("webgl2")), (std::vector<int>{0, 0, 0, 0, 0}));
+
+  client.submit(batch(dense_input(16, 1, 1), 1, 7));  // leased to the mute agent at once
+  EXPECT_EQ(counts(client.agents("gles:mute")), (std::vector<int>{1, 0, 1, 0, 0}));
+  // It never answers: the lease expires and the agent is quarantined, with the reason.
+  boost::json::object held;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    held = client.agents("gles");
+    if (held.at("quarantined").to_number<int>() == 1) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(counts(held), (std::vector<int>{1, 0, 0, 1, 0}));
+  const boost::json::object& reasons = held.at("quarantine_reasons").as_object();
+  EXPECT_EQ(reasons.size(), 1u) << boost::json::serialize(reasons);
+  ASSERT_TRUE(reasons.contains("lease expired \u00d71")) << boost::json::serialize(reasons);
+  EXPECT_EQ(reasons.at("lease expired \u00d71").to_number<int>(), 1);
+
+  // A viewer may ask too; a question without a key, or of an unknown kind, is a bad message.
+  Hello viewer_hello = hello_as(Role::kViewer);
+  TrackerClient viewer(server.url(), viewer_hello);
+  EXPECT_EQ(viewer.agents("gles").at("quarantined").to_number<int>(), 1);
+  for (const char* bad : {R"({"type":"agents"})", R"({"type":"agents","key":""})",
+                          R"({"type":"agents","key":"gles","kind":"gpu"})"}) {
+    viewer.send_text(bad);
+    auto error = viewer.next_message(5s);
+    ASSERT_TRUE(error.has_value()) << bad;
+    EXPECT_EQ(message_type(*error), "error") << bad;
+    EXPECT_EQ(std::string((*error)["code"].as_string()), "bad_message") << bad;
+  }
+}
+
 }  // namespace
 }  // namespace webtune::tracker

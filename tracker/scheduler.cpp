@@ -178,22 +178,32 @@ bool Scheduler::cancel(ClientId client, JobId id, std::vector<Action>* actions) 
   return true;
 }
 
-void Scheduler::hold(AgentId id, Agent& agent, TimePoint until) {
+void Scheduler::hold(AgentId id, Agent& agent, TimePoint until, std::string why) {
+  // The reason of the longest hold stands (a suspicion outlasts a quarantine).
+  if (!quarantined_.count(id) || until >= agent.quarantined_until)
+    agent.held_reason = std::move(why);
   agent.quarantined_until = std::max(agent.quarantined_until, until);
   unmark_idle(id, agent);
   quarantined_.insert(id);
 }
 
-void Scheduler::note_agent_failure(AgentId id, Agent& agent, TimePoint now) {
+void Scheduler::note_agent_failure(AgentId id, Agent& agent, TimePoint now,
+                                   const std::string& what) {
+  ++agent.streak[what];
   if (++agent.failures_in_a_row < options_.quarantine_after) return;
+  // "lease expired ×3", or "RUNTIME_DEVICE ×2, lease expired ×1" for a mixed streak.
+  std::string why;
+  for (const auto& [name, count] : agent.streak)
+    why += (why.empty() ? "" : ", ") + name + " \u00d7" + std::to_string(count);
   agent.failures_in_a_row = 0;
-  hold(id, agent, now + options_.quarantine_duration);
+  agent.streak.clear();
+  hold(id, agent, now + options_.quarantine_duration, std::move(why));
   ++counters_.quarantines;
 }
 
-void Scheduler::suspend(AgentId id, TimePoint until) {
+void Scheduler::suspend(AgentId id, TimePoint until, std::string why) {
   auto it = agents_.find(id);
-  if (it != agents_.end()) hold(id, it->second, until);
+  if (it != agents_.end()) hold(id, it->second, until, std::move(why));
 }
 
 bool Scheduler::reject(AgentId agent_id, JobId job_id, const std::string& why,
@@ -203,7 +213,7 @@ bool Scheduler::reject(AgentId agent_id, JobId job_id, const std::string& why,
   leases_.erase(lease);
   Agent& agent = agents_.at(agent_id);
   agent.job.reset();
-  hold(agent_id, agent, suspended_until);
+  hold(agent_id, agent, suspended_until, "suspect (a refused result)");
   ++counters_.rejected_results;
   std::vector<Action> out;
   requeue_or_fail(job_id, MeasureErrorNo::kRuntimeDevice, "a refused result (" + why + ")", out);
@@ -229,9 +239,10 @@ bool Scheduler::complete(AgentId agent_id, JobId job_id, MeasureErrorNo error,
   const bool agent_fault =
       error == MeasureErrorNo::kRuntimeDevice || error == MeasureErrorNo::kUnknown;
   if (agent_fault) {
-    note_agent_failure(agent_id, agent, now);
+    note_agent_failure(agent_id, agent, now, std::string(error_name(error)));
   } else {
     agent.failures_in_a_row = 0;
+    agent.streak.clear();
   }
   if (!quarantined_.count(agent_id)) mark_idle(agent_id, agent);
 
@@ -322,7 +333,7 @@ std::vector<Action> Scheduler::tick(TimePoint now) {
     ++counters_.lease_expiries;
     Agent& agent = agents_.at(agent_id);
     agent.job.reset();
-    note_agent_failure(agent_id, agent, now);
+    note_agent_failure(agent_id, agent, now, "lease expired");
     // Idle again only once it is heard from (heard_from): a stopped process that still holds
     // its socket would otherwise take the re-queued job back at once.
     agent.silent = true;
@@ -374,6 +385,32 @@ std::map<std::string, KeyStatus> Scheduler::status(TimePoint now) const {
   }
   for (const auto& [which, queue] : queues_) out[which.first].jobs_pending += queue.size();
   for (const auto& [job, lease] : leases_) out[jobs_.at(job).spec.key].jobs_leased += 1;
+  return out;
+}
+
+AgentAvailability Scheduler::availability(const std::string& pattern, JobKind kind) const {
+  AgentAvailability out;
+  auto count = [](AgentCounts& a, int AgentCounts::*state) {
+    ++a.agents;
+    ++(a.*state);
+  };
+  for (const auto& [id, agent] : agents_) {
+    if (kind == JobKind::kModel ? !agent.models : !agent.kernels) continue;
+    // Held first: a quarantined agent is not usable even while its last job runs on.
+    int AgentCounts::*state = quarantined_.count(id) ? &AgentCounts::held
+                              : agent.job            ? &AgentCounts::busy
+                              : agent.silent         ? &AgentCounts::unresponsive
+                                                     : &AgentCounts::idle;
+    bool matched = false;
+    for (const std::string& key : agent.keys) {
+      if (!key_matches(pattern, key)) continue;
+      count(out.by_key[key], state);
+      matched = true;
+    }
+    if (!matched) continue;
+    count(out, state);
+    if (state == &AgentCounts::held) ++out.held_reasons[agent.held_reason];
+  }
   return out;
 }
 

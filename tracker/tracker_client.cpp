@@ -235,6 +235,11 @@ bj::object TrackerClient::summary(std::chrono::milliseconds timeout) {
   return await_type("summary", timeout);
 }
 
+bj::object TrackerClient::agents(const std::string& key, std::chrono::milliseconds timeout) {
+  impl_->write(bj::serialize(bj::object{{"type", "agents"}, {"key", key}}), true);
+  return await_type("agents", timeout);
+}
+
 void TrackerClient::cancel(uint64_t job) {
   impl_->write(bj::serialize(bj::object{{"type", "cancel"}, {"job", job}}), true);
 }

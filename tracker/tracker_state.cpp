@@ -88,6 +88,23 @@ void TrackerState::on_message(uint64_t id, std::string_view text, TimePoint now)
       bj::object reply = summary(now);
       reply["type"] = "summary";
       send(id, reply);
+    } else if (type == "agents") {
+      // Whether anything can serve a key pattern (a tuner that waits says why nothing runs).
+      const auto key = message.find("key");
+      if (key == message.end() || !key->value().is_string() || key->value().get_string().empty() ||
+          key->value().get_string().size() > kMaxKeyBytes)
+        throw ProtocolError("bad_message", "'agents' needs a \"key\": a key pattern of 1 to " +
+                                               std::to_string(kMaxKeyBytes) + " characters");
+      JobKind kind = JobKind::kKernel;
+      if (auto k = message.find("kind"); k != message.end()) {
+        if (k->value() == bj::value(kJobKindModel))
+          kind = JobKind::kModel;
+        else if (k->value() != bj::value(kJobKindKernel))
+          throw ProtocolError("bad_message", "'agents' \"kind\" is \"kernel\" or \"model\"");
+      }
+      bj::object reply = agents_for(std::string(key->value().get_string()), kind);
+      reply["type"] = "agents";
+      send(id, reply);
     } else if (type == "ping") {
       bj::object pong{{"type", "pong"}};
       if (auto t = message.find("t"); t != message.end()) pong["t"] = t->value();
@@ -421,6 +438,27 @@ bj::object TrackerState::summary(TimePoint now) const {
                     {"agents", agents},
                     {"clients", clients},
                     {"viewers", viewers}};
+}
+
+bj::object TrackerState::agents_for(const std::string& pattern, JobKind kind) const {
+  const AgentAvailability a = scheduler_.availability(pattern, kind);
+  auto counts = [](const AgentCounts& c) {
+    return bj::object{{"agents", c.agents},
+                      {"idle", c.idle},
+                      {"busy", c.busy},
+                      {"quarantined", c.held},
+                      {"unresponsive", c.unresponsive}};
+  };
+  bj::object out = counts(a);
+  out["key"] = pattern;
+  out["kind"] = kind == JobKind::kModel ? kJobKindModel : kJobKindKernel;
+  bj::object keys;
+  for (const auto& [key, c] : a.by_key) keys[key] = counts(c);
+  out["keys"] = std::move(keys);
+  bj::object reasons;
+  for (const auto& [why, n] : a.held_reasons) reasons[why] = n;
+  out["quarantine_reasons"] = std::move(reasons);
+  return out;
 }
 
 namespace {

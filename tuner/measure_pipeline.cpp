@@ -24,6 +24,11 @@ using std::chrono::milliseconds;
 constexpr milliseconds kWaitSlice{200};
 /// Connect + handshake timeout of one connection attempt.
 constexpr milliseconds kConnectTimeout{5000};
+/// How often the runner asks the tracker whether an agent can serve its key while it waits.
+constexpr milliseconds kAgentCheckEvery{1000};
+/// How long wait_for_device lets a missing agent go unmentioned: an embedded farm's agents are
+/// still starting.
+constexpr milliseconds kDeviceGrace{1000};
 
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -64,6 +69,49 @@ std::unique_ptr<tracker::TrackerClient> connect_once(const std::string& url,
 }
 
 }  // namespace
+
+std::string agent_shortage(const std::string& key, const bj::object& answer) {
+  auto count = [&](const char* name) {
+    auto it = answer.find(name);
+    if (it == answer.end() || !it->value().is_number())
+      throw std::invalid_argument(std::string("the tracker's 'agents' answer has no count '") +
+                                  name + "'");
+    return it->value().to_number<int64_t>();
+  };
+  const int64_t agents = count("agents"), idle = count("idle"), busy = count("busy"),
+                held = count("quarantined"), unresponsive = count("unresponsive");
+  if (idle + busy > 0) return {};
+  const std::string k = "'" + key + "'";
+  if (agents <= 0) return "no agent connected for key " + k;
+  // One reason alone, or each with the number of agents it holds.
+  std::string reasons;
+  if (auto r = answer.find("quarantine_reasons"); r != answer.end() && r->value().is_object()) {
+    const bj::object& by_reason = r->value().get_object();
+    for (const auto& [why, n] : by_reason) {
+      if (by_reason.size() == 1) {
+        reasons = std::string(why);
+        break;
+      }
+      const int64_t agents_held = n.is_number() ? n.to_number<int64_t>() : 0;
+      reasons +=
+          (reasons.empty() ? "" : "; ") + std::to_string(agents_held) + " " + std::string(why);
+    }
+  }
+  const std::string quarantined = "quarantined" + (reasons.empty() ? "" : " (" + reasons + ")");
+  const std::string n = std::to_string(agents);
+  if (held == agents)
+    return agents == 1 ? "the only agent for key " + k + " is " + quarantined
+                       : "all " + n + " agents for key " + k + " are " + quarantined;
+  if (unresponsive == agents)
+    return agents == 1 ? "the only agent for key " + k +
+                             " is unresponsive (its lease expired and nothing was heard from it "
+                             "since)"
+                       : "all " + n + " agents for key " + k +
+                             " are unresponsive (their leases expired and nothing was heard from "
+                             "them since)";
+  return "none of the " + n + " agents for key " + k + " can take a job: " + std::to_string(held) +
+         " " + quarantined + ", " + std::to_string(unresponsive) + " unresponsive";
+}
 
 Interrupted::Interrupted(int signal)
     : std::runtime_error("interrupted by signal " + std::to_string(signal)), signal_(signal) {}
@@ -157,7 +205,7 @@ void TrackerRunner::reconnect(const std::string& why) {
 }
 
 std::pair<std::string, std::string> TrackerRunner::wait_for_device(std::chrono::seconds timeout) {
-  auto deadline = Clock::now() + timeout;
+  shortage_ = Shortage{};
   while (true) {
     throw_if_stopped();
     bj::object summary;
@@ -166,7 +214,7 @@ std::pair<std::string, std::string> TrackerRunner::wait_for_device(std::chrono::
     } catch (const std::runtime_error& e) {
       if (!connection_problem(*client_, e.what())) throw;
       reconnect(e.what());
-      deadline = Clock::now() + timeout;  // agents rejoin a restarted tracker after a moment
+      shortage_ = Shortage{};  // agents rejoin a restarted tracker after a moment
       continue;
     }
     std::vector<std::pair<std::string, std::string>> matches;
@@ -175,6 +223,7 @@ std::pair<std::string, std::string> TrackerRunner::wait_for_device(std::chrono::
         if (tracker::key_matches(key_, std::string(key)))
           matches.emplace_back(std::string(key), bj::serialize(device));
     if (matches.size() == 1) {
+      note_shortage({}, kDeviceGrace, timeout);
       key_ = matches[0].first;
       pinned_ = true;
       return matches[0];
@@ -185,11 +234,67 @@ std::pair<std::string, std::string> TrackerRunner::wait_for_device(std::chrono::
       throw std::runtime_error("key '" + key_ + "' matches agents of several devices:" + keys +
                                "; pass one of them with --key");
     }
-    if (Clock::now() > deadline)
-      throw std::runtime_error("no agent serves key '" + key_ + "' after " +
-                               std::to_string(timeout.count()) + " s");
+    note_shortage("no agent connected for key '" + key_ + "'", kDeviceGrace, timeout);
     sleep_interruptibly(milliseconds(100));
   }
+}
+
+void TrackerRunner::note_shortage(const std::string& why, milliseconds grace,
+                                  std::chrono::seconds wait) {
+  const auto now = Clock::now();
+  Shortage& s = shortage_;
+  if (why.empty()) {
+    if (s.noticed)
+      spdlog::info("an agent for key '{}' can take jobs now (after {:.0f} s without one)", key_,
+                   seconds(now - s.since));
+    s.active = s.noticed = false;
+    s.why.clear();
+    return;
+  }
+  if (!s.active) {
+    s.active = true;
+    s.noticed = false;
+    s.since = now;
+  }
+  const auto lasted = now - s.since;
+  if (wait.count() > 0 && lasted >= wait)
+    throw NoAgent(why + " for " + std::to_string(static_cast<long long>(seconds(lasted))) +
+                  " s; giving up (--agent-wait " + std::to_string(wait.count()) + ")");
+  if (lasted < grace) return;
+  if (s.noticed && why == s.why && now - s.last_notice < agent_notice_every) return;
+  const std::string limit =
+      wait.count() > 0 ? "giving up after " + std::to_string(wait.count()) + " s (--agent-wait)"
+                       : "waiting for ever (--agent-wait 0)";
+  if (!s.noticed)
+    spdlog::warn("{}; waiting for one, {}", why, limit);
+  else
+    spdlog::warn("{} (for {:.0f} s; {})", why, seconds(lasted), limit);
+  s.noticed = true;
+  s.last_notice = now;
+  s.why = why;
+}
+
+void TrackerRunner::check_agents() {
+  if (!agents_query_) return;
+  const auto now = Clock::now();
+  if (now < shortage_.next_check) return;
+  shortage_.next_check = now + kAgentCheckEvery;
+  std::string why;
+  try {
+    why = agent_shortage(key_, client_->agents(key_, kConnectTimeout));
+  } catch (const std::runtime_error& e) {
+    if (connection_problem(*client_, e.what())) throw;
+    // A tracker older than the `agents` message ("unknown_type: ..."): wait as before. Another
+    // error that came in meanwhile skips this check only.
+    if (std::string(e.what()).rfind("unknown_type:", 0) == 0) agents_query_ = false;
+    spdlog::debug("tracker {}: no agent check ({})", url_, e.what());
+    return;
+  } catch (const std::invalid_argument& e) {
+    agents_query_ = false;
+    spdlog::debug("tracker {}: no agent checks ({})", url_, e.what());
+    return;
+  }
+  note_shortage(why, milliseconds(0), agent_wait);
 }
 
 bool TrackerRunner::accepts_key(const std::string& key) const {
@@ -317,6 +422,7 @@ std::vector<RunResult> TrackerRunner::measure(const std::vector<MeasureInput>& i
     throw_if_stopped();
     try {
       if (!to_submit.empty()) submit();
+      check_agents();
       const auto now = Clock::now();
       if (now >= until) break;
       const auto slice = std::min<Clock::duration>(kWaitSlice, until - now);
@@ -324,10 +430,11 @@ std::vector<RunResult> TrackerRunner::measure(const std::vector<MeasureInput>& i
           client_->next_result(std::chrono::duration_cast<milliseconds>(slice) + milliseconds(1));
       if (r) accept(*r);
     } catch (const std::runtime_error& e) {
-      if (dynamic_cast<const Interrupted*>(&e)) throw;
+      if (dynamic_cast<const Interrupted*>(&e) || dynamic_cast<const NoAgent*>(&e)) throw;
       if (!client_ || !connection_problem(*client_, e.what()))
         throw std::runtime_error("tracker " + url_ + " refused the batch: " + e.what());
       reconnect(e.what());
+      shortage_ = Shortage{};  // agents rejoin a restarted tracker after a moment
       // Every job without a result is submitted again: the old connection's jobs were
       // cancelled with it (or died with the tracker).
       to_submit.clear();

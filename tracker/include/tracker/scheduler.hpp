@@ -109,6 +109,24 @@ struct KeyStatus {
   int jobs_pending = 0, jobs_leased = 0;
 };
 
+/// Agents by state, each counted once, in exactly one of idle, busy, held (quarantined or
+/// suspended) and unresponsive (a lease of its expired and it has not been heard from since).
+struct AgentCounts {
+  int agents = 0, idle = 0, busy = 0, held = 0, unresponsive = 0;
+  /// Agents that can take a job now or once their current one ends.
+  int usable() const { return idle + busy; }
+};
+
+/// Which agents of a key pattern can take jobs of one kind now (Scheduler::availability), for a
+/// client that must tell its user why nothing runs.
+struct AgentAvailability : AgentCounts {
+  /// Per agent key the pattern matches: the same counts (an agent with several matching keys
+  /// counts under each).
+  std::map<std::string, AgentCounts> by_key;
+  /// Why the held agents are held, e.g. {"lease expired ×3": 2, "suspect (a refused result)": 1}.
+  std::map<std::string, int> held_reasons;
+};
+
 /// Running totals since start.
 struct SchedulerCounters {
   uint64_t submitted = 0, delivered = 0, requeued = 0, lease_expiries = 0, agents_lost_jobs = 0,
@@ -163,8 +181,9 @@ class Scheduler {
   /// until `suspended_until`. False (nothing changes) when the job is not leased to the agent.
   bool reject(AgentId agent, JobId job, const std::string& why, TimePoint suspended_until,
               std::vector<Action>* actions);
-  /// Keeps an agent from taking jobs until `until` (its current job, if any, runs on).
-  void suspend(AgentId agent, TimePoint until);
+  /// Keeps an agent from taking jobs until `until` (its current job, if any, runs on); `why`
+  /// is what availability() reports for it.
+  void suspend(AgentId agent, TimePoint until, std::string why = "suspect (a refused result)");
 
   /// Matches idle agents with queued jobs; returns the kSendJob actions.
   std::vector<Action> dispatch(TimePoint now);
@@ -175,6 +194,9 @@ class Scheduler {
   std::optional<TimePoint> next_deadline() const;
 
   std::map<std::string, KeyStatus> status(TimePoint now) const;
+  /// The agents whose keys `pattern` matches (key_matches) and that run jobs of `kind`, by
+  /// state, with the reasons of those held (see AgentAvailability).
+  AgentAvailability availability(const std::string& pattern, JobKind kind) const;
   const SchedulerCounters& counters() const { return counters_; }
   size_t pending_jobs() const;
   size_t leased_jobs() const { return leases_.size(); }
@@ -205,6 +227,10 @@ class Scheduler {
     bool kernels = true, models = false;  // the job kinds it runs
     std::optional<JobId> job;
     int failures_in_a_row = 0;
+    /// The failures of the current streak by name ("lease expired", "RUNTIME_DEVICE"), and
+    /// why the agent is held (when it is): the streak that quarantined it, or the suspicion.
+    std::map<std::string, int> streak;
+    std::string held_reason;
     TimePoint quarantined_until{};
     bool silent = false;  // a lease expired and nothing has been heard from it since
   };
@@ -225,12 +251,14 @@ class Scheduler {
   /// Removes a job from jobs_ and from its client's load.
   void erase_job(std::map<JobId, Job>::iterator it);
   /// Takes an agent out of dispatch until `until` (quarantine and suspension alike).
-  void hold(AgentId id, Agent& agent, TimePoint until);
+  void hold(AgentId id, Agent& agent, TimePoint until, std::string why);
   void unqueue(const Job& job);
   /// A leased job lost its agent (gone or lease expired): re-queue, or fail it when out of tries.
   void requeue_or_fail(JobId job, MeasureErrorNo error, const std::string& why,
                        std::vector<Action>& actions);
-  void note_agent_failure(AgentId id, Agent& agent, TimePoint now);
+  /// One more failure (`what`: "lease expired", an error name) in the agent's streak; the
+  /// `quarantine_after`-th in a row quarantines it.
+  void note_agent_failure(AgentId id, Agent& agent, TimePoint now, const std::string& what);
   void mark_idle(AgentId id, const Agent& agent);
   void unmark_idle(AgentId id, const Agent& agent);
   /// An idle agent with a key that `pattern` matches, a name other than `avoid` (when not

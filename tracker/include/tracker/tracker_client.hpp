@@ -62,6 +62,11 @@ class TrackerClient {
   std::optional<ClientResult> next_result(std::chrono::milliseconds timeout);
   /// Asks for a summary and waits for it.
   boost::json::object summary(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  /// Asks which agents can serve key pattern `key` (kernel jobs) and waits for the answer
+  /// (docs/protocol.md, `agents`). Throws std::runtime_error as summary() does, e.g.
+  /// "unknown_type: ..." from a tracker older than the message.
+  boost::json::object agents(const std::string& key,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(10));
   void cancel(uint64_t job);
 
   /// Sends one text (or binary) frame as is.

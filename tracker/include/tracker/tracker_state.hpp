@@ -109,6 +109,11 @@ class TrackerState {
   /// "counters": {...}, "results_by_error_no": {"NO_ERROR": n, ...}, "open_connections",
   /// "agents", "clients", "viewers"}.
   boost::json::object summary(TimePoint now) const;
+  /// The `agents` message body (docs/protocol.md, "Everyone"): the agents whose keys `pattern`
+  /// matches and that run jobs of `kind`, by state: {"key", "kind", "agents", "idle", "busy",
+  /// "quarantined", "unresponsive", "keys": {KEY: {the same counts}}, "quarantine_reasons":
+  /// {REASON: agents}}. "quarantined" counts suspect agents too (their reason says "suspect").
+  boost::json::object agents_for(const std::string& pattern, JobKind kind) const;
   /// The greeted agents, by session id: [{"session", "name", "keys": [...], "job_kinds": [...],
   /// "device": {...},
   /// "state": "busy"|"idle"|"quarantined"|"suspect", "jobs_done", "jobs_failed",

@@ -14,9 +14,17 @@
 /// agent held the job, so the answer is stale even if the tracker took it), is not recorded:
 /// the input is submitted again, and after `max_refused_results` refusals it comes back as an
 /// UNKNOWN error saying why (resubmitting forever could livelock on a fast bad agent).
+///
+/// The runner never waits silently for agents that are not there: while it waits for a device
+/// (wait_for_device) or for results, it asks the tracker which agents can serve its key (the
+/// `agents` message, docs/protocol.md; once a second) and, when none can (none connected, all
+/// quarantined or unresponsive), logs why on stderr at once ("no agent connected for key
+/// 'webgl2'"; "all 2 agents for key 'K' are quarantined (lease expired ×3)") and again every
+/// `agent_notice_every` until one comes back; after `agent_wait` without one it throws NoAgent.
 #pragma once
 
 #include <atomic>
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -59,6 +67,26 @@ class Interrupted : public std::runtime_error {
  private:
   int signal_;
 };
+
+/// No agent could serve the runner's key for TrackerRunner::agent_wait: none connected, or all of
+/// them quarantined or unresponsive. what() says which, with the key and the wait.
+class NoAgent : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Why no agent can serve key pattern `key`, from a tracker's `agents` answer (docs/protocol.md),
+/// or "" when some agent is idle or busy (a busy one takes the next job when it is done):
+///  - none connected: "no agent connected for key 'K'";
+///  - all held: "the only agent for key 'K' is quarantined (lease expired ×3)", "all 2 agents
+///    for key 'K' are quarantined (lease expired ×3)"; several reasons are listed with their
+///    agent counts ("1 lease expired ×3; 1 suspect (a refused result)");
+///  - all unresponsive (a lease expired, nothing heard since): "... is unresponsive" / "all N
+///    agents for key 'K' are unresponsive" with "(a lease expired and it has not answered since)";
+///  - a mix: "none of the 3 agents for key 'K' can take a job: 2 quarantined (...), 1
+///    unresponsive".
+/// Throws std::invalid_argument when a count is missing or not a number.
+std::string agent_shortage(const std::string& key, const boost::json::object& answer);
 
 /// How a runner reconnects after its tracker connection drops (or cannot be made): waits of
 /// `initial`, doubling up to `max`, until the tracker has been unreachable for `give_up`; then
@@ -124,14 +152,16 @@ class TrackerRunner {
   /// reachable: the wait starts again after a reconnect, since agents need a moment to rejoin);
   /// returns its full key and device JSON, and pins the runner to that full key: later jobs go
   /// to agents of exactly that device class, and results from any other are not accepted.
-  /// Throws std::runtime_error on timeout, or when agents of different keys match (ask for a
-  /// full key then); Interrupted on a stop request.
+  /// While none is there it says so (see the file comment), after a grace of 1 s (agents of an
+  /// embedded farm are still starting). `timeout` 0: waits for ever. Throws NoAgent on timeout,
+  /// std::runtime_error when agents of different keys match (ask for a full key then);
+  /// Interrupted on a stop request.
   std::pair<std::string, std::string> wait_for_device(std::chrono::seconds timeout);
 
   /// Measures the inputs; results come back in input order, with the agent that measured each
   /// in `agents` (may be null). A job the tracker gives up on comes back as its error result.
-  /// Throws Interrupted on a stop request, std::runtime_error when the tracker stays
-  /// unreachable past the reconnect policy.
+  /// Throws Interrupted on a stop request, NoAgent when no agent could serve the key for
+  /// agent_wait, std::runtime_error when the tracker stays unreachable past the reconnect policy.
   std::vector<MeasureResult> run(const std::vector<MeasureInput>& inputs,
                                  std::vector<std::string>* agents);
 
@@ -153,6 +183,12 @@ class TrackerRunner {
   /// An input whose results are not recorded (another device key, stale) is resubmitted until
   /// this many were refused, then recorded as an error (UNKNOWN) saying why.
   int max_refused_results = 3;
+  /// How long measure() waits while no agent can serve the key (none connected, all quarantined
+  /// or unresponsive) before it throws NoAgent; 0: for ever (it keeps saying why). A tracker
+  /// that restarts gives its agents this long again to rejoin.
+  std::chrono::seconds agent_wait{120};
+  /// How often the reason is logged again while no agent can serve the key.
+  std::chrono::milliseconds agent_notice_every{10000};
 
  private:
   /// Replaces the connection, retrying per the policy; logs each attempt. Throws as the
@@ -164,6 +200,14 @@ class TrackerRunner {
   /// Whether a result measured under agent key `key` counts: equal to the pinned full key, or
   /// (before wait_for_device) any key the runner's key or prefix matches.
   bool accepts_key(const std::string& key) const;
+  /// Asks the tracker (at most once a second) whether some agent can serve the key, and notes
+  /// the answer (note_shortage). An older tracker without the `agents` message ends the checks.
+  void check_agents();
+  /// `why` (agent_shortage's text, "" when an agent can serve) as of now: logs a shortage once it
+  /// lasted `grace`, then every agent_notice_every, and its end; throws NoAgent once it lasted
+  /// `wait` (0: never).
+  void note_shortage(const std::string& why, std::chrono::milliseconds grace,
+                     std::chrono::seconds wait);
 
   std::string url_, token_, key_;
   bool pinned_ = false;
@@ -172,6 +216,14 @@ class TrackerRunner {
   const std::atomic<int>* stop_flag_ = nullptr;
   uint64_t next_tag_ = 1;
   RunnerStats stats_;
+  // The shortage of agents in progress: since when, whether and when it was last logged.
+  struct Shortage {
+    bool active = false, noticed = false;
+    std::chrono::steady_clock::time_point since, last_notice, next_check;
+    std::string why;
+  };
+  Shortage shortage_;
+  bool agents_query_ = true;  // false once the tracker turned the `agents` message down
 };
 
 }  // namespace webtune
