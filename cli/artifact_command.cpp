@@ -34,6 +34,7 @@
 #include "option_checks.hpp"
 #include "tuner/records.hpp"
 #include "tuner/tune_target.hpp"
+#include "tuner/tuned_artifact.hpp"
 
 namespace webtune::cli {
 
@@ -151,32 +152,10 @@ bj::object artifact_json(const ArtifactArgs& args) {
   }
   const ConfigEntity entity = trial ? task.space->from_json(bj::parse(trial->config_json))
                                     : task.space->parse(std::to_string(args.config_index));
-  const double flops = job.workload.flops();
-
-  bj::object out{{"job", job.id},
-                 {"task", job.task_name},
-                 {"target", target_name(job.target)},
-                 {"device_key", job.device_key},
-                 {"trials", job.trials},
-                 {"config_index", entity.index()},
-                 {"config", entity.to_json()},
-                 {"best", best},
-                 {"rank", args.config_index < 0 ? bj::value(args.rank) : bj::value(nullptr)},
-                 {"workload", job.workload.to_json()},
-                 {"flops", flops}};
-  if (trial) {
-    out["result"] = trial->result.to_json();
-    out["cost_s"] = trial->result.ok() ? bj::value(trial->result.mean_cost()) : bj::value(nullptr);
-    out["gflops"] = trial->result.gflops(flops);
-  } else {
-    out["result"] = nullptr;
-    out["cost_s"] = nullptr;
-    out["gflops"] = nullptr;
-  }
-  out["artifact"] = task.build(entity).to_json();
-  out["seed"] = args.seed;
-  out["samples"] = samples_to_json(reference_samples(job.workload, args.seed, args.samples));
-  return out;
+  return tuned_artifact_json(
+      job, task, entity, trial ? &*trial : nullptr, best,
+      args.config_index < 0 ? std::optional<int64_t>(args.rank) : std::nullopt, args.seed,
+      args.samples);
 }
 
 void run_artifact(const ArtifactArgs& args) {

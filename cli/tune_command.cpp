@@ -59,6 +59,7 @@ struct TuneArgs {
   std::string workload, tasks, target = "gles-frag", db = "webtune.db", tracker, token, key;
   std::string ca_file;
   std::string farm_gl = "swiftshader";
+  std::string farm_browser;  // "": $WEBTUNE_BROWSER, else chromium (browser_farm.hpp)
   int local_agents = 1;
   int agent_wait_s = 120;
   int linger_s = 0;
@@ -155,6 +156,7 @@ void run_tune(TuneArgs& args, const Prepared& prepared) {
       browser.emplace();
       browser->targets = target.key;
       browser->gl = args.farm_gl;
+      browser->browser = args.farm_browser;
       browser->quiet = true;
     }
     farm = std::make_unique<LocalFarm>(args.local_agents, key, args.db, browser);
@@ -294,6 +296,10 @@ void add_tune_command(CLI::App& app) {
                   "WebGL backend of the embedded browser farm: swiftshader or llvmpipe")
       ->check(one_of({"swiftshader", "llvmpipe"}, "WebGL backend"))
       ->capture_default_str();
+  cmd->add_option("--farm-browser", args->farm_browser,
+                  "browser of the embedded farm: chromium (headless) or firefox (Firefox ESR on "
+                  "a private Xvfb display; default: $WEBTUNE_BROWSER, else chromium)")
+      ->check(one_of({"chromium", "firefox"}, "browser"));
   cmd->add_option("--agent-wait", args->agent_wait_s,
                   "seconds to wait while no agent can serve the key (none connected, all "
                   "quarantined or unresponsive), saying why every 10 s, before giving up with "

@@ -10,6 +10,7 @@
 #include "codegen/reference.hpp"
 #include "codegen/task.hpp"
 #include "tuner/autotvm_log.hpp"
+#include "tuner/tuned_artifact.hpp"
 
 namespace webtune::server {
 
@@ -105,27 +106,7 @@ bj::object best_artifact_json(const RecordStore& store, const TuningJobInfo& job
                                std::to_string(best->config_index) + " is unusable: " + e.what());
     }
   }();
-  const double flops = job.workload.flops();
-  const uint64_t seed = 1;
-  return bj::object{
-      {"job", job.id},
-      {"task", job.task_name},
-      {"target", target_name(job.target)},
-      {"device_key", job.device_key},
-      {"trials", job.trials},
-      {"config_index", entity.index()},
-      {"config", entity.to_json()},
-      {"best", true},
-      {"rank", 1},
-      {"workload", job.workload.to_json()},
-      {"flops", flops},
-      {"result", best->result.to_json()},
-      {"cost_s", best->result.mean_cost()},
-      {"gflops", best->result.gflops(flops)},
-      {"artifact", task.build(entity).to_json()},
-      {"seed", seed},
-      {"samples", samples_to_json(reference_samples(job.workload, seed, 64))},
-  };
+  return tuned_artifact_json(job, task, entity, &*best, true, 1, 1, 64);
 }
 
 int64_t default_config_index(const RecordStore& store, const TuningJobInfo& job) {
