@@ -106,7 +106,7 @@ DeviceLimits stored_limits(const RecordStore& store, const std::string& device_k
 }
 
 bj::object artifact_json(const ArtifactArgs& args) {
-  if (!std::filesystem::exists(args.db))
+  if (!is_postgres_url(args.db) && !std::filesystem::exists(args.db))
     throw std::runtime_error("no records database at '" + args.db + "'");
   RecordStore store(args.db);
   const TuningJobInfo job = find_job(store, args);

@@ -30,7 +30,7 @@ struct LogArgs {
 
 /// Opens a database that must exist: reading a mistyped path should not create an empty file.
 std::unique_ptr<RecordStore> open_existing(const std::string& path) {
-  if (!std::filesystem::exists(path))
+  if (!is_postgres_url(path) && !std::filesystem::exists(path))
     throw std::runtime_error("no records database at '" + path + "'");
   return std::make_unique<RecordStore>(path);
 }
@@ -144,7 +144,8 @@ void run_import(const LogArgs& args) {
   }
   // A refused log imports nothing (import_autotvm is one transaction); a database that this
   // import created is removed again rather than left behind empty.
-  const bool created = args.db != ":memory:" && !std::filesystem::exists(args.db);
+  const bool created =
+      args.db != ":memory:" && !is_postgres_url(args.db) && !std::filesystem::exists(args.db);
   int64_t imported = 0;
   try {
     RecordStore store(args.db);
@@ -175,7 +176,8 @@ void add_log_command(CLI::App& app) {
   log->require_subcommand(1);
   // --db on every subcommand, after it, as the usage reads: `webtune log list --db F`.
   auto add_db = [&](CLI::App* cmd) {
-    cmd->add_option("--db", args->db, "SQLite records database")->required();
+    cmd->add_option("--db", args->db, "records: an SQLite file or postgresql://user@host/db")
+        ->required();
   };
 
   CLI::App* list = log->add_subcommand("list", "Table of tuning jobs and their best GFLOP/s");
@@ -203,6 +205,8 @@ void add_log_command(CLI::App& app) {
                   "device key of the imported jobs (default: each line's -model=, else "
                   "'imported')");
   imp->callback([args] { run_import(*args); });
+
+  add_log_merge_command(log);  // `webtune log merge` (log_merge_command.cpp)
 }
 
 }  // namespace webtune::cli

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "server/dashboard_handler.hpp"
 #include "server_runner.hpp"
+#include "tuner/records.hpp"
 
 namespace webtune::cli {
 
@@ -22,7 +23,7 @@ struct ServeArgs {
 
 void run_serve(const ServeArgs& args) {
   // Serving records that are not there is a typo, not a new empty database.
-  if (!std::filesystem::exists(args.db))
+  if (!is_postgres_url(args.db) && !std::filesystem::exists(args.db))
     throw std::runtime_error("no records file '" + args.db + "' (webtune tune --db writes one)");
   tracker::TrackerConfig config;
   apply_listen(args.listen, config);
