@@ -668,6 +668,25 @@ TEST(LogMergeCommand, MergesAFileIntoAServerAndListsIt) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(file + suffix);
 }
 
+/// A long-lived store (a tracker's dashboard, a tuner) outlives a server restart: the call that
+/// meets the broken connection fails, the next one reconnects.
+TEST(PostgresStore, ReconnectsAfterTheServerRestarts) {
+  std::string why_not;
+  const std::string pg = fresh_location(Backend::kPostgres, "restart", &why_not);
+  if (pg.empty()) GTEST_SKIP() << "PostgreSQL cases skipped: " << why_not;
+  RecordStore store(pg);
+  const int64_t job = store.open_job(dense_m(), Target::kGlesFrag, kDevice);
+  ASSERT_EQ(store.add_trials(job, {ok_trial(0, {1e-3})}), 1);
+  ASSERT_TRUE(PgServer::shared().restart());
+  try {
+    store.jobs();  // may fail: the connection broke under it
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(store.jobs().size(), 1u);
+  EXPECT_EQ(store.add_trials(job, {ok_trial(0, {1e-3}), ok_trial(1, {1e-3})}), 1);
+  EXPECT_EQ(store.job(job)->trials, 2);
+}
+
 TEST(SqlDialect, TranslatesPlaceholdersTypesAndFunctionsOutsideLiterals) {
   int parameters = 0;
   EXPECT_EQ(sql::to_postgres("SELECT a FROM t WHERE b = ?2 AND instr(c, ?1) > 0 AND d = '?3'",

@@ -71,10 +71,26 @@ void check_result(PGconn* conn, const PGresult* res, std::string_view what) {
   fail(what, message);
 }
 
+/// The connection as its statements see it. A connection that broke (the server restarted, a
+/// network blip) is re-established before the next statement, but only between transactions:
+/// inside one, the statements after the break must fail with it rather than run on their own.
+struct Link {
+  PGconn* conn = nullptr;
+  bool in_transaction = false;
+
+  PGconn* ready() {
+    if (!in_transaction && PQstatus(conn) == CONNECTION_BAD) {
+      PQreset(conn);
+      if (PQstatus(conn) == CONNECTION_OK) PQsetClientEncoding(conn, "UTF8");
+    }
+    return conn;
+  }
+};
+
 class PostgresStatement final : public Statement {
  public:
-  PostgresStatement(PGconn* conn, std::string_view sql, std::string_view what)
-      : conn_(conn), what_(what) {
+  PostgresStatement(Link* link, std::string_view sql, std::string_view what)
+      : link_(link), what_(what) {
     int parameters = 0;
     sql_ = to_postgres(sql, &parameters);
     values_.resize(parameters);
@@ -100,9 +116,10 @@ class PostgresStatement final : public Statement {
       std::vector<const char*> values(values_.size());
       for (size_t i = 0; i < values_.size(); ++i)
         values[i] = nulls_[i] ? nullptr : values_[i].c_str();
-      result_.reset(PQexecParams(conn_, sql_.c_str(), static_cast<int>(values.size()),
-                                 types_.data(), values.data(), nullptr, nullptr, 0));
-      check_result(conn_, result_.res, what_);
+      PGconn* conn = link_->ready();
+      result_.reset(PQexecParams(conn, sql_.c_str(), static_cast<int>(values.size()), types_.data(),
+                                 values.data(), nullptr, nullptr, 0));
+      check_result(conn, result_.res, what_);
       row_ = -1;
       const char* tuples = PQcmdTuples(result_.res);
       changes_ = tuples && *tuples ? std::strtoll(tuples, nullptr, 10) : 0;
@@ -153,7 +170,7 @@ class PostgresStatement final : public Statement {
     nulls_[i - 1] = false;
   }
 
-  PGconn* conn_;
+  Link* link_;
   std::string what_, sql_;
   std::vector<std::string> values_;
   std::vector<Oid> types_;
@@ -166,6 +183,7 @@ class PostgresStatement final : public Statement {
 class PostgresConnection final : public Connection {
  public:
   explicit PostgresConnection(const std::string& url) {
+    PGconn*& conn_ = link_.conn;
     conn_ = PQconnectdb(url.c_str());
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
       const std::string message = conn_ ? trimmed(PQerrorMessage(conn_)) : "out of memory";
@@ -182,21 +200,23 @@ class PostgresConnection final : public Connection {
       throw;
     }
   }
-  ~PostgresConnection() override { PQfinish(conn_); }
+  ~PostgresConnection() override { PQfinish(link_.conn); }
 
   Dialect dialect() const override { return Dialect::kPostgres; }
   std::unique_ptr<Statement> prepare(std::string_view sql, std::string_view what) override {
-    return std::make_unique<PostgresStatement>(conn_, sql, what);
+    return std::make_unique<PostgresStatement>(&link_, sql, what);
   }
   void exec(std::string_view sql, std::string_view what) override {
     // PQexec runs several statements in one call when there are no parameters (the schema).
     const std::string text = to_postgres(sql);
-    Result res(PQexec(conn_, text.c_str()));
-    check_result(conn_, res.res, what);
+    PGconn* conn = link_.ready();
+    Result res(PQexec(conn, text.c_str()));
+    check_result(conn, res.res, what);
   }
   void begin(std::string_view what) override {
     const std::string where = std::string(what) + " (begin)";
     exec("BEGIN", where);
+    link_.in_transaction = true;
     try {
       exec(kWriterLock, where);
     } catch (...) {
@@ -204,18 +224,25 @@ class PostgresConnection final : public Connection {
       throw;
     }
   }
-  void commit(std::string_view what) override { exec("COMMIT", std::string(what) + " (commit)"); }
-  void rollback() noexcept override { PQclear(PQexec(conn_, "ROLLBACK")); }
+  void commit(std::string_view what) override {
+    // Whatever COMMIT answers, the transaction is over (a failed one rolled back).
+    link_.in_transaction = false;
+    exec("COMMIT", std::string(what) + " (commit)");
+  }
+  void rollback() noexcept override {
+    link_.in_transaction = false;
+    if (PQstatus(link_.conn) == CONNECTION_OK) PQclear(PQexec(link_.conn, "ROLLBACK"));
+  }
   int schema_version() override {
     exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
          "creating the schema_version table");
-    PostgresStatement s(conn_, "SELECT max(version) FROM schema_version",
+    PostgresStatement s(&link_, "SELECT max(version) FROM schema_version",
                         "reading the schema version");
     return s.step() ? static_cast<int>(s.get_int(0)) : 0;
   }
   void set_schema_version(int version) override {
     exec("DELETE FROM schema_version", "setting the schema version");
-    PostgresStatement s(conn_, "INSERT INTO schema_version(version) VALUES(?1)",
+    PostgresStatement s(&link_, "INSERT INTO schema_version(version) VALUES(?1)",
                         "setting the schema version");
     s.bind_int(1, version);
     while (s.step()) {
@@ -223,7 +250,7 @@ class PostgresConnection final : public Connection {
   }
 
  private:
-  PGconn* conn_ = nullptr;
+  Link link_;
 };
 
 bool word_char(char c) {

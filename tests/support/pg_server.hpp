@@ -75,6 +75,14 @@ class PgServer {
     return {};
   }
 
+  /// Restarts the server (pg_ctl restart -m fast): every open connection breaks. Returns false
+  /// when pg_ctl failed.
+  bool restart() {
+    return run({bindir_ + "/pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D",
+                dir_ + "/data", "-l", dir_ + "/server.log", "-o", options()},
+               dir_ + "/pg_ctl_restart.log") == 0;
+  }
+
   ~PgServer() {
     if (getpid() != owner_) return;  // a forked child leaves the server to its parent
     if (started_)
@@ -124,17 +132,21 @@ class PgServer {
       why_not_ = "initdb failed: " + read(dir_ + "/initdb.log");
       return;
     }
-    // No TCP (listen_addresses empty); durability off: the data dies with the test anyway.
-    const std::string options = "-k " + dir_ + " -p " + std::to_string(kPort) +
-                                " -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
-                                " -c full_page_writes=off -c max_connections=40";
     if (run({bindir_ + "/pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", dir_ + "/server.log",
-             "-o", options},
+             "-o", options()},
             dir_ + "/pg_ctl.log") != 0) {
       why_not_ = "pg_ctl start failed: " + read(dir_ + "/pg_ctl.log") + read(dir_ + "/server.log");
       return;
     }
     started_ = true;
+  }
+
+  /// The server's options: no TCP (listen_addresses empty), the socket in the temporary
+  /// directory; durability off, since the data dies with the test anyway.
+  std::string options() const {
+    return "-k " + dir_ + " -p " + std::to_string(kPort) +
+           " -c listen_addresses='' -c fsync=off -c synchronous_commit=off"
+           " -c full_page_writes=off -c max_connections=40";
   }
 
   static bool has_binaries(const std::string& dir) {
