@@ -3,8 +3,10 @@
 /// the statement finalized by its owner, and the connection settings the store relies on.
 #include <sqlite3.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "sql_backend.hpp"
 
@@ -87,8 +89,10 @@ class SqliteConnection final : public Connection {
     try {
       sqlite3_extended_result_codes(db_, 1);
       sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-      // WAL: readers never block the writer, and a commit is one append to the log.
-      exec("PRAGMA journal_mode=WAL", "enabling WAL on '" + path + "'");
+      // WAL: readers never block the writer, and a commit is one append to the log. Switching a
+      // new file to WAL answers SQLITE_BUSY at once, past the busy handler, while another
+      // connection does the same (two tuners starting on one new file): retried here.
+      enable_wal(path);
       // FULL syncs the log on every commit: a committed batch survives power loss too; batches
       // are rare next to the measurements they hold.
       exec("PRAGMA synchronous=FULL", "setting synchronous on '" + path + "'");
@@ -103,6 +107,20 @@ class SqliteConnection final : public Connection {
     // the connection), so the close is immediate; closing the last connection also checkpoints
     // the WAL into the database file.
     sqlite3_close_v2(db_);
+  }
+
+  void enable_wal(const std::string& path) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (;;) {
+      const int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+      const int primary = rc & 0xff;
+      if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) ||
+          std::chrono::steady_clock::now() > deadline)
+        fail(db_, "enabling WAL on '" + path + "'");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 
   Dialect dialect() const override { return Dialect::kSqlite; }
