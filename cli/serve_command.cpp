@@ -47,7 +47,8 @@ void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd =
       app.add_subcommand("serve", "Serve the dashboard and HTTP API over a records file");
-  cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
+  cmd->add_option("--db", args->db, "records: an SQLite file or postgresql://user@host/db")
+      ->capture_default_str();
   cmd->add_option("--listen", args->listen, "HOST:PORT")->capture_default_str();
   cmd->add_option("--viewer-token", args->viewer_token, "token the API and the page ask for");
   cmd->add_option("--web-root", args->web_root, "dashboard files (default: the built ones)");
