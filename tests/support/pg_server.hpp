@@ -4,7 +4,8 @@
 /// trust authentication for its one superuser "webtune"; `pg_ctl stop` and the directory removed
 /// when the test process ends. Header-only; link libpq (PkgConfig::LIBPQ).
 ///
-/// The binaries are found, in order: $WEBTUNE_PG_BINDIR; `pg_config --bindir` (Debian's
+/// The binaries are found, in order: $WEBTUNE_PG_BINDIR (when set, the only place looked at);
+/// `pg_config --bindir` (Debian's
 /// libpq-dev points it at /usr/lib/postgresql/<major>/bin); the highest
 /// /usr/lib/postgresql/<major>/bin; initdb and pg_ctl on $PATH. When none has both,
 /// available() is false and why_not() says so: the tests GTEST_SKIP with that message.
@@ -155,7 +156,9 @@ class PgServer {
   }
 
   static std::string find_bindir() {
-    if (const char* env = std::getenv("WEBTUNE_PG_BINDIR"); env && has_binaries(env)) return env;
+    // An explicit WEBTUNE_PG_BINDIR wins, even one without the binaries (to skip on purpose).
+    if (const char* env = std::getenv("WEBTUNE_PG_BINDIR"); env && *env)
+      return has_binaries(env) ? env : "";
     if (FILE* p = popen("pg_config --bindir 2>/dev/null", "r")) {
       char line[4096] = {};
       const bool got = std::fgets(line, sizeof line, p) != nullptr;
