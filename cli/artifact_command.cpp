@@ -107,7 +107,7 @@ DeviceLimits stored_limits(const RecordStore& store, const std::string& device_k
 }
 
 bj::object artifact_json(const ArtifactArgs& args) {
-  if (!std::filesystem::exists(args.db))
+  if (!is_postgres_url(args.db) && !std::filesystem::exists(args.db))
     throw std::runtime_error("no records database at '" + args.db + "'");
   RecordStore store(args.db);
   const TuningJobInfo job = find_job(store, args);
@@ -174,7 +174,8 @@ void add_artifact_command(CLI::App& app) {
   auto args = std::make_shared<ArtifactArgs>();
   CLI::App* cmd = app.add_subcommand(
       "artifact", "Print the kernel artifact (JSON) of a task's best or a given tuned config");
-  cmd->add_option("--db", args->db, "SQLite records database")->required();
+  cmd->add_option("--db", args->db, "records: an SQLite file or postgresql://user@host/db")
+      ->required();
   cmd->add_option("--workload", args->workload,
                   "workload file or inline spec (as tune takes it), or a task name / workload "
                   "key fragment of a job, e.g. C2 or dense_512")

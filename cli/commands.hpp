@@ -30,9 +30,12 @@ void add_device_command(CLI::App& app);
 void add_tracker_command(CLI::App& app);
 /// `webtune agent`: a native OpenGL agent that serves the tracker.
 void add_agent_command(CLI::App& app);
-/// `webtune log list|best|export|import`: the SQLite tuning records: jobs, best configs, and
-/// AutoTVM JSON-lines logs out of and into a database.
+/// `webtune log list|best|export|import|merge`: the tuning records (an SQLite file or a
+/// PostgreSQL database): jobs, best configs, AutoTVM JSON-lines logs out of and into a database,
+/// and records copied between stores.
 void add_log_command(CLI::App& app);
+/// `webtune log merge`, a subcommand of `log` (log_merge_command.cpp).
+void add_log_merge_command(CLI::App* log);
 /// `webtune tune`: tunes a model's tasks on the farm (embedded by default), recording to SQLite.
 void add_tune_command(CLI::App& app);
 /// `webtune serve`: the dashboard, HTTP API and /metrics over a records file, without a tracker.

@@ -35,7 +35,7 @@ struct LogArgs {
 
 /// Opens a database that must exist: reading a mistyped path should not create an empty file.
 std::unique_ptr<RecordStore> open_existing(const std::string& path) {
-  if (!std::filesystem::exists(path))
+  if (!is_postgres_url(path) && !std::filesystem::exists(path))
     throw std::runtime_error("no records database at '" + path + "'");
   return std::make_unique<RecordStore>(path);
 }
@@ -170,7 +170,8 @@ void run_import(const LogArgs& args) {
   }
   // A refused log imports nothing (import_autotvm is one transaction); a database that this
   // import created is removed again rather than left behind empty.
-  const bool created = args.db != ":memory:" && !std::filesystem::exists(args.db);
+  const bool created =
+      args.db != ":memory:" && !is_postgres_url(args.db) && !std::filesystem::exists(args.db);
   AutoTvmImportOptions options;
   options.device_key = args.device_key;
   options.skip_invalid = args.skip_invalid;
@@ -217,7 +218,8 @@ void add_log_command(CLI::App& app) {
   log->require_subcommand(1);
   // --db on every subcommand, after it, as the usage reads: `webtune log list --db F`.
   auto add_db = [&](CLI::App* cmd) {
-    cmd->add_option("--db", args->db, "SQLite records database")->required();
+    cmd->add_option("--db", args->db, "records: an SQLite file or postgresql://user@host/db")
+        ->required();
   };
 
   CLI::App* list = log->add_subcommand("list", "Table of tuning jobs and their best GFLOP/s");
@@ -263,6 +265,8 @@ void add_log_command(CLI::App& app) {
                 "records, looked up by workload for transfer learning, instead of refusing "
                 "(or, with --skip-invalid, skipping) them");
   imp->callback([args] { run_import(*args); });
+
+  add_log_merge_command(log);  // `webtune log merge` (log_merge_command.cpp)
 }
 
 }  // namespace webtune::cli

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "server/dashboard_handler.hpp"
 #include "server_runner.hpp"
+#include "tuner/records.hpp"
 
 namespace webtune::cli {
 
@@ -22,7 +23,7 @@ struct ServeArgs {
 
 void run_serve(const ServeArgs& args) {
   // Serving records that are not there is a typo, not a new empty database.
-  if (!std::filesystem::exists(args.db))
+  if (!is_postgres_url(args.db) && !std::filesystem::exists(args.db))
     throw std::runtime_error("no records file '" + args.db + "' (webtune tune --db writes one)");
   tracker::TrackerConfig config;
   apply_listen(args.listen, config);
@@ -46,7 +47,8 @@ void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd =
       app.add_subcommand("serve", "Serve the dashboard and HTTP API over a records file");
-  cmd->add_option("--db", args->db, "SQLite records file")->capture_default_str();
+  cmd->add_option("--db", args->db, "records: an SQLite file or postgresql://user@host/db")
+      ->capture_default_str();
   cmd->add_option("--listen", args->listen, "HOST:PORT")->capture_default_str();
   cmd->add_option("--viewer-token", args->viewer_token, "token the API and the page ask for");
   cmd->add_option("--web-root", args->web_root, "dashboard files (default: the built ones)");

@@ -148,7 +148,7 @@ PlannedPackage build_package(const BuildOptions& options) {
 
   std::unique_ptr<RecordStore> store;
   if (!options.db_path.empty()) {
-    if (!fs::is_regular_file(options.db_path))
+    if (!is_postgres_url(options.db_path) && !fs::is_regular_file(options.db_path))
       throw std::runtime_error("no records database at '" + options.db_path + "'");
     store = std::make_unique<RecordStore>(options.db_path);
   }

@@ -27,6 +27,12 @@ std::string sse_event(const std::string& name, const std::string& data, const st
 }
 
 TrialFeed::TrialFeed(const RecordStore& store, const std::string& path) : store_(store) {
+  // PostgreSQL has no data_version: data_version() says -1, and every poll reads the job list
+  // (one query every 250 ms per open page).
+  if (is_postgres_url(path)) {
+    for (const TuningJobInfo& j : store_.jobs()) sent_[j.id] = j.trials;
+    return;
+  }
   // Read-only and without creating: the dashboard's store opened (and created) it already.
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -39,10 +45,11 @@ TrialFeed::TrialFeed(const RecordStore& store, const std::string& path) : store_
 }
 
 TrialFeed::~TrialFeed() {
-  sqlite3_close(db_);
+  if (db_ != nullptr) sqlite3_close(db_);
 }
 
 int64_t TrialFeed::data_version() const {
+  if (db_ == nullptr) return -1;
   sqlite3_stmt* stmt = nullptr;
   int64_t v = -1;
   if (sqlite3_prepare_v2(db_, "PRAGMA data_version", -1, &stmt, nullptr) == SQLITE_OK &&

@@ -1,12 +1,11 @@
 /// \file records.cpp
-/// The SQLite record store; see records.hpp.
+/// The record store over SQLite or PostgreSQL; see records.hpp.
 ///
-/// Every SQL text here is a constant: values only ever travel as bound parameters. Statements
-/// and transactions are RAII wrappers, so an exception anywhere finalizes the statement and
-/// rolls the transaction back.
+/// Every SQL text here is a constant, written once in the spelling of sql_backend.hpp (SQLite's,
+/// which the PostgreSQL backend translates): values only ever travel as bound parameters.
+/// Statements and transactions are RAII wrappers, so an exception anywhere finalizes the statement
+/// and rolls the transaction back.
 #include "tuner/records.hpp"
-
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -26,6 +25,7 @@
 
 #include "codegen/json_util.hpp"
 #include "codegen/task.hpp"
+#include "sql_backend.hpp"
 
 namespace webtune {
 
@@ -35,108 +35,92 @@ namespace {
 
 /// Bump when the schema changes, and add the step from the previous version to migrate().
 constexpr int kSchemaVersion = 5;
-/// How long a writer waits for another connection's transaction before SQLITE_BUSY.
-constexpr int kBusyTimeoutMs = 10000;
+/// A LIMIT that limits nothing: PostgreSQL refuses SQLite's -1.
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-[[noreturn]] void fail(sqlite3* db, std::string_view what) {
-  throw std::runtime_error("records: " + std::string(what) + ": " + sqlite3_errmsg(db));
-}
-
-/// A prepared statement. `what` says what it is for, for error messages.
+/// A prepared statement of the store's backend (sql_backend.hpp), with chained binds. `what`
+/// says what it is for, for error messages.
 class Statement {
  public:
-  Statement(sqlite3* db, std::string_view sql, std::string_view what) : db_(db), what_(what) {
-    if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr) !=
-        SQLITE_OK)
-      fail(db, what_);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
+  Statement(sql::Connection* db, std::string_view sql, std::string_view what)
+      : stmt_(db->prepare(sql, what)) {}
 
-  Statement& bind(int i, int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+  Statement& bind(int i, int64_t v) {
+    stmt_->bind_int(i, v);
+    return *this;
+  }
   Statement& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
-  Statement& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
+  Statement& bind(int i, double v) {
+    stmt_->bind_double(i, v);
+    return *this;
+  }
   Statement& bind(int i, std::string_view v) {
-    // SQLITE_TRANSIENT: SQLite copies the text, so temporaries are safe to pass.
-    return check(
-        sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    stmt_->bind_text(i, v);  // copied: temporaries are safe to pass
+    return *this;
   }
   Statement& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
   Statement& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
-  Statement& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+  Statement& bind_null(int i) {
+    stmt_->bind_null(i);
+    return *this;
+  }
 
   /// True while there is a row to read; false when done. Throws on errors.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail(db_, what_);
-  }
+  bool step() { return stmt_->step(); }
   /// Runs a statement that returns no rows.
   void run() {
     while (step()) {
     }
   }
+  /// `INSERT … RETURNING id`: runs it and returns the new row's id.
+  int64_t insert_id() {
+    if (!step()) throw std::runtime_error("records: an insert returned no id");
+    const int64_t id = get_int(0);
+    run();  // RETURNING: the statement completes on the step after the row
+    return id;
+  }
   /// Makes the statement ready to run again with new bindings.
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
+  void reset() { stmt_->reset(); }
+  /// Rows the statement changed when it last ran.
+  int64_t changes() const { return stmt_->changes(); }
 
-  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  int64_t get_int(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double get_double(int col) const { return sqlite3_column_double(stmt_, col); }
-  std::string get_text(int col) const {
-    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
-                : std::string();
-  }
+  bool is_null(int col) const { return stmt_->is_null(col); }
+  int64_t get_int(int col) const { return stmt_->get_int(col); }
+  double get_double(int col) const { return stmt_->get_double(col); }
+  std::string get_text(int col) const { return stmt_->get_text(col); }
 
  private:
-  Statement& check(int rc) {
-    if (rc != SQLITE_OK) fail(db_, what_);
-    return *this;
-  }
-
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  std::string what_;
+  std::unique_ptr<sql::Statement> stmt_;
 };
 
-/// Runs SQL without parameters (pragmas, schema, transaction control).
-void exec(sqlite3* db, const char* sql, std::string_view what) {
-  char* message = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string text = message ? message : sqlite3_errmsg(db);
-    sqlite3_free(message);
-    throw std::runtime_error("records: " + std::string(what) + ": " + text);
-  }
+/// Runs SQL without parameters (schema, transaction control).
+void exec(sql::Connection* db, const char* sql, std::string_view what) {
+  db->exec(sql, what);
 }
 
-/// BEGIN IMMEDIATE … COMMIT; rolls back unless committed. IMMEDIATE takes the write lock up
-/// front, so a concurrent writer waits in the busy handler at BEGIN instead of failing midway.
+/// A write transaction (sql::Connection::begin: the store's writer lock is taken up front, so a
+/// concurrent writer waits at BEGIN instead of failing midway); rolls back unless committed.
 class Transaction {
  public:
-  Transaction(sqlite3* db, std::string_view what) : db_(db), what_(what) {
-    exec(db_, "BEGIN IMMEDIATE", what_ + " (begin)");
+  Transaction(sql::Connection* db, std::string_view what) : db_(db), what_(what) {
+    db_->begin(what_);
   }
   ~Transaction() {
-    if (!committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (!committed_) db_->rollback();
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   void commit() {
-    exec(db_, "COMMIT", what_ + " (commit)");
+    db_->commit(what_);
     committed_ = true;
   }
 
  private:
-  sqlite3* db_;
+  sql::Connection* db_;
   std::string what_;
   bool committed_ = false;
 };
@@ -315,7 +299,7 @@ CREATE INDEX IF NOT EXISTS foreign_records_workload ON foreign_records(workload_
 )sql";
 
 /// Brings the schema from `version` to kSchemaVersion, inside the caller's transaction.
-void migrate(sqlite3* db, int version) {
+void migrate(sql::Connection* db, int version) {
   if (version < 1) exec(db, kSchemaV1, "creating the schema");
   if (version < 2) exec(db, kSchemaV2, "migrating the schema to version 2");
   if (version < 3) exec(db, kSchemaV3, "migrating the schema to version 3");
@@ -328,16 +312,11 @@ void migrate(sqlite3* db, int version) {
   "coalesce((SELECT v.verdict FROM verifications v WHERE v.trial_id = " alias \
   ".id ORDER BY v.id DESC LIMIT 1), '') <> 'suspect'"
 
-int user_version(sqlite3* db) {
-  Statement s(db, "PRAGMA user_version", "reading the schema version");
-  return s.step() ? static_cast<int>(s.get_int(0)) : 0;
-}
-
 // ---- ids ----------------------------------------------------------------------------------
 
 // The ids of workloads, targets, devices and agents, each row inserted when missing.
 
-int64_t workload_id(sqlite3* db, const Workload& workload) {
+int64_t workload_id(sql::Connection* db, const Workload& workload) {
   bj::object json = workload.to_json();
   json.erase("name");  // the name belongs to the job: two tasks can share shapes
   const std::string key = workload.key();
@@ -356,7 +335,7 @@ int64_t workload_id(sqlite3* db, const Workload& workload) {
   return select.get_int(0);
 }
 
-int64_t target_id(sqlite3* db, Target target) {
+int64_t target_id(sql::Connection* db, Target target) {
   const std::string name(target_name(target));
   Statement insert(db, "INSERT INTO targets(name) VALUES(?1) ON CONFLICT(name) DO NOTHING",
                    "storing target " + name);
@@ -367,7 +346,7 @@ int64_t target_id(sqlite3* db, Target target) {
   return select.get_int(0);
 }
 
-int64_t device_id(sqlite3* db, const std::string& key) {
+int64_t device_id(sql::Connection* db, const std::string& key) {
   Statement insert(db,
                    "INSERT INTO devices(key, updated) VALUES(?1, ?2) ON CONFLICT(key) DO NOTHING",
                    "storing device " + key);
@@ -378,7 +357,7 @@ int64_t device_id(sqlite3* db, const std::string& key) {
   return select.get_int(0);
 }
 
-int64_t agent_id(sqlite3* db, const std::string& name, int64_t device) {
+int64_t agent_id(sql::Connection* db, const std::string& name, int64_t device) {
   Statement upsert(db,
                    "INSERT INTO agents(name, device_id, last_seen) VALUES(?1, ?2, ?3) "
                    "ON CONFLICT(name) DO UPDATE SET device_id = excluded.device_id, "
@@ -392,10 +371,12 @@ int64_t agent_id(sqlite3* db, const std::string& name, int64_t device) {
 }
 
 /// Creates or reopens a job, inside the caller's transaction. `resume` marks it "running"
-/// (open_job); otherwise a new job is "done" and an existing one keeps its status (import).
-int64_t ensure_job(sqlite3* db, const Workload& workload, Target target,
+/// (open_job); otherwise a new job gets `new_status` (empty: "done") and an existing one keeps
+/// its status (import).
+int64_t ensure_job(sql::Connection* db, const Workload& workload, Target target,
                    const std::string& device_key, const std::string& task_name,
-                   const std::string& tuner, const std::string& options_json, bool resume) {
+                   const std::string& tuner, const std::string& options_json, bool resume,
+                   const std::string& new_status = {}) {
   const int64_t w = workload_id(db, workload);
   const int64_t t = target_id(db, target);
   const int64_t d = device_id(db, device_key);
@@ -409,11 +390,12 @@ int64_t ensure_job(sqlite3* db, const Workload& workload, Target target,
                    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) "
                    "ON CONFLICT(workload_id, target_id, device_id) DO UPDATE SET "
                    "task_name = CASE WHEN excluded.task_name <> '' THEN excluded.task_name "
-                   "ELSE task_name END, "
-                   "tuner = CASE WHEN excluded.tuner <> '' THEN excluded.tuner ELSE tuner END, "
+                   "ELSE tuning_jobs.task_name END, "
+                   "tuner = CASE WHEN excluded.tuner <> '' THEN excluded.tuner "
+                   "ELSE tuning_jobs.tuner END, "
                    "options_json = CASE WHEN excluded.options_json <> '{}' "
-                   "THEN excluded.options_json ELSE options_json END, "
-                   "status = CASE WHEN ?9 THEN 'running' ELSE status END, "
+                   "THEN excluded.options_json ELSE tuning_jobs.options_json END, "
+                   "status = CASE WHEN ?9 = 1 THEN 'running' ELSE tuning_jobs.status END, "
                    "updated = excluded.updated "
                    "RETURNING id",
                    "opening the job of " + workload.key() + " on " +
@@ -424,7 +406,9 @@ int64_t ensure_job(sqlite3* db, const Workload& workload, Target target,
       .bind(4, task)
       .bind(5, tuner)
       .bind(6, options)
-      .bind(7, resume ? "running" : "done")
+      .bind(7, resume               ? "running"
+               : new_status.empty() ? "done"
+                                    : new_status)
       .bind(8, now)
       .bind(9, resume ? 1 : 0);
   if (!upsert.step()) throw std::runtime_error("records: the job upsert returned no id");
@@ -455,7 +439,7 @@ void check_config_json(const TrialRecord& trial) {
 }
 
 /// Inserts trials of job `job_id`, inside the caller's transaction; returns how many were new.
-int insert_trials(sqlite3* db, int64_t job_id, const std::vector<TrialRecord>& trials) {
+int insert_trials(sql::Connection* db, int64_t job_id, const std::vector<TrialRecord>& trials) {
   const std::string job_text = "job " + std::to_string(job_id);
   Statement job(db,
                 "SELECT w.flops, j.device_id FROM tuning_jobs j "
@@ -522,7 +506,7 @@ int insert_trials(sqlite3* db, int64_t job_id, const std::vector<TrialRecord>& t
     else
       insert.bind_null(14);
     insert.run();
-    inserted += sqlite3_changes(db);
+    inserted += static_cast<int>(insert.changes());
   }
   Statement touch(db, "UPDATE tuning_jobs SET updated = ?2 WHERE id = ?1", "updating " + job_text);
   touch.bind(1, job_id).bind(2, now_s()).run();
@@ -570,7 +554,7 @@ TuningJobInfo read_job(const Statement& s) {
   return job;
 }
 
-std::vector<TuningJobInfo> select_jobs(sqlite3* db, const std::string& workload_filter,
+std::vector<TuningJobInfo> select_jobs(sql::Connection* db, const std::string& workload_filter,
                                        const std::string& target_filter) {
   Statement s(db, std::string(kJobSelect) + std::string(kJobFilter), "listing jobs");
   s.bind(1, workload_filter).bind(2, target_filter);
@@ -627,12 +611,17 @@ VerificationRecord read_verification(const Statement& s) {
   return v;
 }
 
+bool known_status(std::string_view status) {
+  return status == "running" || status == "done" || status == "stopped" ||
+         status == "interrupted" || status == "failed";
+}
+
 bool known_verdict(std::string_view verdict) {
   return verdict == kVerified || verdict == kSuspect || verdict == kUnverified;
 }
 
 /// Inserts a verification, inside the caller's transaction (or none); returns its id.
-int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
+int64_t insert_verification(sql::Connection* db, const VerificationRecord& v) {
   if (!known_verdict(v.verdict))
     throw std::invalid_argument("records: unknown verdict '" + v.verdict +
                                 "' (verified, suspect or unverified)");
@@ -647,7 +636,8 @@ int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
   const int64_t device = trial.get_int(0);
   Statement insert(db,
                    "INSERT INTO verifications(trial_id, verdict, agent_id, error_no, cost, "
-                   "ratio, message, timestamp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                   "ratio, message, timestamp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                   "RETURNING id",
                    what);
   insert.bind(1, v.trial_id).bind(2, v.verdict).bind(4, static_cast<int>(v.error));
   if (v.agent.empty())
@@ -662,8 +652,8 @@ int64_t insert_verification(sqlite3* db, const VerificationRecord& v) {
     insert.bind(6, v.ratio);
   else
     insert.bind_null(6);
-  insert.bind(7, v.message).bind(8, v.timestamp > 0 ? v.timestamp : now_s()).run();
-  return sqlite3_last_insert_rowid(db);
+  insert.bind(7, v.message).bind(8, v.timestamp > 0 ? v.timestamp : now_s());
+  return insert.insert_id();
 }
 
 }  // namespace
@@ -701,50 +691,31 @@ ConfigEntity config_in_space(const Workload& workload, Target target,
 
 // ---- RecordStore --------------------------------------------------------------------------
 
-RecordStore::RecordStore(const std::string& path) : path_(path) {
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  if (rc != SQLITE_OK) {
-    // The handle exists (and holds the message) even when opening failed.
-    std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-    sqlite3_close_v2(db_);
-    db_ = nullptr;
-    throw std::runtime_error("records: opening '" + path + "': " + message);
+RecordStore::RecordStore(const std::string& path)
+    : path_(sql::is_postgres_url(path) ? sql::redact_url(path) : path),
+      connection_(sql::open(path)),
+      db_(connection_.get()) {
+  Transaction tx(db_, "creating the schema of '" + path_ + "'");
+  const int version = db_->schema_version();
+  if (version > kSchemaVersion)
+    throw std::runtime_error("records: '" + path_ + "' has schema version " +
+                             std::to_string(version) + ", newer than this webtune's (" +
+                             std::to_string(kSchemaVersion) + "); update webtune");
+  if (version < kSchemaVersion) {
+    migrate(db_, version);
+    db_->set_schema_version(kSchemaVersion);
   }
-  try {
-    sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-    // WAL: readers never block the writer, and a commit is one append to the log.
-    exec(db_, "PRAGMA journal_mode=WAL", "enabling WAL on '" + path + "'");
-    // FULL syncs the log on every commit: a committed batch survives power loss too; batches
-    // are rare next to the measurements they hold.
-    exec(db_, "PRAGMA synchronous=FULL", "setting synchronous on '" + path + "'");
-    exec(db_, "PRAGMA foreign_keys=ON", "enabling foreign keys on '" + path + "'");
-
-    Transaction tx(db_, "creating the schema of '" + path + "'");
-    const int version = user_version(db_);
-    if (version > kSchemaVersion)
-      throw std::runtime_error("records: '" + path + "' has schema version " +
-                               std::to_string(version) + ", newer than this webtune's (" +
-                               std::to_string(kSchemaVersion) + "); update webtune");
-    if (version < kSchemaVersion) {
-      migrate(db_, version);
-      // PRAGMA takes no bound parameters; the value is our own constant.
-      exec(db_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str(),
-           "setting the schema version of '" + path + "'");
-    }
-    tx.commit();
-  } catch (...) {
-    sqlite3_close_v2(db_);
-    db_ = nullptr;
-    throw;
-  }
+  tx.commit();
 }
 
-RecordStore::~RecordStore() {
-  // Every statement is finalized by its RAII wrapper, so the close is immediate; closing the
-  // last connection also checkpoints the WAL into the database file.
-  sqlite3_close_v2(db_);
+RecordStore::~RecordStore() = default;
+
+bool RecordStore::is_postgres() const {
+  return db_->dialect() == sql::Dialect::kPostgres;
+}
+
+bool is_postgres_url(const std::string& location) {
+  return sql::is_postgres_url(location);
 }
 
 int64_t RecordStore::open_job(const Workload& workload, Target target,
@@ -766,6 +737,13 @@ void RecordStore::upsert_device(const std::string& device_key, const std::string
               "updated = excluded.updated",
               "storing device " + device_key);
   s.bind(1, device_key).bind(2, info_json).bind(3, now_s()).run();
+}
+
+std::vector<std::string> RecordStore::device_keys() const {
+  Statement s(db_, "SELECT key FROM devices ORDER BY key", "listing devices");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.get_text(0));
+  return out;
 }
 
 std::optional<std::string> RecordStore::device_info(const std::string& device_key) const {
@@ -852,14 +830,13 @@ int RecordStore::renumber_trials(int64_t job_id, const ConfigSpace& space) {
 }
 
 void RecordStore::set_status(int64_t job_id, const std::string& status) {
-  if (status != "running" && status != "done" && status != "stopped" && status != "interrupted" &&
-      status != "failed")
+  if (!known_status(status))
     throw std::invalid_argument("records: unknown job status '" + status +
                                 "' (running, done, stopped, interrupted or failed)");
   Statement s(db_, "UPDATE tuning_jobs SET status = ?2, updated = ?3 WHERE id = ?1",
               "setting the status of job " + std::to_string(job_id));
   s.bind(1, job_id).bind(2, status).bind(3, now_s()).run();
-  if (sqlite3_changes(db_) == 0)
+  if (s.changes() == 0)
     throw std::runtime_error("records: set_status: no job " + std::to_string(job_id));
 }
 
@@ -873,11 +850,15 @@ std::vector<TuningJobInfo> RecordStore::jobs(const std::string& workload_filter,
 }
 
 int64_t RecordStore::import_jobs(const std::vector<ImportedJob>& jobs) {
+  for (const ImportedJob& job : jobs)
+    if (!job.status.empty() && !known_status(job.status))
+      throw std::invalid_argument("records: import of " + job.workload.key() +
+                                  ": unknown job status '" + job.status + "'");
   Transaction tx(db_, "importing records");
   int64_t imported = 0;
   for (const ImportedJob& job : jobs) {
-    const int64_t job_id =
-        ensure_job(db_, job.workload, job.target, job.device_key, job.task_name, {}, "{}", false);
+    const int64_t job_id = ensure_job(db_, job.workload, job.target, job.device_key, job.task_name,
+                                      job.tuner, "{}", false, job.status);
     imported += insert_trials(db_, job_id, job.trials);
   }
   tx.commit();
@@ -893,13 +874,12 @@ std::optional<TuningJobInfo> RecordStore::job(int64_t job_id) const {
 }
 
 std::vector<TrialRecord> RecordStore::trials(int64_t job_id, int64_t limit, int64_t offset) const {
-  // LIMIT -1 is SQLite's "no limit".
   Statement s(db_,
               std::string(kTrialSelect) +
                   "WHERE tr.job_id = ?1 ORDER BY tr.id LIMIT ?2 "
                   "OFFSET ?3",
               "reading the trials of job " + std::to_string(job_id));
-  s.bind(1, job_id).bind(2, limit < 0 ? int64_t{-1} : limit).bind(3, std::max<int64_t>(0, offset));
+  s.bind(1, job_id).bind(2, limit < 0 ? kNoLimit : limit).bind(3, std::max<int64_t>(0, offset));
   std::vector<TrialRecord> out;
   while (s.step()) out.push_back(read_trial(s));
   return out;
@@ -1074,7 +1054,7 @@ ModelEstimate read_estimate(const Statement& s) {
 }
 
 /// The run of the current row of kModelRunSelect, with its jobs and latest estimate.
-ModelRunInfo read_model_run(sqlite3* db, const Statement& s) {
+ModelRunInfo read_model_run(sql::Connection* db, const Statement& s) {
   ModelRunInfo run;
   run.id = s.get_int(0);
   run.model = s.get_text(1);
@@ -1097,7 +1077,7 @@ ModelRunInfo read_model_run(sqlite3* db, const Statement& s) {
   return run;
 }
 
-void require_model_run(sqlite3* db, int64_t run_id, std::string_view what) {
+void require_model_run(sql::Connection* db, int64_t run_id, std::string_view what) {
   Statement s(db, "SELECT 1 FROM model_runs WHERE id = ?1", what);
   s.bind(1, run_id);
   if (!s.step())
@@ -1118,11 +1098,11 @@ int64_t RecordStore::open_model_run(const std::string& model, Target target,
   const int64_t d = device_id(db_, device_key);
   Statement insert(db_,
                    "INSERT INTO model_runs(model, target_id, device_id, schedule, total_trials, "
-                   "started) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                   "started) VALUES(?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
                    "opening a model run of " + model);
   insert.bind(1, model).bind(2, t).bind(3, d).bind(4, schedule).bind(5, total_trials);
-  insert.bind(6, now_s()).run();
-  const int64_t id = sqlite3_last_insert_rowid(db_);
+  insert.bind(6, now_s());
+  const int64_t id = insert.insert_id();
   tx.commit();
   return id;
 }
@@ -1141,7 +1121,8 @@ void RecordStore::add_model_run_job(int64_t run_id, int64_t job_id, int64_t weig
     throw std::runtime_error("records: " + what + ": no job " + std::to_string(job_id));
   Statement insert(db_,
                    "INSERT INTO model_run_jobs(run_id, job_id, weight) VALUES(?1, ?2, ?3) "
-                   "ON CONFLICT(run_id, job_id) DO UPDATE SET weight = weight + excluded.weight",
+                   "ON CONFLICT(run_id, job_id) DO UPDATE SET weight = model_run_jobs.weight + "
+                   "excluded.weight",
                    what);
   insert.bind(1, run_id).bind(2, job_id).bind(3, weight).run();
   tx.commit();
@@ -1218,7 +1199,7 @@ int64_t RecordStore::add_model_measurement(const ModelMeasurementRecord& m) {
               "INSERT INTO model_measurements(created, model, manifest_sha256, model_sha256, "
               "target, device_key, agent, seed, costs_json, median_ms, min_ms, estimated_ms, "
               "error_no, message) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-              "?14)",
+              "?14) RETURNING id",
               "storing a model measurement of '" + m.model + "'");
   s.bind(1, m.created > 0 ? m.created : now_s())
       .bind(2, m.model)
@@ -1240,8 +1221,7 @@ int64_t RecordStore::add_model_measurement(const ModelMeasurementRecord& m) {
   else
     s.bind_null(12);
   s.bind(13, static_cast<int>(m.error)).bind(14, m.message);
-  s.run();
-  return sqlite3_last_insert_rowid(db_);
+  return s.insert_id();
 }
 
 std::vector<ModelMeasurementRecord> RecordStore::model_measurements(const std::string& model,
@@ -1251,7 +1231,7 @@ std::vector<ModelMeasurementRecord> RecordStore::model_measurements(const std::s
               "agent, seed, costs_json, median_ms, min_ms, estimated_ms, error_no, message "
               "FROM model_measurements WHERE (?1 = '' OR model = ?1) ORDER BY id DESC LIMIT ?2",
               "listing model measurements");
-  s.bind(1, model).bind(2, limit < 0 ? int64_t{-1} : limit);
+  s.bind(1, model).bind(2, limit < 0 ? kNoLimit : limit);
   std::vector<ModelMeasurementRecord> out;
   while (s.step()) {
     ModelMeasurementRecord m;
@@ -1312,7 +1292,7 @@ int64_t RecordStore::add_foreign_records(const std::vector<ForeignRecord>& recor
         .bind(12, r.line)
         .bind(13, now)
         .run();
-    inserted += sqlite3_changes(db_);
+    inserted += insert.changes();
   }
   tx.commit();
   return inserted;

@@ -30,9 +30,9 @@ namespace webtune::server {
 class TrialFeed {
  public:
   /// `store` is the dashboard's own connection (the feed reads through it; it must outlive the
-  /// feed); `path` its file, which the feed opens again read-only for `PRAGMA data_version`.
-  /// Trials already recorded now are not sent. Throws std::runtime_error when the file cannot
-  /// be opened.
+  /// feed); `path` its file, which the feed opens again read-only for `PRAGMA data_version`
+  /// (a PostgreSQL URI: no such check, every poll reads the job list). Trials already recorded
+  /// now are not sent. Throws std::runtime_error when the file cannot be opened.
   TrialFeed(const RecordStore& store, const std::string& path);
   ~TrialFeed();
   TrialFeed(const TrialFeed&) = delete;

@@ -1,11 +1,15 @@
 /// \file records.hpp
-/// Tuning records in SQLite: workloads, targets, devices, agents, tuning jobs and every trial.
+/// Tuning records in SQLite or PostgreSQL: workloads, targets, devices, agents, tuning jobs and
+/// every trial.
 ///
-/// The database runs in WAL mode; each batch of trials is committed in one transaction, so a
-/// crash loses at most the batch in flight. A tuning job is identified by (workload key, target,
-/// device key): opening it again resumes it, and a config index is stored at most once per job,
-/// so nothing is measured twice. The schema carries its version in `PRAGMA user_version`, so a
-/// later webtune can migrate an older file (and an older webtune refuses a newer one).
+/// The store is an SQLite file (in WAL mode) or, for many tuner hosts sharing one store, a
+/// PostgreSQL database (`postgresql://user@host/db`); both hold the same schema and behave the
+/// same (tuner/sql_backend.hpp translates the one SQL spelling). Each batch of trials is
+/// committed in one transaction, so a crash loses at most the batch in flight. A tuning job is
+/// identified by (workload key, target, device key): opening it again resumes it, and a config
+/// index is stored at most once per job, so nothing is measured twice. The schema carries its
+/// version (SQLite: `PRAGMA user_version`; PostgreSQL: a `schema_version` table), so a later
+/// webtune can migrate an older store (and an older webtune refuses a newer one).
 ///
 /// AutoTVM logs (export and import) are in tuner/autotvm_log.hpp, over this store.
 ///
@@ -40,8 +44,12 @@
 /// look up what other targets measured for the same workload (foreign_trials). Nothing updates or
 /// deletes them; they belong to no job.
 ///
-/// A RecordStore is one SQLite connection: use it from one thread at a time, and open one store
-/// per thread or process; concurrent writers wait on each other through the busy timeout.
+/// A RecordStore is one database connection: use it from one thread at a time, and open one
+/// store per thread or process. Writers of one store run one at a time (SQLite's write lock,
+/// waited for through the busy timeout; on PostgreSQL an advisory lock taken by every write
+/// transaction), so two tuners writing the same job, on one host or many, never store a config
+/// index twice and never lose a trial: a trial whose index the other stored first is skipped,
+/// and add_trials counts only what it inserted.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +64,9 @@
 #include "codegen/target.hpp"
 #include "codegen/workload.hpp"
 
-struct sqlite3;
+namespace webtune::sql {
+class Connection;
+}
 
 namespace webtune {
 
@@ -208,6 +218,9 @@ struct ImportedJob {
   std::string device_key;
   std::string task_name;  ///< empty: the workload's name
   std::vector<TrialRecord> trials;
+  /// Stored on a job the import creates (an existing job keeps its own): the tuner's name, and
+  /// the status (empty: "done"; else one of the statuses of the file comment).
+  std::string tuner, status;
 };
 
 /// One foreign AutoTVM record (see the file comment).
@@ -223,12 +236,19 @@ struct ForeignRecord {
   std::string source;          ///< where it came from (a file name), may be empty
   std::string line;            ///< the whole log line as read: the record, losslessly
 };
+/// True when `location` (a --db value) names a PostgreSQL database (`postgresql://…`,
+/// `postgres://…`) rather than an SQLite file: commands that refuse to create a missing file
+/// check only files.
+bool is_postgres_url(const std::string& location);
 
 class RecordStore {
  public:
-  /// Opens or creates the database at `path` (":memory:" works) and its schema. Throws
-  /// std::runtime_error with SQLite's message, e.g. when the file was written by a newer
-  /// webtune (higher schema version).
+  /// Opens or creates the database at `path` (":memory:" works) and its schema; a
+  /// `postgresql://…` or `postgres://…` URI (libpq's syntax; a Unix socket as
+  /// `postgresql:///db?host=/run/postgresql`) connects to that PostgreSQL database instead,
+  /// which must exist (its tables are created when missing). Throws std::runtime_error with
+  /// SQLite's or PostgreSQL's message, e.g. when the store was written by a newer webtune
+  /// (higher schema version) or the server refuses the connection.
   explicit RecordStore(const std::string& path);
   ~RecordStore();
   RecordStore(const RecordStore&) = delete;
@@ -247,6 +267,8 @@ class RecordStore {
   /// The info JSON last stored for a device key (as upsert_device got it), or nullopt when the
   /// key is unknown ("{}" for a device whose info was never stored).
   std::optional<std::string> device_info(const std::string& device_key) const;
+  /// Every device key the store knows (devices of jobs, agents and upsert_device), sorted.
+  std::vector<std::string> device_keys() const;
   /// Appends trials to a job in one transaction; a config index already stored for the job (or
   /// earlier in the same batch) is skipped. Returns how many were inserted. Throws
   /// std::runtime_error for an unknown job, std::invalid_argument for a trial whose config JSON
@@ -341,9 +363,10 @@ class RecordStore {
                                                          int64_t limit = -1) const;
 
   /// Adds every job's trials in ONE transaction: a job of (workload, target, device_key) is
-  /// created with status "done" when new (an existing one keeps its status), and config indices
-  /// already stored are skipped, as add_trials does. Returns trials inserted. Any error (a
-  /// trial add_trials would refuse) throws and stores nothing.
+  /// created with the job's status ("done" when empty) and tuner when new (an existing one keeps
+  /// its own), and config indices already stored are skipped, as add_trials does. Returns trials
+  /// inserted. Any error (a trial add_trials would refuse, an unknown status) throws and stores
+  /// nothing.
   int64_t import_jobs(const std::vector<ImportedJob>& jobs);
 
   /// Stores foreign records in one transaction; a record whose line is already stored is
@@ -356,11 +379,15 @@ class RecordStore {
   /// How many foreign records the store holds.
   int64_t foreign_record_count() const;
 
+  /// The path or URI the store was opened with (a URI's password replaced by "***").
   const std::string& path() const { return path_; }
+  /// True when the store is a PostgreSQL database.
+  bool is_postgres() const;
 
  private:
-  sqlite3* db_ = nullptr;
   std::string path_;
+  std::unique_ptr<sql::Connection> connection_;
+  sql::Connection* db_ = nullptr;  ///< connection_.get()
 };
 
 }  // namespace webtune
