@@ -4,8 +4,9 @@
 ///
 /// The store is an SQLite file (in WAL mode) or, for many tuner hosts sharing one store, a
 /// PostgreSQL database (`postgresql://user@host/db`); both hold the same schema and behave the
-/// same (tuner/sql_backend.hpp translates the one SQL spelling). Each batch of trials is
-/// committed in one transaction, so a crash loses at most the batch in flight. A tuning job is
+/// same (tuner/sql_backend.hpp translates the one SQL spelling). A tuning stores each
+/// trial as its result arrives (add_trials: one transaction per call), so a crash loses at most
+/// the trials still being measured. A tuning job is
 /// identified by (workload key, target, device key): opening it again resumes it, and a config
 /// index is stored at most once per job, so nothing is measured twice. The schema carries its
 /// version (SQLite: `PRAGMA user_version`; PostgreSQL: a `schema_version` table), so a later
@@ -17,8 +18,8 @@
 ///  - "running": a `webtune tune` works on it now, or died without a word (SIGKILL, power loss);
 ///  - "done": it reached its trial budget, early stopping, or exhausted its space;
 ///  - "stopped": the session's wall-clock budget (--timeout) ran out first;
-///  - "interrupted": a signal (SIGINT, SIGTERM, SIGHUP) ended the session; the batch in flight
-///    was dropped, every committed batch is kept;
+///  - "interrupted": a signal (SIGINT, SIGTERM, SIGHUP) ended the session; every trial stored
+///    is kept (a rerun measures only the rest of its batch);
 ///  - "failed": an error ended the session (e.g. the tracker stayed unreachable past the
 ///    reconnect budget).
 /// Every status but "done" is resumed by running the same tuning again (open_job); "done" jobs
