@@ -233,9 +233,10 @@ TEST_F(CliImportTest, TuneModelSpendsTheTrialsOnTheModelsTasksAndRecordsAModelRu
       run_webtune({"tune", "--model", model, "--target", "gles-frag", "--trials", "8", "--batch",
                    "4", "--local-agents", "1", "--repeat", "1", "--db", db});
   ASSERT_TRUE(run.exited && run.status == 0) << run.describe();
-  EXPECT_NE(run.out.find("model two_convs: 8/8 trials, estimated latency"), std::string::npos)
-      << run.out;
-  EXPECT_NE(run.out.find("gradient"), std::string::npos) << run.out;
+  // Progress goes to stderr (data to stdout).
+  EXPECT_NE(run.err.find("model two_convs: 8/8 trials, estimated latency"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.out.find("gradient schedule"), std::string::npos) << run.out;
   webtune::RecordStore store(db);
   const std::vector<webtune::ModelRunInfo> runs = store.model_runs();
   ASSERT_EQ(runs.size(), 1u);

@@ -74,6 +74,11 @@ Workload dense_m() {
 
 enum class Backend { kSqlite, kPostgres };
 
+/// Failure messages name the backend ("GetParam() = PostgreSQL"), not its bytes.
+void PrintTo(Backend backend, std::ostream* os) {
+  *os << (backend == Backend::kSqlite ? "SQLite" : "PostgreSQL");
+}
+
 /// A fresh, empty store location of `backend` per call: an SQLite file path, or the URI of a
 /// new database on the shared test server. `why_not` is set (and "" returned) when the backend
 /// is not available.
@@ -394,9 +399,9 @@ TEST_P(StoreTest, SchemaVersionIsStoredAndANewerOneRefused) {
   const bool pg = GetParam() == Backend::kPostgres;
   const std::string version_sql =
       pg ? "SELECT max(version) FROM schema_version" : "PRAGMA user_version";
-  EXPECT_EQ(query(location_, version_sql), "4");
+  EXPECT_EQ(query(location_, version_sql), "5");
   { RecordStore store(location_); }  // reopening leaves it alone
-  EXPECT_EQ(query(location_, version_sql), "4");
+  EXPECT_EQ(query(location_, version_sql), "5");
   if (pg)
     query(location_, "UPDATE schema_version SET version = 99");
   else
@@ -423,7 +428,7 @@ TEST_P(StoreTest, MigratesAVersion3StoreToModelMeasurements) {
   RecordStore store(location_);
   EXPECT_EQ(
       query(location_, pg ? "SELECT max(version) FROM schema_version" : "PRAGMA user_version"),
-      "4");
+      "5");
   EXPECT_EQ(store.trials(job).size(), 1u);
   ModelMeasurementRecord m;
   m.model = "resnet18";
