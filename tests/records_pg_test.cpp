@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "support/pg_server.hpp"
+#include "support/record_trials.hpp"
 #include "support/run_webtune.hpp"
 #include "tuner/records.hpp"
 #include "tuner/records_merge.hpp"
@@ -32,44 +33,21 @@ namespace {
 
 namespace bj = boost::json;
 namespace fs = std::filesystem;
+using testing_support::conv_c2;
+using testing_support::dense_m;
+using testing_support::entity_json;
+using testing_support::error_trial;
 using testing_support::PgServer;
 
 const std::string kDevice = "gles:llvmpipe";
 
-std::string entity_json(int64_t index) {
-  bj::array entity{bj::array{"tile_y", "sp", bj::array{16, index + 1, 2}},
-                   bj::array{"unroll", "ot", 4}, bj::array{"layout", "ot", "2d"}};
-  return bj::serialize(bj::object{{"index", index}, {"entity", std::move(entity)}});
-}
-
+/// A successful trial whose all_cost and timestamp have no short decimal form: they must come
+/// back bit for bit through PostgreSQL's text too.
 TrialRecord ok_trial(int64_t index, std::vector<double> costs, std::string agent = "agent-1") {
-  TrialRecord t;
-  t.config_index = index;
-  t.config_json = entity_json(index);
-  t.result.costs = std::move(costs);
-  // Values with no short decimal form: they must come back bit for bit through text.
+  TrialRecord t = testing_support::ok_trial(index, std::move(costs), std::move(agent));
   t.result.all_cost = 0.25 + 0.1 * static_cast<double>(index) / 3.0;
   t.result.timestamp = 1700000000.125 + static_cast<double>(index) / 7.0;
-  t.agent = std::move(agent);
   return t;
-}
-
-TrialRecord error_trial(int64_t index, MeasureErrorNo error, std::string message) {
-  TrialRecord t;
-  t.config_index = index;
-  t.config_json = entity_json(index);
-  t.result = MeasureResult::failure(error, std::move(message));
-  t.result.all_cost = 0.5;
-  t.result.timestamp = 1700000100.5 + static_cast<double>(index);
-  t.agent = "agent-2";
-  return t;
-}
-
-Workload conv_c2() {
-  return Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2");
-}
-Workload dense_m() {
-  return Workload::dense(64, 128, 256, "M1");
 }
 
 enum class Backend { kSqlite, kPostgres };

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "codegen/task.hpp"
+#include "support/record_trials.hpp"
 #include "support/run_webtune.hpp"
 #include "tuner/autotvm_log.hpp"
 #include "tuner/records.hpp"
@@ -26,6 +27,11 @@ namespace {
 
 namespace bj = boost::json;
 namespace fs = std::filesystem;
+using testing_support::conv_c2;
+using testing_support::dense_m;
+using testing_support::entity_json;
+using testing_support::error_trial;
+using testing_support::ok_trial;
 
 const std::string kDevice = "gles:llvmpipe";
 
@@ -35,34 +41,6 @@ double now_s() {
 
 /// An entity as ConfigEntity::to_json writes it; the split factors depend on the index so that
 /// every config differs.
-std::string entity_json(int64_t index) {
-  bj::array entity{bj::array{"tile_y", "sp", bj::array{16, index + 1, 2}},
-                   bj::array{"unroll", "ot", 4}, bj::array{"layout", "ot", "2d"}};
-  return bj::serialize(bj::object{{"index", index}, {"entity", std::move(entity)}});
-}
-
-TrialRecord ok_trial(int64_t index, std::vector<double> costs, std::string agent = "agent-1") {
-  TrialRecord t;
-  t.config_index = index;
-  t.config_json = entity_json(index);
-  t.result.costs = std::move(costs);
-  t.result.all_cost = 0.25 + 0.001 * static_cast<double>(index);
-  t.result.timestamp = 1700000000.125 + static_cast<double>(index);
-  t.agent = std::move(agent);
-  return t;
-}
-
-TrialRecord error_trial(int64_t index, MeasureErrorNo error, std::string message) {
-  TrialRecord t;
-  t.config_index = index;
-  t.config_json = entity_json(index);
-  t.result = MeasureResult::failure(error, std::move(message));
-  t.result.all_cost = 0.5;
-  t.result.timestamp = 1700000100.5 + static_cast<double>(index);
-  t.agent = "agent-2";
-  return t;
-}
-
 /// Every field but the ids (which the store assigns).
 void expect_same_trial(const TrialRecord& a, const TrialRecord& b) {
   SCOPED_TRACE("config " + std::to_string(a.config_index));
@@ -87,14 +65,8 @@ TrialRecord in_space(TrialRecord t, const Workload& workload, Target target, siz
   return t;
 }
 
-Workload conv_c2() {
-  return Workload::conv2d(1, 64, 56, 56, 64, 3, 1, 1, "C2");
-}
 Workload depthwise_d1() {
   return Workload::depthwise_conv2d(1, 32, 28, 28, 3, 2, 1, "D1");
-}
-Workload dense_m() {
-  return Workload::dense(64, 128, 256, "M1");
 }
 
 /// Runs one SQL statement on its own connection and returns the first column of the first row.
