@@ -146,6 +146,11 @@ struct MappingCase {
   Workload workload;
 };
 
+/// Failure messages and ctest's listing name the case, not its bytes.
+void PrintTo(const MappingCase& c, std::ostream* os) {
+  *os << c.name << " (" << target_name(c.target) << ", " << c.workload.key() << ")";
+}
+
 class GemmMapping : public testing::TestWithParam<MappingCase> {};
 
 TEST_P(GemmMapping, EveryOutputIsStoredExactlyOnce) {

@@ -470,6 +470,11 @@ struct ModelCase {
   std::string model, target;
 };
 
+/// Failure messages and ctest's listing name the case ("resnet18 on gles-compute").
+void PrintTo(const ModelCase& c, std::ostream* os) {
+  *os << c.model << " on " << c.target;
+}
+
 std::string case_name(const testing::TestParamInfo<ModelCase>& info) {
   std::string name = info.param.model + "_" + info.param.target;
   std::replace(name.begin(), name.end(), '-', '_');
