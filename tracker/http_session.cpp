@@ -5,9 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
-#include <array>
 #include <cctype>
 
 #include "tracker/agent_page.hpp"
