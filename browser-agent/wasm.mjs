@@ -20,10 +20,10 @@
 import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, refuseScratch, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 import { deviceClassKey, platformDevice } from './device_class.mjs';
-import { MAX_THREADS, WasmKernel, defaultWorkerFactory, hasSimd, hasThreads, startWorkers } from '../runtime/wasm.mjs';
+import { MAX_THREADS, WasmKernel, defaultWorkerFactory, hasRelaxedSimd, hasSimd, hasThreads, startWorkers } from '../runtime/wasm.mjs';
 
 // The runner's pieces, for the agent's tests and tools.
-export { CONTROL, PAGE_BYTES, MAX_THREADS, createMemory, decodeBase64, hasSimd, hasThreads, memoryPlan, writeFloats } from '../runtime/wasm.mjs';
+export { CONTROL, PAGE_BYTES, MAX_THREADS, createMemory, decodeBase64, hasRelaxedSimd, hasSimd, hasThreads, memoryPlan, writeFloats } from '../runtime/wasm.mjs';
 
 /**
  * Tier-up warm-up (Trial.warmUp): V8 first runs a new module's functions as baseline code
@@ -80,6 +80,8 @@ export class WasmExecutor {
     const cores = (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1;
     const cap = Number(options.max_threads) > 0 ? Number(options.max_threads) : MAX_THREADS;
     this.maxThreads = this.threads ? Math.max(1, Math.min(cores, MAX_THREADS, cap)) : 1;
+    // The fma knob's kernels need relaxed SIMD; `relaxed_simd: false` hides it (tests).
+    this.relaxedSimd = options.relaxed_simd === false ? false : hasRelaxedSimd();
     this.spin = options.wasm_spin !== undefined ? Number(options.wasm_spin) : undefined;
     this.pool = [];
   }
@@ -96,8 +98,8 @@ export class WasmExecutor {
   device() {
     return {
       platform: 'wasm',
-      features: this.threads ? ['simd128', 'threads'] : ['simd128'],
-      limits: { max_threads: this.maxThreads },
+      features: ['simd128', ...(this.threads ? ['threads'] : []), ...(this.relaxedSimd ? ['relaxed_simd'] : [])],
+      limits: { max_threads: this.maxThreads, relaxed_simd: this.relaxedSimd },
       hardware_concurrency: (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 0,
       user_agent: typeof navigator !== 'undefined' ? navigator.userAgent : '',
       cross_origin_isolated: typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated,

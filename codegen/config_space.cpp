@@ -159,6 +159,7 @@ bj::object DeviceLimits::to_json() const {
                      bj::array{max_workgroup_size_x, max_workgroup_size_y, max_workgroup_size_z}},
                     {"max_shared_memory_bytes", max_shared_memory_bytes},
                     {"max_threads", max_threads},
+                    {"relaxed_simd", relaxed_simd},
                     {"max_varying_vectors", max_varying_vectors},
                     {"max_feedback_components", max_feedback_components}};
 }
@@ -180,6 +181,10 @@ DeviceLimits DeviceLimits::from_json(const bj::value& value) {
   d.max_shared_memory_bytes =
       json::get_int_or(o, "max_shared_memory_bytes", d.max_shared_memory_bytes);
   d.max_threads = json::get_int_or(o, "max_threads", d.max_threads);
+  if (const bj::value* relaxed = o.if_contains("relaxed_simd")) {
+    if (!relaxed->is_bool()) throw std::invalid_argument("'relaxed_simd' must be true or false");
+    d.relaxed_simd = relaxed->get_bool();
+  }
   d.max_varying_vectors = json::get_int_or(o, "max_varying_vectors", d.max_varying_vectors);
   d.max_feedback_components =
       json::get_int_or(o, "max_feedback_components", d.max_feedback_components);

@@ -165,10 +165,12 @@ static std::array<int64_t, 3> triple_from(const bj::object& o, std::string_view 
 }
 
 bj::object WasmModuleInfo::to_json() const {
-  return bj::object{{"threads", threads},
-                    {"memory_pages", memory_pages},
-                    {"offsets", json::to_array(offsets)},
-                    {"simd", simd}};
+  bj::object o{{"threads", threads},
+               {"memory_pages", memory_pages},
+               {"offsets", json::to_array(offsets)},
+               {"simd", simd}};
+  if (relaxed_simd) o["relaxed_simd"] = true;
+  return o;
 }
 
 WasmModuleInfo WasmModuleInfo::from_json(const bj::value& value) {
@@ -183,6 +185,10 @@ WasmModuleInfo WasmModuleInfo::from_json(const bj::value& value) {
   const bj::value& simd = json::field(o, "simd");
   if (!simd.is_bool()) throw std::invalid_argument("wasm: 'simd' must be true or false");
   w.simd = simd.get_bool();
+  if (const bj::value* relaxed = o.if_contains("relaxed_simd")) {
+    if (!relaxed->is_bool()) throw std::invalid_argument("wasm: 'relaxed_simd' must be true or false");
+    w.relaxed_simd = relaxed->get_bool();
+  }
   // 65536 pages = 4 GiB, all that wasm32 addresses.
   if (w.threads < 1 || w.threads > 64) throw std::invalid_argument("wasm: threads must be 1..64");
   if (w.memory_pages < 1 || w.memory_pages > 65536)

@@ -13,7 +13,9 @@
 /// for MR·NR multiply-adds: the arithmetic intensity that register blocking buys (Goto and van
 /// de Geijn, "Anatomy of High-Performance Matrix Multiplication", TOMS 2008). With SIMD128 the
 /// NR columns are NR/4 f32x4 vectors: a_i is splat, b_j loaded as v128, acc += a·b (mul then
-/// add: wasm SIMD has no fused multiply-add), as XNNPACK's wasmsimd GEMM micro-kernels do.
+/// add, as XNNPACK's wasmsimd GEMM micro-kernels do: SIMD128 has no fused multiply-add; or, with
+/// the fma knob, one f32x4.relaxed_madd of relaxed SIMD, which V8 lowers to vfmadd231ps where
+/// the CPU has FMA3: one instruction per 4 multiply-adds instead of two).
 ///
 /// Threads: the column blocks (ceil(N/NR) of them) are split statically, thread tid owning
 /// [tid·nb/T, (tid+1)·nb/T), so each thread packs or gathers only its own B panel and no
@@ -38,6 +40,11 @@
 ///    writes this packed panel, so for im2col pack_b must be 1; a 1×1 stride-1 unpadded conv2d
 ///    reads X_b as B_b directly (pack_b 0) or packs it (pack_b 1).
 ///  - threads {1, 2, 4, 8}: run(tid) calls per execution (static column split above).
+///  - fma {0, 1} (both kernels, defined last and allowed absent: records from before it read as
+///    fma 0 with their old indices): f32x4.relaxed_madd instead of mul then add. Relaxed SIMD
+///    may fuse or not (the spec lets the engine choose), so results differ from mul + add in
+///    the last bit at most per step, inside the reference's tolerance. Needs simd, and the
+///    device limit relaxed_simd (the tab validates f32x4.relaxed_madd: Chromium ≥ 114).
 ///
 /// ## Constraints
 ///  - simd needs nr % 4 == 0; scalar needs nr ≤ 8.
@@ -126,6 +133,14 @@ int64_t knob_int(const ConfigEntity& e, const std::string& name) {
   }
 }
 
+/// A knob added after records were made (ConfigSpace::allow_absent): `fallback`, the behaviour
+/// from before it, where the entity has no such knob.
+int64_t knob_int_or(const ConfigEntity& e, const std::string& name, int64_t fallback) {
+  for (const Knob& knob : e.knobs())
+    if (knob.name == name) return knob_int(e, name);
+  return fallback;
+}
+
 /// Lays out memory: every input in input order, then the output, each 64-byte aligned with
 /// kSlack bytes after it, then `threads` scratch slices of `scratch_per_thread` bytes.
 void lay_out(const Workload& wl, int64_t scratch_per_thread, WasmPlan& p) {
@@ -155,6 +170,7 @@ WasmPlan decode_depthwise(const Workload& wl, const ConfigEntity& e) {
   p.simd = knob_int(e, "simd") != 0;
   p.unroll_rs = knob_int(e, "unroll_rs") != 0;
   p.threads = static_cast<int>(knob_int(e, "threads"));
+  p.fma = knob_int_or(e, "fma", 0) != 0;
   if (p.tile_c < 1 || p.tile_h < 1 || p.tile_w < 1 || p.threads < 1)
     refuse("tile_c, tile_h, tile_w and threads must be at least 1");
   // The padded plane covers every whole micro-tile: (tiles·tile − 1)·stride + R rows.
@@ -193,6 +209,7 @@ WasmPlan decode(const Workload& wl, const ConfigEntity& e) {
   }
   p.pack_b = knob_int(e, "pack_b") != 0;
   p.threads = static_cast<int>(knob_int(e, "threads"));
+  p.fma = knob_int_or(e, "fma", 0) != 0;
   if (p.mr < 1 || p.nr < 1 || p.unroll_k < 1 || p.threads < 1)
     refuse("mr, nr, unroll_k and threads must be at least 1");
   // cols_outer packs one column block at a time, rows_outer all of the thread's blocks first.
@@ -211,6 +228,7 @@ struct Rule {
 const Rule kRules[] = {
     {"simd needs nr to be a multiple of 4; scalar needs nr <= 8",
      [](const WasmPlan& p) { return p.simd ? p.nr % 4 == 0 : p.nr <= 8; }},
+    {"fma (f32x4.relaxed_madd) needs simd", [](const WasmPlan& p) { return !p.fma || p.simd; }},
     {"accumulators: mr*nr/4 <= 24 vectors with simd, mr*nr <= 32 scalars without",
      [](const WasmPlan& p) {
        return p.simd ? p.mr * p.nr / 4 <= kMaxSimdAccumulators
@@ -232,6 +250,7 @@ const Rule kRules[] = {
 const Rule kDepthwiseRules[] = {
     {"simd needs tile_w to be a multiple of 4; scalar needs tile_w <= 8",
      [](const WasmPlan& p) { return p.simd ? p.tile_w % 4 == 0 : p.tile_w <= 8; }},
+    {"fma (f32x4.relaxed_madd) needs simd", [](const WasmPlan& p) { return !p.fma || p.simd; }},
     {"accumulators: tile_h*tile_w/4 <= 24 vectors with simd, tile_h*tile_w <= 32 scalars "
      "without",
      [](const WasmPlan& p) {
@@ -278,6 +297,7 @@ WasmKernelSpec to_spec(const Workload& wl, const WasmPlan& p) {
   s.c_offset = p.output_offset();
   s.threads = p.threads;
   s.simd = p.simd;
+  s.fma = p.fma;
   s.scratch_offset = p.scratch_offset;
   s.scratch_bytes_per_thread = p.scratch_bytes_per_thread;
   s.memory_pages = p.memory_pages;
@@ -326,6 +346,17 @@ WasmPlan wasm_plan(const Workload& workload, const ConfigEntity& entity) {
   return p;
 }
 
+namespace {
+
+/// The fma knob, added after records were made: defined last and allowed absent, so every
+/// older record reads as fma 0 (mul then add, the kernels from before) with its old index.
+void define_fma_knob(ConfigSpace& space) {
+  space.define_knob("fma", std::vector<int64_t>{0, 1});
+  space.allow_absent("fma");
+}
+
+}  // namespace
+
 std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
   workload.validate();
   const Workload wl = workload;
@@ -348,6 +379,7 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
     space->define_knob("simd", std::vector<int64_t>{0, 1});
     space->define_knob("unroll_rs", std::vector<int64_t>{0, 1});
     space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
+    define_fma_knob(*space);
     add_rules(kDepthwiseRules);
     space->add_constraint(kDepthwiseTileRule, [wl](const ConfigEntity& e) {
       try {
@@ -364,6 +396,7 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
     space->define_knob("order", kOrders);
     space->define_knob("pack_b", std::vector<int64_t>{0, 1});
     space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
+    define_fma_knob(*space);
     add_rules(kRules);
   } else {
     throw std::invalid_argument("no wasm template for " + std::string(op_name(workload.op)));
@@ -371,6 +404,10 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
   space->add_device_limit("threads <= max_threads",
                           [](const ConfigEntity& e, const DeviceLimits& d) {
                             return e.get_int("threads") <= d.max_threads;
+                          });
+  space->add_device_limit("fma needs relaxed SIMD (relaxed_simd)",
+                          [](const ConfigEntity& e, const DeviceLimits& d) {
+                            return e.get_int("fma") == 0 || d.relaxed_simd;
                           });
   return space;
 }
@@ -397,6 +434,7 @@ KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
   artifact.wasm.memory_pages = p.memory_pages;
   artifact.wasm.offsets.assign(p.offsets.begin(), p.offsets.end());
   artifact.wasm.simd = p.simd;
+  artifact.wasm.relaxed_simd = p.fma;
 #ifdef WEBTUNE_HAVE_LLVM
   const WasmBuildResult built = build_wasm_module(to_spec(workload, p));
   if (built.module.empty()) throw MeasureError(MeasureErrorNo::kCompileHost, built.error);

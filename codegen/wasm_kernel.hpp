@@ -48,6 +48,9 @@ struct WasmKernelSpec {
   // GEMM schedule.
   int mr = 1, nr = 1, unroll_k = 1;
   bool simd = false, cols_outer = false, pack_b = false;
+  /// acc += a·b as llvm.wasm.fma (LLVM 15's name; it emits f32x4.relaxed_madd, opcode 0xfd
+  /// 0x105, computing a·b + c as the final relaxed-SIMD spec has it); needs simd. Both kernels.
+  bool fma = false;
   int threads = 1;
   int64_t scratch_offset = 0, scratch_bytes_per_thread = 0;
   // Depthwise schedule: planes per task, output micro-tile rows × cols, R·S fully unrolled;
@@ -70,7 +73,7 @@ struct WasmBuildResult {
 };
 
 /// Builds the IR for `spec`, optimizes it at O3 (new pass manager), emits a wasm32 object
-/// (+simd128 with simd; +atomics,+bulk-memory with threads > 1) and links it with lld in process
+/// (+simd128 with simd, +relaxed-simd with fma; +atomics,+bulk-memory with threads > 1) and links it with lld in process
 /// (serialized by a mutex: lld 15 keeps global state). Never throws; failures come back in
 /// `error`. Defined only when webtune is built with LLVM.
 WasmBuildResult build_wasm_module(const WasmKernelSpec& spec);

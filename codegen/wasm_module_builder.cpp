@@ -19,7 +19,7 @@
 ///         for kk in 0 .. K step unroll_k:  (unroll_k copies of)
 ///           a_i = A[min(i0+i, M−1)][kk]           (splat to f32x4 with simd)
 ///           b_j = B row kk, columns j·w .. j·w+w  (v128 load with simd: panel or B_b itself)
-///           acc[i][j] += a_i · b_j               (mul then add: wasm SIMD has no FMA)
+///           acc[i][j] += a_i · b_j               (mul then add; one relaxed_madd with fma)
 ///         C_b[i0+i][col0 + ..] = acc             (rows ≥ M and columns ≥ N skipped)
 ///
 /// Accumulators are SSA values carried by phi nodes across the K loop, so they become wasm
@@ -37,6 +37,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsWebAssembly.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -165,6 +166,16 @@ class KernelWriter {
   }
 
   Value* c(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+  /// acc + a·b: one f32x4.relaxed_madd with fma (a fused multiply-add where the engine has one:
+  /// V8 on x86-64 with FMA3, on ARM64), else mul then add (an f32 or f32x4 pair, what SIMD128
+  /// alone has; XNNPACK's wasmsimd kernels do the same).
+  Value* madd(Value* a, Value* b, Value* acc) {
+    if (s_.fma && a->getType() == v4_) {
+      llvm::Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::wasm_fma, {v4_});
+      return b_.CreateCall(fma, {a, b, acc});
+    }
+    return b_.CreateFAdd(acc, b_.CreateFMul(a, b));
+  }
   Value* addr(Value* byte_offset) { return b_.CreateIntToPtr(byte_offset, ptr_); }
   Value* at(Value* base, Value* index) { return b_.CreateInBoundsGEP(f32_, base, index); }
   Value* load_f32(Value* base, Value* index) {
@@ -365,7 +376,7 @@ class KernelWriter {
                                           static_cast<uint64_t>(l));
           }
           Value*& slot = acc[static_cast<size_t>(i * nv + j)];
-          slot = b_.CreateFAdd(slot, b_.CreateFMul(in, wv));
+          slot = madd(in, wv, slot);
         }
       }
     };
@@ -571,7 +582,7 @@ class KernelWriter {
         if (s_.simd) av = b_.CreateVectorSplat(4, av);
         for (int j = 0; j < nv; ++j) {
           Value*& slot = acc[static_cast<size_t>(i * nv + j)];
-          slot = b_.CreateFAdd(slot, b_.CreateFMul(av, bv[j]));
+          slot = madd(av, bv[j], slot);
         }
       }
     };
@@ -684,6 +695,7 @@ bool compile_object(const WasmKernelSpec& spec, std::string* object, std::string
     return false;
   }
   std::string features = spec.simd ? "+simd128" : "";
+  if (spec.simd && spec.fma) features += ",+relaxed-simd";
   if (spec.threads > 1)
     features += std::string(features.empty() ? "" : ",") + "+atomics,+bulk-memory";
   llvm::TargetOptions options;

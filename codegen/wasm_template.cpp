@@ -43,8 +43,9 @@ class WasmTemplate final : public Template {
       // one by one) and the weight, per R·S step.
       const double lanes = p.simd && workload.stride == 1 ? 4.0 : 1.0;
       f[4] = log2p1(4.0 * rs * (1.0 / lanes + 1.0 / tile));
-      // Instructions of one R·S step (loads, mul + add per accumulator), times R·S if unrolled.
-      f[5] = log2f_of((3.0 * vectors + 1.0) * (p.unroll_rs ? rs : 1.0));
+      // Instructions of one R·S step (loads, mul + add per accumulator, or one relaxed_madd
+      // with fma), times R·S if unrolled.
+      f[5] = log2f_of(((p.fma ? 2.0 : 3.0) * vectors + 1.0) * (p.unroll_rs ? rs : 1.0));
       f[6] = f[7] = f[8] = 1.0f;
       return f;
     }
@@ -56,8 +57,9 @@ class WasmTemplate final : public Template {
     f[3] = log2p1(static_cast<double>(p.scratch_bytes_per_thread));       // packed panel
     // A register tile of MR × NR loads MR + NR values per K step for MR·NR outputs.
     f[4] = log2p1(4.0 * static_cast<double>(p.k) * (1.0 / p.mr + 1.0 / p.nr));
-    // Instructions in the K loop body: loads, splats, mul + add per accumulator, times unroll.
-    f[5] = log2f_of((2.0 * vectors + p.mr + p.nr) * p.unroll_k);
+    // Instructions in the K loop body: loads, splats, mul + add per accumulator (one
+    // relaxed_madd with fma), times unroll.
+    f[5] = log2f_of(((p.fma ? 1.0 : 2.0) * vectors + p.mr + p.nr) * p.unroll_k);
     f[6] = f[7] = f[8] = 1.0f;  // plain row-major floats
     return f;
   }

@@ -47,6 +47,25 @@ const SIMD_PROBE = new Uint8Array([
   0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0b,
 ]);
 
+// (module (func (result v128) (f32x4.relaxed_madd (v128.const 0) (v128.const 0) (v128.const 0)))):
+// validates only where relaxed SIMD exists (opcode 0xfd 0x105, the final relaxed-SIMD spec's).
+const RELAXED_SIMD_PROBE = (() => {
+  const v128Zero = [0xfd, 0x0c, ...new Array(16).fill(0)];
+  const body = [0x00, ...v128Zero, ...v128Zero, ...v128Zero, 0xfd, 0x85, 0x02, 0x0b];
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b,
+    0x03, 0x02, 0x01, 0x00, 0x0a, body.length + 2, 0x01, body.length, ...body,
+  ]);
+})();
+
+/**
+ * True when this engine validates relaxed SIMD (f32x4.relaxed_madd): Chromium ≥ 114 and
+ * Firefox ≥ 120 by default; Node 20 only with --experimental-wasm-relaxed-simd.
+ */
+export function hasRelaxedSimd() {
+  return typeof WebAssembly === 'object' && WebAssembly.validate(RELAXED_SIMD_PROBE);
+}
+
 /** True when this engine validates SIMD128 modules. */
 export function hasSimd() {
   return typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
@@ -101,7 +120,10 @@ export function memoryPlan(wasm, sizes) {
       bad(`the ${name} (${counts[i]} floats at byte ${at}) ends past the memory's ${pages} pages (${end} bytes)`);
     }
   });
-  return { threads, pages, offsets: offsets.slice(), outputOffset: offsets[offsets.length - 1], simd: Boolean(wasm.simd) };
+  return {
+    threads, pages, offsets: offsets.slice(), outputOffset: offsets[offsets.length - 1],
+    simd: Boolean(wasm.simd), relaxedSimd: Boolean(wasm.relaxed_simd),
+  };
 }
 
 /** The ABI's memory: P pages, initial = maximum, shared iff T > 1. */
@@ -226,6 +248,9 @@ export class WasmKernel {
     const bytes = decodeBase64(this.artifact.source);
     if (this.plan.simd && !hasSimd()) {
       throw new MeasureError(ErrorNo.COMPILE_DEVICE, 'the module uses SIMD128, which this browser does not validate');
+    }
+    if (this.plan.relaxedSimd && !hasRelaxedSimd()) {
+      throw new MeasureError(ErrorNo.COMPILE_DEVICE, 'the module uses relaxed SIMD (f32x4.relaxed_madd, the fma knob), which this browser does not validate');
     }
     // A SIMD module that does not validate says so first; compile() then gives the engine's reason.
     const what = this.plan.simd && !WebAssembly.validate(bytes) ? 'the SIMD128 module does not validate: ' : '';

@@ -54,7 +54,7 @@ TEST(WasmEmitter, TargetNamesAndTuneTarget) {
 TEST(WasmEmitter, SpaceSizesAndConstraints) {
   const Task task = Task::create(Workload::dense(64, 64, 64), Target::kWasm, threads_limit(8));
   const ConfigSpace& space = *task.space;
-  EXPECT_EQ(space.raw_size(), 5 * 7 * 4 * 2 * 2 * 2 * 4);
+  EXPECT_EQ(space.raw_size(), 5 * 7 * 4 * 2 * 2 * 2 * 4 * 2);  // ... threads, fma
   const std::vector<int64_t>& valid = space.valid_indices();
   ASSERT_FALSE(valid.empty());
   EXPECT_LT(static_cast<int64_t>(valid.size()), space.raw_size());
@@ -103,7 +103,7 @@ TEST(WasmEmitter, UnrollNeedNotDivideK) {
 TEST(WasmEmitter, DepthwiseSpaceAndPlan) {
   const Workload wl = Workload::depthwise_conv2d(1, 6, 9, 9, 3, 2, 1);  // 5×5 outputs, 6 planes
   const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
-  EXPECT_EQ(task.space->raw_size(), 4 * 3 * 5 * 2 * 2 * 4);
+  EXPECT_EQ(task.space->raw_size(), 4 * 3 * 5 * 2 * 2 * 4 * 2);  // ... threads, fma
   std::set<int64_t> tile_w, threads;
   bool has_simd_unrolled = false;
   for (int64_t index : task.space->valid_indices()) {
@@ -304,6 +304,45 @@ std::vector<float> read_floats(const fs::path& path) {
   return values;
 }
 
+/// `node`, with relaxed SIMD switched on where this Node needs the flag for it (Node 20: V8
+/// 11.3 ships it behind --experimental-wasm-relaxed-simd; later Nodes have it on by default and
+/// may not know the flag).
+std::string node_command() {
+  static const std::string command =
+      std::system("node --experimental-wasm-relaxed-simd -e 0 > /dev/null 2>&1") == 0
+          ? "node --experimental-wasm-relaxed-simd"
+          : "node";
+  return command;
+}
+
+/// Standard base64 (the artifact's source) back to bytes.
+std::string base64_decode(const std::string& text) {
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char ch : text) {
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char* at = ch == '\0' ? nullptr : std::strchr(alphabet, ch);
+    if (at == nullptr) continue;  // '=' padding
+    bits = (bits << 6) | static_cast<uint32_t>(at - alphabet);
+    if ((count += 6) >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xff));
+    }
+  }
+  return out;
+}
+
+/// How many f32x4.relaxed_madd instructions (0xfd, LEB128 0x105 = 0x85 0x02) a module holds;
+/// the byte triple cannot occur inside another SIMD instruction's LEB128 opcode.
+int relaxed_madd_count(const KernelArtifact& artifact) {
+  const std::string bytes = base64_decode(artifact.source);
+  int found = 0;
+  for (size_t i = 0; i + 2 < bytes.size(); ++i)
+    if (bytes.compare(i, 3, "\xfd\x85\x02") == 0) ++found;
+  return found;
+}
+
 class WasmModules : public ::testing::Test {
  public:
   void SetUp() override {
@@ -325,7 +364,7 @@ class WasmModules : public ::testing::Test {
                          int repeat = 0, double* seconds = nullptr) {
     std::ofstream(dir_ / "artifact.json") << boost::json::serialize(artifact.to_json());
     fs::remove(dir_ / "out.bin");
-    std::string cmd = "node '" WEBTUNE_SOURCE_DIR "/tests/run_wasm_artifact.mjs' '" +
+    std::string cmd = node_command() + " '" WEBTUNE_SOURCE_DIR "/tests/run_wasm_artifact.mjs' '" +
                       (dir_ / "artifact.json").string() + "' '" + (dir_ / "out.bin").string() + "'";
     const std::vector<std::vector<float>> inputs = seeded_inputs(wl, seed);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -505,11 +544,102 @@ TEST_F(WasmModules, RelinksManyTimesInOneProcess) {
   check(task, configs.back());
 }
 
+DeviceLimits relaxed_limit() {
+  DeviceLimits d = threads_limit(8);
+  d.relaxed_simd = true;
+  return d;
+}
+
+TEST(WasmEmitter, FmaNeedsSimdAndARelaxedSimdDevice) {
+  for (const Workload& wl : {Workload::dense(64, 64, 64), Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1),
+                             Workload::depthwise_conv2d(1, 8, 10, 10, 3, 1, 1)}) {
+    const Task plain = Task::create(wl, Target::kWasm, threads_limit(8));
+    const Task relaxed = Task::create(wl, Target::kWasm, relaxed_limit());
+    int64_t fma_plain = 0, fma_relaxed = 0, fma_scalar = 0;
+    for (int64_t i : plain.space->valid_indices()) fma_plain += plain.space->get(i).get_int("fma");
+    for (int64_t i : relaxed.space->valid_indices()) {
+      const ConfigEntity e = relaxed.space->get(i);
+      fma_relaxed += e.get_int("fma");
+      if (e.get_int("fma") == 1 && e.get_int("simd") == 0) ++fma_scalar;
+    }
+    EXPECT_EQ(fma_plain, 0) << wl.key() << ": a device without relaxed SIMD is offered fma";
+    EXPECT_GT(fma_relaxed, 0) << wl.key();
+    EXPECT_EQ(fma_scalar, 0) << wl.key() << ": fma without simd";
+    // Half of the relaxed device's space: every valid simd config twice.
+    EXPECT_EQ(static_cast<int64_t>(relaxed.space->valid_indices().size()),
+              static_cast<int64_t>(plain.space->valid_indices().size()) + fma_relaxed)
+        << wl.key();
+    // A record from before the knob (no "fma") reads as fma 0 with its old index.
+    const ConfigEntity old = plain.space->get(plain.space->valid_indices().back());
+    boost::json::object json = old.to_json();
+    boost::json::array entity;
+    for (const boost::json::value& knob : json.at("entity").as_array())
+      if (knob.as_array().at(0).as_string() != "fma") entity.push_back(knob);
+    json["entity"] = entity;
+    const ConfigEntity read = relaxed.space->from_json(json);
+    EXPECT_EQ(read.index(), old.index());
+    EXPECT_EQ(read.get_int("fma"), 0);
+  }
+  // The limit travels in the device's JSON (a boolean; absent: false).
+  EXPECT_TRUE(DeviceLimits::from_json(relaxed_limit().to_json()).relaxed_simd);
+  EXPECT_FALSE(DeviceLimits::from_json(boost::json::object{}).relaxed_simd);
+  EXPECT_THROW(DeviceLimits::from_json(boost::json::parse(R"({"relaxed_simd":1})")),
+               std::invalid_argument);
+  // fma without simd is refused with the rule's words.
+  const Task dense = Task::create(Workload::dense(64, 64, 64), Target::kWasm, relaxed_limit());
+  const ConfigEntity scalar_fma = dense.space->from_json(boost::json::parse(
+      R"({"entity":[["mr","ot",4],["nr","ot",8],["unroll_k","ot",1],["simd","ot",0],)"
+      R"(["order","ot","rows_outer"],["pack_b","ot",0],["threads","ot",1],["fma","ot",1]]})"));
+  try {
+    wasm_plan(dense.workload, scalar_fma);
+    ADD_FAILURE() << "fma without simd was accepted";
+  } catch (const MeasureError& e) {
+    EXPECT_NE(std::string(e.what()).find("fma (f32x4.relaxed_madd) needs simd"), std::string::npos)
+        << e.what();
+  }
+}
+
+// fma 1 builds relaxed_madd into the inner loop (and says so in the artifact), fma 0 does not;
+// both match the reference over random configs of every kernel and epilogue kind.
+TEST_F(WasmModules, FmaConfigsMatchTheReference) {
+  const std::vector<Workload> workloads = {
+      with(Workload::dense(33, 50, 17), kBiasHardSwishResidual),
+      with(Workload::conv2d(1, 3, 14, 14, 10, 3, 2, 1), kBiasResidualRelu),
+      with(Workload::conv2d(2, 8, 6, 6, 8, 1, 1, 0), kBiasClip),
+      with(Workload::depthwise_conv2d(1, 24, 13, 13, 3, 1, 1), kBiasClip),
+      with(Workload::depthwise_conv2d(1, 36, 13, 13, 3, 2, 1), kBiasRelu)};
+  uint64_t seed = 40;
+  for (const Workload& wl : workloads) {
+    const Task task = Task::create(wl, Target::kWasm, relaxed_limit());
+    std::mt19937_64 rng(seed++);
+    int checked = 0;
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, 64)) {
+      if (e.get_int("fma") != 1) continue;
+      const KernelArtifact artifact = task.build(e);
+      EXPECT_TRUE(artifact.wasm.relaxed_simd) << e.to_string();
+      EXPECT_TRUE(artifact.to_json().at("wasm").as_object().at("relaxed_simd").as_bool());
+      EXPECT_GT(relaxed_madd_count(artifact), 0) << e.to_string();
+      // The same config without fma: no relaxed SIMD at all.
+      std::vector<int> choices = e.choices();
+      choices.back() = 0;  // fma is the last knob
+      const KernelArtifact plain = task.build(task.space->from_choices(choices));
+      EXPECT_FALSE(plain.wasm.relaxed_simd);
+      EXPECT_EQ(relaxed_madd_count(plain), 0) << e.to_string();
+      EXPECT_FALSE(plain.to_json().at("wasm").as_object().contains("relaxed_simd"));
+      check(task, e);
+      if (++checked == 6) break;
+    }
+    EXPECT_EQ(checked, 6) << wl.key() << ": too few fma configs sampled";
+  }
+}
+
 /// Prints GFLOP/s under node (fastest of 8 executions) of a few configs of `wl`, single thread
 /// (run(0) only). Not a timed assertion: the machines are shared and noisy.
 void print_speeds(WasmModules& fixture, const Workload& wl,
                   const std::vector<std::string>& knob_lists) {
-  const Task task = Task::create(wl, Target::kWasm, threads_limit(1));
+  DeviceLimits limits = threads_limit(1);
+  limits.relaxed_simd = true;  // the fma rows; node_command() switches relaxed SIMD on
+  const Task task = Task::create(wl, Target::kWasm, limits);
   for (const std::string& knobs : knob_lists) {
     const ConfigEntity e = task.space->from_json(
         boost::json::parse(R"({"entity":[)" + knobs + R"(,["threads","ot",1]]})"));
@@ -533,7 +663,10 @@ TEST_F(WasmModules, Dense512AndResnetSpeedUnderNode) {
   const std::vector<std::string> tiles = {
       knobs(4, 16, 4, 1, "cols_outer", 1), knobs(6, 8, 4, 1, "cols_outer", 1),
       knobs(4, 8, 4, 1, "cols_outer", 1), knobs(4, 24, 2, 1, "cols_outer", 1),
-      knobs(8, 8, 4, 1, "rows_outer", 1)};
+      knobs(8, 8, 4, 1, "rows_outer", 1),
+      // relaxed_madd instead of mul + add (where this Node has relaxed SIMD: node_command)
+      knobs(4, 16, 4, 1, "cols_outer", 1) + R"(,["fma","ot",1])",
+      knobs(6, 8, 4, 1, "cols_outer", 1) + R"(,["fma","ot",1])"};
   std::vector<std::string> dense = tiles;
   dense.insert(dense.begin(), knobs(1, 1, 1, 0, "rows_outer", 0));  // the default
   print_speeds(*this, Workload::dense(512, 512, 512), dense);

@@ -101,6 +101,10 @@ struct DeviceLimits {
   int64_t max_workgroup_size_x = 128, max_workgroup_size_y = 128, max_workgroup_size_z = 64;
   int64_t max_shared_memory_bytes = 16384;
   int64_t max_threads = 1;  ///< threads a wasm kernel may use (JSON "max_threads"; 1 if absent)
+  /// wasm: the engine validates relaxed SIMD's f32x4.relaxed_madd (JSON "relaxed_simd", a
+  /// boolean; false if absent). Chromium ≥ 114 has it on by default; Node 20 only behind
+  /// --experimental-wasm-relaxed-simd.
+  bool relaxed_simd = false;
   /// Vertex-stage (transform feedback) kernels: GL_MAX_VARYING_VECTORS and
   /// GL_MAX_TRANSFORM_FEEDBACK_INTERLEAVED_COMPONENTS; absent in JSON: the OpenGL ES 3.0
   /// minimums (15 and 64, ES 3.0 table 6.33).

@@ -94,6 +94,9 @@ struct WasmModuleInfo {
   /// aligned, inside P pages).
   std::vector<int64_t> offsets = {0, 0, 0};
   bool simd = false;  ///< the module uses SIMD128
+  /// The module uses relaxed SIMD (f32x4.relaxed_madd, the fma knob). JSON "relaxed_simd",
+  /// written only when true, so modules without it keep their JSON; false if absent.
+  bool relaxed_simd = false;
 
   boost::json::object to_json() const;
   /// Throws std::invalid_argument on a missing or out-of-range field.

@@ -61,6 +61,9 @@ struct WasmPlan {
   bool cols_outer = false;  ///< micro-tile loop order: column blocks outer (B panel stays hot)
   bool pack_b = false;      ///< copy (or gather) the thread's B columns into a contiguous panel
   int threads = 1;          ///< run(tid) calls; tid owns a static range of column blocks/tasks
+  /// acc += a·b as one f32x4.relaxed_madd (relaxed SIMD; fused on x86-64 with FMA3 and on
+  /// ARM64) instead of f32x4.mul then f32x4.add; needs simd and DeviceLimits::relaxed_simd.
+  bool fma = false;
   // Depthwise knobs and geometry.
   int tile_c = 1;          ///< planes (n, c) per task: the unit of the static thread split
   int tile_h = 1;          ///< output rows per micro-tile
