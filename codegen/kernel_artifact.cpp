@@ -170,6 +170,7 @@ bj::object WasmModuleInfo::to_json() const {
                {"offsets", json::to_array(offsets)},
                {"simd", simd}};
   if (relaxed_simd) o["relaxed_simd"] = true;
+  if (shared_memory) o["shared_memory"] = true;
   return o;
 }
 
@@ -186,8 +187,14 @@ WasmModuleInfo WasmModuleInfo::from_json(const bj::value& value) {
   if (!simd.is_bool()) throw std::invalid_argument("wasm: 'simd' must be true or false");
   w.simd = simd.get_bool();
   if (const bj::value* relaxed = o.if_contains("relaxed_simd")) {
-    if (!relaxed->is_bool()) throw std::invalid_argument("wasm: 'relaxed_simd' must be true or false");
+    if (!relaxed->is_bool())
+      throw std::invalid_argument("wasm: 'relaxed_simd' must be true or false");
     w.relaxed_simd = relaxed->get_bool();
+  }
+  if (const bj::value* shared = o.if_contains("shared_memory")) {
+    if (!shared->is_bool())
+      throw std::invalid_argument("wasm: 'shared_memory' must be true or false");
+    w.shared_memory = shared->get_bool();
   }
   // 65536 pages = 4 GiB, all that wasm32 addresses.
   if (w.threads < 1 || w.threads > 64) throw std::invalid_argument("wasm: threads must be 1..64");

@@ -108,8 +108,8 @@ namespace webtune {
 namespace {
 
 constexpr int64_t kPage = 65536;
-constexpr int64_t kFirstTensor = kPage;  // past the 4 KiB stack and __heap_base
-constexpr int64_t kSlack = 256;
+constexpr int64_t kFirstTensor = kWasmFirstTensorOffset;  // past the 4 KiB stack, __heap_base
+constexpr int64_t kSlack = kWasmTensorSlack;
 constexpr int64_t kMaxMemory = int64_t{1} << 30;
 constexpr int kMaxSimdAccumulators = 24;
 constexpr int kMaxScalarAccumulators = 32;
@@ -412,8 +412,10 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
   return space;
 }
 
-KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
-  const WasmPlan p = wasm_plan(workload, entity);
+namespace {
+
+/// The artifact of plan `p` (its offsets, pages and scratch as they are), built with LLVM.
+KernelArtifact emit_plan(const Workload& workload, const WasmPlan& p, bool shared_memory) {
   KernelArtifact artifact;
   artifact.target = Target::kWasm;
   for (int i = 0; i < workload.input_count(); ++i) {
@@ -435,8 +437,11 @@ KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
   artifact.wasm.offsets.assign(p.offsets.begin(), p.offsets.end());
   artifact.wasm.simd = p.simd;
   artifact.wasm.relaxed_simd = p.fma;
+  artifact.wasm.shared_memory = shared_memory && p.threads == 1;
 #ifdef WEBTUNE_HAVE_LLVM
-  const WasmBuildResult built = build_wasm_module(to_spec(workload, p));
+  WasmKernelSpec spec = to_spec(workload, p);
+  spec.shared_memory = shared_memory || p.threads > 1;
+  const WasmBuildResult built = build_wasm_module(spec);
   if (built.module.empty()) throw MeasureError(MeasureErrorNo::kCompileHost, built.error);
   artifact.source = base64_encode(built.module);
 #else
@@ -444,6 +449,50 @@ KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
   throw MeasureError(MeasureErrorNo::kCompileHost, "webtune was built without LLVM");
 #endif
   return artifact;
+}
+
+}  // namespace
+
+KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity) {
+  return emit_plan(workload, wasm_plan(workload, entity), false);
+}
+
+int64_t wasm_scratch_bytes(const Workload& workload, const ConfigEntity& entity) {
+  const WasmPlan p = wasm_plan(workload, entity);
+  return p.threads * p.scratch_bytes_per_thread + kSlack;
+}
+
+KernelArtifact emit_wasm_placed(const Workload& workload, const ConfigEntity& entity,
+                                const WasmPlacement& placement) {
+  WasmPlan p = wasm_plan(workload, entity);
+  const int64_t end = placement.memory_pages * kPage;
+  if (placement.memory_pages < 1 || end > kMaxMemory)
+    refuse("placement: " + std::to_string(placement.memory_pages) +
+           " pages is outside 1 page .. 1 GiB");
+  if (placement.offsets.size() != p.offsets.size())
+    refuse("placement: " + std::to_string(placement.offsets.size()) + " offsets for " +
+           std::to_string(p.offsets.size()) + " tensors (every input, then the output)");
+  for (size_t i = 0; i < placement.offsets.size(); ++i) {
+    const int64_t at = placement.offsets[i];
+    const int input = static_cast<int>(i);
+    const int64_t bytes =
+        (input < workload.input_count() ? workload.input_size(input) : workload.output_size()) * 4;
+    if (at < kFirstTensor || at % 64 != 0 || at + bytes + kSlack > end)
+      refuse("placement: tensor " + std::to_string(i) + " at byte " + std::to_string(at) + " (" +
+             std::to_string(bytes) + " bytes and " + std::to_string(kSlack) +
+             " of slack) is not 64-byte aligned past 64 KiB inside the " + std::to_string(end) +
+             " bytes of memory");
+  }
+  const int64_t scratch = p.threads * p.scratch_bytes_per_thread + kSlack;
+  if (placement.scratch_offset < kFirstTensor || placement.scratch_offset % 64 != 0 ||
+      placement.scratch_offset + scratch > end)
+    refuse("placement: the scratch (" + std::to_string(scratch) + " bytes at " +
+           std::to_string(placement.scratch_offset) +
+           ") is not 64-byte aligned past 64 KiB inside the memory");
+  p.offsets = placement.offsets;
+  p.scratch_offset = placement.scratch_offset;
+  p.memory_pages = placement.memory_pages;
+  return emit_plan(workload, p, placement.shared_memory);
 }
 
 ConfigEntity wasm_default(const ConfigSpace& space) {

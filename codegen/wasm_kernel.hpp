@@ -63,6 +63,9 @@ struct WasmKernelSpec {
   bool bias_per_row = false;  ///< conv2d: bias[row of C_b] (K_out); dense: bias[column]
   // Module.
   int64_t memory_pages = 1;
+  /// The imported memory is shared (linked --shared-memory, +atomics,+bulk-memory): threads > 1,
+  /// or a package's linear memory that some other kernel runs threads over.
+  bool shared_memory = false;
 };
 
 /// The result of build_wasm_module: the linked module, or an error message.
@@ -73,9 +76,9 @@ struct WasmBuildResult {
 };
 
 /// Builds the IR for `spec`, optimizes it at O3 (new pass manager), emits a wasm32 object
-/// (+simd128 with simd, +relaxed-simd with fma; +atomics,+bulk-memory with threads > 1) and links it with lld in process
-/// (serialized by a mutex: lld 15 keeps global state). Never throws; failures come back in
-/// `error`. Defined only when webtune is built with LLVM.
+/// (+simd128 with simd, +relaxed-simd with fma; +atomics,+bulk-memory with threads > 1) and links
+/// it with lld in process (serialized by a mutex: lld 15 keeps global state). Never throws;
+/// failures come back in `error`. Defined only when webtune is built with LLVM.
 WasmBuildResult build_wasm_module(const WasmKernelSpec& spec);
 
 }  // namespace webtune

@@ -171,7 +171,8 @@ class KernelWriter {
   /// alone has; XNNPACK's wasmsimd kernels do the same).
   Value* madd(Value* a, Value* b, Value* acc) {
     if (s_.fma && a->getType() == v4_) {
-      llvm::Function* fma = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::wasm_fma, {v4_});
+      llvm::Function* fma =
+          llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::wasm_fma, {v4_});
       return b_.CreateCall(fma, {a, b, acc});
     }
     return b_.CreateFAdd(acc, b_.CreateFMul(a, b));
@@ -696,7 +697,7 @@ bool compile_object(const WasmKernelSpec& spec, std::string* object, std::string
   }
   std::string features = spec.simd ? "+simd128" : "";
   if (spec.simd && spec.fma) features += ",+relaxed-simd";
-  if (spec.threads > 1)
+  if (spec.shared_memory || spec.threads > 1)
     features += std::string(features.empty() ? "" : ",") + "+atomics,+bulk-memory";
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> machine(
@@ -815,7 +816,7 @@ bool link_module(const WasmKernelSpec& spec, const std::string& object, std::str
                                    // The kernel keeps everything in locals; a small stack keeps
                                    // __heap_base far below the first tensor (64 KiB).
                                    "-z", "stack-size=4096", "--strip-all"};
-  if (spec.threads > 1) args.push_back("--shared-memory");
+  if (spec.shared_memory || spec.threads > 1) args.push_back("--shared-memory");
   std::string out_text, err_text;
   llvm::raw_string_ostream out_os(out_text), err_os(err_text);
   bool ok;

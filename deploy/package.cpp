@@ -3,6 +3,7 @@
 /// reference checked so that a runtime can index by id without checking again.
 #include "deploy/package.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -234,6 +235,63 @@ std::string_view step_role_name(PackageStep::Role role) {
   return "?";
 }
 
+namespace {
+
+/// "wasm_memory", checked against the slots and weights already read: one offset per slot and
+/// per weight (−1: a weight not in the memory), each region 64-byte aligned past 64 KiB with
+/// 256 bytes of slack inside the pages, no two regions overlapping, the scratch past them all.
+WasmMemory wasm_memory_from(const bj::value& value, const Manifest& m) {
+  const bj::object& o = json::as_object(value, "'wasm_memory'");
+  WasmMemory w;
+  w.pages = json::get_int(o, "pages");
+  const bj::value& shared = json::field(o, "shared");
+  if (!shared.is_bool()) throw std::invalid_argument("'shared' must be true or false");
+  w.shared = shared.get_bool();
+  w.slot_offsets = json::get_int_array(o, "slot_offsets");
+  w.weight_offsets = json::get_int_array(o, "weight_offsets");
+  w.scratch_offset = json::get_int(o, "scratch_offset");
+  constexpr int64_t kFirst = 65536, kSlack = 256, kMaxPages = 16384;  // 1 GiB
+  if (w.pages < 1 || w.pages > kMaxPages)
+    throw std::invalid_argument("'pages' " + std::to_string(w.pages) + " is outside 1.." +
+                                std::to_string(kMaxPages));
+  if (w.slot_offsets.size() != m.slots.size())
+    throw std::invalid_argument("'slot_offsets' has " + std::to_string(w.slot_offsets.size()) +
+                                " offsets for " + std::to_string(m.slots.size()) + " slots");
+  if (w.weight_offsets.size() != m.weights.size())
+    throw std::invalid_argument("'weight_offsets' has " + std::to_string(w.weight_offsets.size()) +
+                                " offsets for " + std::to_string(m.weights.size()) + " weights");
+  const int64_t end = w.pages * 65536;
+  std::vector<std::pair<int64_t, int64_t>> regions;  // [begin, end + slack)
+  auto region = [&](const std::string& what, int64_t at, int64_t bytes) {
+    if (at < kFirst || at % 64 != 0 || at + bytes + kSlack > end)
+      throw std::invalid_argument(what + " at byte " + std::to_string(at) + " (" +
+                                  std::to_string(bytes) +
+                                  " bytes) is not 64-byte aligned past 64 KiB with 256 bytes of "
+                                  "slack inside the " +
+                                  std::to_string(end) + " bytes of memory");
+    regions.emplace_back(at, at + bytes + kSlack);
+  };
+  for (size_t i = 0; i < m.slots.size(); ++i)
+    region("slot " + std::to_string(i), w.slot_offsets[i], m.slots[i].bytes());
+  for (size_t i = 0; i < m.weights.size(); ++i)
+    if (w.weight_offsets[i] != -1)
+      region("weight " + std::to_string(i), w.weight_offsets[i], m.weights[i].floats * 4);
+  region("the scratch", w.scratch_offset, 0);
+  std::sort(regions.begin(), regions.end());
+  for (size_t i = 1; i < regions.size(); ++i)
+    if (regions[i].first < regions[i - 1].second)
+      throw std::invalid_argument("two regions overlap: bytes " +
+                                  std::to_string(regions[i - 1].first) + ".." +
+                                  std::to_string(regions[i - 1].second) + " and " +
+                                  std::to_string(regions[i].first) + "..");
+  for (const auto& [begin, stop] : regions)
+    if (begin > w.scratch_offset)
+      throw std::invalid_argument("the scratch must lie past every slot and weight");
+  return w;
+}
+
+}  // namespace
+
 bj::object Manifest::to_json() const {
   bj::object o{{"format", kPackageFormat}, {"version", kPackageVersion}};
   o["model"] = bj::object{{"name", model.name}, {"file", model.file}, {"sha256", model.sha256}};
@@ -299,6 +357,13 @@ bj::object Manifest::to_json() const {
   o["steps"] = std::move(steps_json);
   o["layout_transforms"] = layout_transforms;
   o["estimated_ms"] = estimated_ms ? bj::value(*estimated_ms) : bj::value(nullptr);
+  if (wasm_memory) {
+    o["wasm_memory"] = bj::object{{"pages", wasm_memory->pages},
+                                  {"shared", wasm_memory->shared},
+                                  {"slot_offsets", json::to_array(wasm_memory->slot_offsets)},
+                                  {"weight_offsets", json::to_array(wasm_memory->weight_offsets)},
+                                  {"scratch_offset", wasm_memory->scratch_offset}};
+  }
   return o;
 }
 
@@ -430,6 +495,8 @@ Manifest Manifest::from_json(const bj::value& value) {
       at("steps[" + std::to_string(i) + "]", [&] { m.steps.push_back(step_from_json(steps[i])); });
     m.layout_transforms = int_field(o, "layout_transforms");
     m.estimated_ms = optional_double(o, "estimated_ms");
+    if (const bj::value* w = o.if_contains("wasm_memory"); w && !w->is_null())
+      m.wasm_memory = at("wasm_memory", [&] { return wasm_memory_from(*w, m); });
 
     // References, now that every list is known.
     for (size_t i = 0; i < m.inputs.size(); ++i)

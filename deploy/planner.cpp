@@ -14,6 +14,7 @@
 #include "deploy/glue_kernels.hpp"
 #include "deploy/memory_plan.hpp"
 #include "deploy/record_selection.hpp"
+#include "deploy/wasm_memory.hpp"
 #include "deploy/weights.hpp"
 #include "graph/operators.hpp"
 #include "graph/task_extraction.hpp"
@@ -648,6 +649,8 @@ class Planner {
         }
     }
     if (known) m.estimated_ms = total;
+    // wasm: one linear memory for every kernel, each rebuilt at its tensors' offsets.
+    if (target_.kernel == Target::kWasm) place_wasm_memory(out_, limits_);
   }
 
   const graph::Graph& graph_;
@@ -764,6 +767,14 @@ std::string PlannedPackage::report() const {
       " without reuse)");
   add("weights: " + std::to_string(m.weights.size()) + " (" +
       bytes_text(static_cast<int64_t>(weights.size() * sizeof(float))) + " in weights.bin)");
+  if (m.wasm_memory) {
+    add("wasm linear memory: " + bytes_text(m.wasm_memory->pages * 65536) + " (" +
+        std::to_string(m.wasm_memory->pages) + " pages, " +
+        (m.wasm_memory->shared ? "shared" : "not shared") +
+        "): the slots, the weights kernels read, and " +
+        bytes_text(m.wasm_memory->pages * 65536 - m.wasm_memory->scratch_offset) +
+        " of scratch; no copies between steps");
+  }
   if (m.estimated_ms) {
     std::snprintf(line, sizeof line,
                   "estimated_ms: %.4f (sum over task steps of their record's mean cost)",

@@ -31,7 +31,7 @@ import { pack, unpack, unpackTensor } from './layout.mjs';
 import { OP_TYPES, runOp } from './ops.mjs';
 import { GLKernel, checkGl, contextInfo, createContext, createTexture, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
-import { CONTROL, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, startWorkers, writeFloats } from './wasm.mjs';
+import { CONTROL, PAGE_BYTES, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, startWorkers, storedTrap, writeFloats } from './wasm.mjs';
 
 /** The package format this runtime reads (manifest "format" and "version"). */
 export const FORMAT = 'webtune-package';
@@ -682,8 +682,12 @@ class GPUModel extends Model {
 
 // ---- WebAssembly (artifact target wasm) ----
 
+/** How long the page waits for a threaded kernel's helpers after its own share, in ms. */
+const HELPER_WAIT_MS = 30000;
+
 class WasmModel extends Model {
   async setUp() {
+    if (this.manifest.wasm_memory) return this.setUpLinear(this.manifest.wasm_memory);
     this.arrays = new Map();
     for (const slot of this.manifest.slots) {
       if (slot.kind !== 'array' && slot.kind !== 'buffer') bad(`slot ${slot.id} has kind '${slot.kind}'; a wasm package has array slots`);
@@ -697,12 +701,7 @@ class WasmModel extends Model {
       if (step.kind !== 'kernel') continue;
       try {
         if (!step.kernel) {
-          if (!step.op || typeof step.op.type !== 'string') bad(`step ${i} has neither a kernel nor an op`);
-          if (!OP_TYPES.includes(step.op.type)) {
-            throw new Error(`${step.op.type}: is not an operator the wasm runtime runs (it runs ${OP_TYPES.join(', ')})`);
-          }
-          step.inputs.forEach((input) => this.operand(input));
-          this.steps.set(i, { op: step.op });
+          this.setUpOp(i, step);
           continue;
         }
         const artifact = this.artifact(step);
@@ -735,19 +734,114 @@ class WasmModel extends Model {
   }
 
   /**
+   * A package with a linear memory (docs/package.md "wasm linear memory"): one memory that every
+   * kernel imports, the slots as views of it, the kernels' weights written into it once; each
+   * kernel was built with its tensors at their offsets, so steps copy nothing.
+   */
+  async setUpLinear(lm) {
+    const pages = lm.pages;
+    if (!Number.isInteger(pages) || pages < 1 || pages > 16384) bad(`wasm_memory.pages ${pages} is outside 1..16384`);
+    const slots = this.manifest.slots;
+    const weights = this.manifest.weights ?? [];
+    if (!Array.isArray(lm.slot_offsets) || lm.slot_offsets.length !== slots.length) bad(`wasm_memory.slot_offsets must give one offset per slot (${slots.length})`);
+    if (!Array.isArray(lm.weight_offsets) || lm.weight_offsets.length !== weights.length) bad(`wasm_memory.weight_offsets must give one offset per weight (${weights.length})`);
+    if (lm.shared && !hasThreads()) {
+      throw new MeasureError(ErrorNo.RUNTIME_DEVICE, 'the package\'s kernels use threads, which need a cross-origin isolated page (COOP same-origin, COEP require-corp)');
+    }
+    try {
+      this.memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: Boolean(lm.shared) });
+    } catch (e) {
+      throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate the package's ${pages} pages of linear memory: ${e.message}`);
+    }
+    const end = pages * PAGE_BYTES;
+    const view = (what, offset, floats) => {
+      if (!Number.isInteger(offset) || offset < 65536 || offset % 64 !== 0 || offset + floats * 4 > end) {
+        bad(`${what} (${floats} floats at byte ${offset}) does not lie 64-byte aligned inside the ${end} bytes of linear memory`);
+      }
+      return new Float32Array(this.memory.buffer, offset, floats);
+    };
+    this.arrays = new Map();
+    slots.forEach((slot, i) => {
+      if (slot.kind !== 'array' && slot.kind !== 'buffer') bad(`slot ${slot.id} has kind '${slot.kind}'; a wasm package has array slots`);
+      this.arrays.set(slot.id, view(`slot ${slot.id}`, lm.slot_offsets[i], slot.floats));
+    });
+    weights.forEach((w, i) => {
+      if (lm.weight_offsets[i] !== -1) view(`weight ${w.id}`, lm.weight_offsets[i], w.floats).set(this.weightFloats(this.weight(w.id)));
+    });
+    this.steps = new Map();
+    this.pool = [];
+    const byFile = new Map();  // steps of one placement share the kernel file, and its instance
+    const steps = this.manifest.steps;
+    for (let i = 0; i < steps.length; ++i) {
+      const step = steps[i];
+      if (step.kind !== 'kernel') continue;
+      try {
+        if (!step.kernel) {
+          this.setUpOp(i, step);
+          continue;
+        }
+        let kernel = byFile.get(step.kernel);
+        if (!kernel) {
+          const counts = step.inputs.map((input) => (input.weight !== undefined ? this.weight(input.weight).floats : product(this.values.get(input.value).shape)));
+          kernel = new WasmKernel(this.artifact(step), { inputs: counts, output: product(this.values.get(step.output).shape) });
+          if (kernel.plan.pages !== pages) bad(`kernel ${step.kernel} imports ${kernel.plan.pages} pages, the package's linear memory has ${pages}`);
+          if (kernel.plan.shared !== Boolean(lm.shared)) bad(`kernel ${step.kernel} ${kernel.plan.shared ? 'imports a shared memory' : 'imports an unshared memory'}; the package's linear memory is ${lm.shared ? 'shared' : 'not shared'}`);
+          await kernel.compile();
+          if (kernel.plan.threads === 1) await kernel.instantiateHere(this.memory);
+          else kernel.memory = this.memory;
+          byFile.set(step.kernel, kernel);
+        }
+        this.steps.set(i, { kernel });
+      } catch (e) {
+        throw new StepError(i, step, e);
+      }
+    }
+    this.linear = true;
+    await this.startPool();
+  }
+
+  /** An op step (no kernel file): the JavaScript operator of ops.mjs. */
+  setUpOp(i, step) {
+    if (!step.op || typeof step.op.type !== 'string') bad(`step ${i} has neither a kernel nor an op`);
+    if (!OP_TYPES.includes(step.op.type)) {
+      throw new Error(`${step.op.type}: is not an operator the wasm runtime runs (it runs ${OP_TYPES.join(', ')})`);
+    }
+    step.inputs.forEach((input) => this.operand(input));
+    this.steps.set(i, { op: step.op });
+  }
+
+  /**
    * One pool of workers for every threaded kernel (as many as the most threads a kernel uses):
    * each worker instantiates every threaded kernel over its shared memory ('add'), then the
    * helpers serve executions of whichever kernel the leader names (wasm_worker.mjs, shared
    * pools), so a package starts max T workers, not one set per kernel.
    */
   async startPool() {
-    const threaded = [...this.steps.entries()].filter(([, e]) => e.kernel && e.kernel.plan.threads > 1);
+    // Each threaded kernel once, keyed by the first step that runs it (steps of a linear-memory
+    // package share a kernel file when their tensors sit at the same offsets).
+    const threaded = [];
+    const keyOf = new Map();
+    for (const [i, entry] of this.steps) {
+      if (!entry.kernel || entry.kernel.plan.threads === 1) continue;
+      if (!keyOf.has(entry.kernel)) {
+        keyOf.set(entry.kernel, i);
+        threaded.push([i, entry]);
+      }
+      entry.key = keyOf.get(entry.kernel);
+    }
     if (!threaded.length) return;
     const size = Math.max(...threaded.map(([, e]) => e.kernel.plan.threads));
     this.factory = this.options.workerFactory || await defaultWorkerFactory();
     this.pool = [];
-    await startWorkers(this.pool, size, this.factory);
+    // This thread is tid 0 of every threaded kernel (tfjs and onnxruntime-web run their ops on
+    // the page's thread too): the pool is the size − 1 helpers, and a step costs no message.
+    await startWorkers(this.pool, size - 1, this.factory);
     for (const [i, { kernel }] of threaded) {
+      try {
+        await kernel.instantiateHere(kernel.memory);
+      } catch (e) {
+        throw new StepError(i, this.manifest.steps[i], e);
+      }
       for (const thread of this.pool) {
         thread.post({ cmd: 'add', key: i, module: kernel.module, memory: kernel.memory, threads: kernel.plan.threads });
       }
@@ -760,9 +854,41 @@ class WasmModel extends Model {
       }
     }
     this.control = new SharedArrayBuffer(CONTROL.BYTES);
-    // Helpers first (each then loops until STOP), the leader last.
-    for (let tid = size - 1; tid >= 0; --tid) this.pool[tid].post({ cmd: 'serve', control: this.control, size, tid });
+    this.ctl = new Int32Array(this.control);
+    this.pool.forEach((thread, h) => thread.post({ cmd: 'serve', control: this.control, size, tid: h + 1 }));
     for (const thread of this.pool) await thread.next();
+  }
+
+  /**
+   * One execution of a threaded kernel: the helpers are started through the control block, this
+   * thread runs run(0), then waits for every helper by polling (a page may not Atomics.wait).
+   * A trap on any thread is RUNTIME_DEVICE; helpers that are not done after HELPER_WAIT_MS
+   * (a kernel that hangs) end the model: its workers are terminated and it is disposed.
+   */
+  runThreaded(entry) {
+    const ctl = this.ctl;
+    Atomics.store(ctl, CONTROL.TRAP_TID, 0);
+    Atomics.store(ctl, CONTROL.KERNEL, entry.key);
+    Atomics.store(ctl, CONTROL.DONE, 0);
+    Atomics.add(ctl, CONTROL.GEN, 1);
+    Atomics.notify(ctl, CONTROL.GEN);
+    let trap = null;
+    try {
+      entry.kernel.runHere();
+    } catch (e) {
+      trap = e;
+    }
+    const helpers = this.pool.length;
+    const start = performance.now();
+    while (Atomics.load(ctl, CONTROL.DONE) < helpers) {
+      if (performance.now() - start > HELPER_WAIT_MS) {
+        this.dispose();
+        throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `a helper thread of the kernel did not finish within ${HELPER_WAIT_MS / 1000} s; the model was disposed`);
+      }
+    }
+    if (trap) throw trap;
+    const helperTrap = storedTrap(ctl);
+    if (helperTrap) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${helperTrap}`);
   }
 
   valueArray(value) {
@@ -805,17 +931,15 @@ class WasmModel extends Model {
       return;
     }
     const { kernel } = entry;
-    step.inputs.forEach((input, k) => {
-      if (input.value !== undefined) writeFloats(kernel.memory, kernel.plan.offsets[k], this.operand(input).data);
-    });
-    if (kernel.plan.threads === 1) {
-      kernel.runHere();
-    } else {
-      this.pool[0].post({ cmd: 'exec', key: index });
-      const reply = await this.pool[0].next();
-      if (reply.error) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${reply.error}`);
+    // A linear-memory package's kernel reads and writes the slots where they are.
+    if (!this.linear) {
+      step.inputs.forEach((input, k) => {
+        if (input.value !== undefined) writeFloats(kernel.memory, kernel.plan.offsets[k], this.operand(input).data);
+      });
     }
-    target.set(kernel.outputView());
+    if (kernel.plan.threads === 1) kernel.runHere();
+    else this.runThreaded(entry);
+    if (!this.linear) target.set(kernel.outputView());
   }
 
   async download(value, owner) {

@@ -31,6 +31,16 @@ export const CONTROL = Object.freeze({
   BYTES: 32 + 1024,
 });
 
+/** The trap a helper stored in control block `ctl` ("thread T: message"), or null. */
+export function storedTrap(ctl) {
+  const tid = Atomics.load(ctl, CONTROL.TRAP_TID) - 1;
+  if (tid < 0) return null;
+  const length = Atomics.load(ctl, CONTROL.MESSAGE_LEN);
+  const bytes = new Uint8Array(length);
+  bytes.set(new Uint8Array(ctl.buffer, CONTROL.MESSAGE_AT, length));
+  return `thread ${tid}: ${new TextDecoder().decode(bytes)}`;
+}
+
 /** Bytes of a wasm page. */
 export const PAGE_BYTES = 65536;
 /** The most threads a tab advertises (docs/wasm_abi.md). */
@@ -123,12 +133,14 @@ export function memoryPlan(wasm, sizes) {
   return {
     threads, pages, offsets: offsets.slice(), outputOffset: offsets[offsets.length - 1],
     simd: Boolean(wasm.simd), relaxedSimd: Boolean(wasm.relaxed_simd),
+    // A model package's placed kernel imports the package's shared memory even with T = 1.
+    shared: threads > 1 || wasm.shared_memory === true,
   };
 }
 
-/** The ABI's memory: P pages, initial = maximum, shared iff T > 1. */
+/** The ABI's memory: P pages, initial = maximum, shared iff T > 1 (or the artifact says shared_memory). */
 export function createMemory(plan) {
-  return new WebAssembly.Memory({ initial: plan.pages, maximum: plan.pages, shared: plan.threads > 1 });
+  return new WebAssembly.Memory({ initial: plan.pages, maximum: plan.pages, shared: plan.shared ?? plan.threads > 1 });
 }
 
 /** Writes Float32Array `values` at byte `offset` of `memory`. */
@@ -271,7 +283,7 @@ export class WasmKernel {
     const { plan } = this;
     this.threads = threads;
     const common = { cmd: 'load', module: this.module, pages: plan.pages, threads: plan.threads, spin };
-    if (plan.threads === 1) {
+    if (plan.threads === 1 && !plan.shared) {
       this.threads[0].post({ ...common, tid: 0, inputs: regions });
     } else {
       try {
@@ -313,13 +325,15 @@ export class WasmKernel {
   }
 
   /**
-   * T = 1 only: instantiates the module on this thread over a fresh memory of its own (COMPILE_DEVICE
-   * on a link error); `run()` then executes it synchronously.
+   * Instantiates the module on this thread (COMPILE_DEVICE on a link error): T = 1 over a fresh
+   * memory of its own, or any T over `memory` (a threaded kernel's shared memory: this thread is
+   * then its tid 0, the model runtime's pool its helpers); runHere() executes run(0).
    */
-  async instantiateHere() {
-    if (this.plan.threads !== 1) throw new MeasureError(ErrorNo.INSTANTIATION, 'only a 1-thread kernel runs on the caller\'s thread');
+  async instantiateHere(memory = null) {
+    if (this.plan.threads !== 1 && !memory) throw new MeasureError(ErrorNo.INSTANTIATION, 'only a 1-thread kernel runs on the caller\'s thread');
     try {
-      this.memory = createMemory(this.plan);
+      // `memory`: a model package's linear memory, which every kernel of the package imports.
+      this.memory = memory || createMemory(this.plan);
     } catch (e) {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate ${this.plan.pages} pages: ${e.message}`);
     }

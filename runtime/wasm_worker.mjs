@@ -19,15 +19,15 @@
 // Control block (Int32Array over a SharedArrayBuffer, layout: CONTROL in wasm.mjs): a trap in a helper
 // stores its tid and message there, so that the leader reports it like a trap of its own.
 //
-// A shared pool (the model runtime: many threaded kernels, one set of workers) uses three more
+// A shared pool (the model runtime: many threaded kernels, one set of workers) uses two more
 // commands: 'add' instantiates one kernel (its key, module, shared memory and T) in this worker
-// and keeps it beside the others; then 'serve' makes a helper (tid ≥ 1) loop like the one above
-// but running, per generation, the kernel whose key the leader stored in CONTROL.KERNEL (a
-// helper whose tid is ≥ that kernel's T only counts itself done), and tells the leader (tid 0)
-// the pool's control block and size; 'exec' {key} on the leader then executes that kernel once.
-// Once serving, helpers take no message until STOP: every 'add' comes first.
+// and keeps it beside the others; then 'serve' makes this worker a helper (tid ≥ 1) that loops
+// like the one above but runs, per generation, the kernel whose key the page stored in
+// CONTROL.KERNEL (a helper whose tid is ≥ that kernel's T only counts itself done). The page
+// itself is tid 0 of every kernel (model.mjs runThreaded). Once serving, helpers take no
+// message until STOP: every 'add' comes first.
 
-import { CONTROL } from './wasm.mjs';
+import { CONTROL, storedTrap } from './wasm.mjs';
 
 /**
  * Polls of a shared word before a thread blocks in Atomics.wait. 0: block at once. Measured in
@@ -61,14 +61,6 @@ function storeTrap(ctl, tid, message) {
   Atomics.store(ctl, CONTROL.MESSAGE_LEN, bytes.length);
 }
 
-function storedTrap(ctl) {
-  const tid = Atomics.load(ctl, CONTROL.TRAP_TID) - 1;
-  if (tid < 0) return null;
-  const length = Atomics.load(ctl, CONTROL.MESSAGE_LEN);
-  const bytes = new Uint8Array(length);
-  bytes.set(new Uint8Array(ctl.buffer, CONTROL.MESSAGE_AT, length));
-  return `thread ${tid}: ${new TextDecoder().decode(bytes)}`;
-}
 
 /** Waits until ctl[index] != value: `spin` polls, then Atomics.wait. */
 function waitChange(ctl, index, value, spin) {
@@ -180,29 +172,6 @@ function serveLoop(generation) {
   }
 }
 
-/** One execution of kernel `key` over the pool: start every helper, run(0) here, join them all. */
-function exec(m) {
-  const kernel = kernels.get(m.key);
-  if (!kernel || !pool) return { error: `no kernel ${m.key} in this pool`, kind: 'protocol' };
-  const { ctl, size, spin } = pool;
-  Atomics.store(ctl, CONTROL.TRAP_TID, 0);
-  Atomics.store(ctl, CONTROL.KERNEL, m.key);
-  Atomics.store(ctl, CONTROL.DONE, 0);
-  Atomics.add(ctl, CONTROL.GEN, 1);
-  Atomics.notify(ctl, CONTROL.GEN);
-  let trap = null;
-  try {
-    kernel.run(0);
-  } catch (e) {
-    trap = e;
-  }
-  for (let done; (done = Atomics.load(ctl, CONTROL.DONE)) < size - 1;) waitChange(ctl, CONTROL.DONE, done, spin);
-  if (trap) return { error: errorText(trap), kind: 'trap' };
-  const helperTrap = storedTrap(ctl);
-  if (helperTrap) return { error: helperTrap, kind: 'trap' };
-  return { ok: true };
-}
-
 function runBatch(m) {
   let readBack = null;
   const begin = performance.now();
@@ -248,9 +217,6 @@ port.on((m) => {
       if (m.tid > 0) serveLoop(generation);
       break;
     }
-    case 'exec':
-      port.post(exec(m));
-      break;
     default:
       port.post({ error: `unknown command '${m.cmd}'`, kind: 'protocol' });
   }

@@ -23,10 +23,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
 
+#include "codegen/error_no.hpp"
 #include "codegen/json_util.hpp"
 #include "codegen/task.hpp"
 #include "codegen/wasm_emitter.hpp"
@@ -113,6 +115,24 @@ const graph::Node* find_node(const graph::Graph& g, const std::string& name) {
 int root_of(const Manifest& m, int v) {
   while (m.values[v].storage.kind == Storage::Kind::kAlias) v = m.values[v].storage.alias_of;
   return v;
+}
+
+/// What wasm_memory.hpp promises for task step `s`: its inputs' and output's offsets in the
+/// package's linear memory (slots by the owning value, weights by their own offset).
+WasmPlacement placement_of(const Manifest& m, const PackageStep& s) {
+  WasmPlacement placement;
+  const WasmMemory& lm = m.wasm_memory.value();
+  for (const StepInput& in : s.inputs)
+    placement.offsets.push_back(
+        in.kind == StepInput::Kind::kWeight
+            ? lm.weight_offsets.at(in.id)
+            : lm.slot_offsets.at(m.values.at(root_of(m, in.id)).storage.slots.at(0)));
+  placement.offsets.push_back(
+      lm.slot_offsets.at(m.values.at(root_of(m, s.output)).storage.slots.at(0)));
+  placement.scratch_offset = lm.scratch_offset;
+  placement.memory_pages = lm.pages;
+  placement.shared_memory = lm.shared;
+  return placement;
 }
 
 /// Checks the structure every package must have: kernel inputs against their artifacts, aligned
@@ -384,12 +404,14 @@ TEST_P(WithRecords, TakesTheRecordForItsTask) {
     ASSERT_TRUE(t.cost_ms.has_value());
     EXPECT_NEAR(*t.cost_ms, 2.0, 1e-9);
     EXPECT_EQ(bj::serialize(t.config), bj::serialize(r.entity.to_json()));
-    // Its steps run the record's kernel.
-    const KernelArtifact want = Task::create(w, kernel).build(r.entity);
+    // Its steps run the record's kernel (on wasm placed at the step's tensors).
     int steps = 0;
     for (const PackageStep& s : m.steps)
       if (s.task == t.name) {
         ++steps;
+        const KernelArtifact want = kernel == Target::kWasm
+                                        ? emit_wasm_placed(w, r.entity, placement_of(m, s))
+                                        : Task::create(w, kernel).build(r.entity);
         EXPECT_EQ(bj::serialize(p.kernels.at(kernel_index(s.kernel)).to_json()),
                   bj::serialize(want.to_json()));
       }
@@ -808,6 +830,101 @@ TEST(WasmTarget, OpStepsRunInJavaScript) {
   const bj::value& step = json.at("steps").as_array().at(4);  // upload, relu, add, sigmoid, pool
   EXPECT_TRUE(step.as_object().at("kernel").is_null());
   check_package(p, g);
+}
+
+// wasm's linear memory (deploy/wasm_memory.hpp): every slot and every weight a kernel reads at
+// an offset of one memory, no two overlapping, each task step's kernel built at its tensors.
+TEST(WasmTarget, LinearMemoryPlacesEveryKernelAtItsTensors) {
+  if (!wasm_emitter_available()) GTEST_SKIP() << "webtune was built without LLVM: no wasm kernels";
+  const graph::Graph& g = zoo_graph("mobilenet_v2");
+  const PlannedPackage p = plan_package(g, options_for("wasm"));
+  const Manifest& m = p.manifest;
+  ASSERT_TRUE(m.wasm_memory.has_value());
+  const WasmMemory& lm = *m.wasm_memory;
+  EXPECT_FALSE(lm.shared);  // default configs: one thread each
+  ASSERT_EQ(lm.slot_offsets.size(), m.slots.size());
+  ASSERT_EQ(lm.weight_offsets.size(), m.weights.size());
+  // Regions [offset, offset + bytes + 256 slack): apart, aligned, below the scratch.
+  std::vector<std::pair<int64_t, int64_t>> regions;
+  for (size_t i = 0; i < m.slots.size(); ++i)
+    regions.emplace_back(lm.slot_offsets[i], lm.slot_offsets[i] + m.slots[i].bytes() + 256);
+  int in_memory = 0;
+  for (size_t i = 0; i < m.weights.size(); ++i)
+    if (lm.weight_offsets[i] >= 0) {
+      ++in_memory;
+      regions.emplace_back(lm.weight_offsets[i],
+                           lm.weight_offsets[i] + m.weights[i].floats * 4 + 256);
+    }
+  EXPECT_GT(in_memory, 0);
+  std::sort(regions.begin(), regions.end());
+  EXPECT_GE(regions.front().first, 65536);
+  for (size_t i = 0; i < regions.size(); ++i) {
+    EXPECT_EQ(regions[i].first % 64, 0);
+    if (i > 0)
+      EXPECT_GE(regions[i].first, regions[i - 1].second) << "regions " << i - 1 << ", " << i;
+  }
+  EXPECT_LE(regions.back().second, lm.scratch_offset);
+  EXPECT_LE(lm.scratch_offset, lm.pages * 65536);
+  // Every task step's kernel: the record's config at the step's offsets, in the same pages.
+  int task_steps = 0;
+  std::set<std::string> files;
+  for (const PackageStep& s : m.steps) {
+    if (s.kind != PackageStep::Kind::kKernel || s.role != PackageStep::Role::kTask) continue;
+    ++task_steps;
+    files.insert(s.kernel);
+    const KernelArtifact& a = p.kernels.at(kernel_index(s.kernel));
+    const WasmPlacement want = placement_of(m, s);
+    EXPECT_EQ(a.wasm.offsets, want.offsets) << s.node;
+    EXPECT_EQ(a.wasm.memory_pages, lm.pages) << s.node;
+    for (size_t i = 0; i < s.inputs.size(); ++i)
+      if (s.inputs[i].kind == StepInput::Kind::kWeight)
+        EXPECT_GE(lm.weight_offsets[s.inputs[i].id], 0)
+            << s.node << " reads a weight not in memory";
+  }
+  EXPECT_EQ(task_steps, 53);  // MobileNet-v2's task steps (31 tasks; several run more than once)
+  EXPECT_EQ(files.size(), p.kernels.size());
+  // The manifest round trip keeps it; overlapping regions or a short list are refused.
+  const bj::object json = m.to_json();
+  EXPECT_EQ(bj::serialize(Manifest::from_json(json).to_json()), bj::serialize(json));
+  auto refused = [&](const std::function<void(bj::object&)>& edit, const std::string& words) {
+    bj::object bad = json;
+    edit(bad["wasm_memory"].as_object());
+    try {
+      Manifest::from_json(bad);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused([&](bj::object& w) { w["slot_offsets"].as_array()[1] = lm.slot_offsets[0]; },
+          "two regions overlap");
+  refused([&](bj::object& w) { w["weight_offsets"].as_array().pop_back(); },
+          "offsets for " + std::to_string(m.weights.size()) + " weights");
+  refused([&](bj::object& w) { w["slot_offsets"].as_array()[0] = 65536 + 4; },
+          "is not 64-byte aligned");
+  refused([&](bj::object& w) { w["pages"] = 1; }, "inside the 65536 bytes of memory");
+  // A placement outside the memory is refused by the emitter, naming the tensor.
+  const PackageStep* first = nullptr;
+  for (const PackageStep& s : m.steps)
+    if (s.kind == PackageStep::Kind::kKernel && s.role == PackageStep::Role::kTask && !first)
+      first = &s;
+  ASSERT_NE(first, nullptr);
+  const PackageTask* task = nullptr;
+  for (const PackageTask& t : m.tasks)
+    if (t.name == first->task) task = &t;
+  ASSERT_NE(task, nullptr);
+  const Task t = Task::create(task->workload, Target::kWasm);
+  WasmPlacement outside = placement_of(m, *first);
+  outside.offsets.back() = lm.pages * 65536 - 64;
+  try {
+    emit_wasm_placed(task->workload, t.space->from_json(task->config), outside);
+    ADD_FAILURE() << "an output past the memory was accepted";
+  } catch (const MeasureError& e) {
+    EXPECT_NE(std::string(e.what()).find("placement: tensor " +
+                                         std::to_string(outside.offsets.size() - 1)),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // ----- memory plan -----

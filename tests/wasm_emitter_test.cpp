@@ -551,8 +551,9 @@ DeviceLimits relaxed_limit() {
 }
 
 TEST(WasmEmitter, FmaNeedsSimdAndARelaxedSimdDevice) {
-  for (const Workload& wl : {Workload::dense(64, 64, 64), Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1),
-                             Workload::depthwise_conv2d(1, 8, 10, 10, 3, 1, 1)}) {
+  for (const Workload& wl :
+       {Workload::dense(64, 64, 64), Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1),
+        Workload::depthwise_conv2d(1, 8, 10, 10, 3, 1, 1)}) {
     const Task plain = Task::create(wl, Target::kWasm, threads_limit(8));
     const Task relaxed = Task::create(wl, Target::kWasm, relaxed_limit());
     int64_t fma_plain = 0, fma_relaxed = 0, fma_scalar = 0;

@@ -50,7 +50,13 @@ test('warmUpUntilSteady runs until a run is no faster, pausing before each', asy
 test('memoryPlan checks offsets, alignment and size; createMemory follows the ABI', () => {
   const sizes = { data: 16, weight: 16, output: 16 };
   const plan = memoryPlan({ threads: 2, memory_pages: 1, offsets: [1024, 1088, 1152], simd: true }, sizes);
-  assert.deepEqual(plan, { threads: 2, pages: 1, offsets: [1024, 1088, 1152], outputOffset: 1152, simd: true });
+  assert.deepEqual(plan, { threads: 2, pages: 1, offsets: [1024, 1088, 1152], outputOffset: 1152, simd: true, relaxedSimd: false, shared: true });
+  // A package's placed kernel: one thread over the package's shared memory; relaxed SIMD said.
+  const placed = memoryPlan({ threads: 1, memory_pages: 1, offsets: [1024, 1088, 1152], simd: true, relaxed_simd: true, shared_memory: true }, sizes);
+  assert.equal(placed.shared, true);
+  assert.equal(placed.relaxedSimd, true);
+  assert.ok(createMemory(placed).buffer instanceof SharedArrayBuffer);
+  assert.equal(memoryPlan({ threads: 1, memory_pages: 1, offsets: [1024, 1088, 1152], simd: true }, sizes).shared, false);
   const refuse = (wasm, pattern) => assert.throws(() => memoryPlan(wasm, sizes),
     (e) => e.errorNo === ErrorNo.INSTANTIATION && pattern.test(e.message), JSON.stringify(wasm));
   refuse(undefined, /missing/);
@@ -63,7 +69,7 @@ test('memoryPlan checks offsets, alignment and size; createMemory follows the AB
   const shared = createMemory(plan);
   assert.ok(shared.buffer instanceof SharedArrayBuffer);
   assert.equal(shared.buffer.byteLength, PAGE_BYTES);
-  const plain = createMemory({ ...plan, threads: 1, pages: 3 });
+  const plain = createMemory({ ...plan, threads: 1, pages: 3, shared: false });
   assert.ok(plain.buffer instanceof ArrayBuffer);
   assert.throws(() => plain.grow(1), RangeError);  // maximum = initial
   writeFloats(plain, 64, new Float32Array([1.5, -2]));

@@ -32,17 +32,17 @@ export function wat2wasm(text) {
   }
 }
 
-function memoryImport(pages, threads) {
-  return `(import "env" "memory" (memory ${pages} ${pages}${threads > 1 ? ' shared' : ''}))`;
+function memoryImport(pages, threads, shared = threads > 1) {
+  return `(import "env" "memory" (memory ${pages} ${pages}${shared ? ' shared' : ''}))`;
 }
 
 /**
  * dense C[M,N] = A[M,K]·B[K,N] at byte offsets [a, b, c]; thread `tid` of T writes rows
  * tid, tid + T, …. A plain triple loop (no SIMD): the executor, not the kernel, is under test.
  */
-export function denseWat({ M, N, K, threads, pages, offsets: [a, b, c] }) {
+export function denseWat({ M, N, K, threads, pages, offsets: [a, b, c], shared = threads > 1 }) {
   return `(module
-  ${memoryImport(pages, threads)}
+  ${memoryImport(pages, threads, shared)}
   (func (export "run") (param $tid i32)
     (local $i i32) (local $j i32) (local $k i32) (local $acc f32)
     (local.set $i (local.get $tid))

@@ -97,6 +97,10 @@ struct WasmModuleInfo {
   /// The module uses relaxed SIMD (f32x4.relaxed_madd, the fma knob). JSON "relaxed_simd",
   /// written only when true, so modules without it keep their JSON; false if absent.
   bool relaxed_simd = false;
+  /// The module imports a shared memory although T = 1: a model package's kernel placed in the
+  /// package's one linear memory, which threaded kernels share (wasm_emitter.hpp,
+  /// emit_wasm_placed). JSON "shared_memory", written only when true; false if absent.
+  bool shared_memory = false;
 
   boost::json::object to_json() const;
   /// Throws std::invalid_argument on a missing or out-of-range field.

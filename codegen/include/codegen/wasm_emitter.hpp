@@ -102,6 +102,39 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload);
 /// when webtune was built without LLVM.
 KernelArtifact emit_wasm(const Workload& workload, const ConfigEntity& entity);
 
+/// Where a model package puts one kernel in the linear memory that every kernel of the package
+/// shares (deploy/wasm_memory.hpp, docs/package.md "wasm linear memory"), instead of the
+/// kernel's own memory laid out by wasm_plan: no copies between steps, the tensors are read and
+/// written where they live.
+struct WasmPlacement {
+  /// Byte offset of every input in input order, then of the output: Workload::input_count() + 1
+  /// entries, each 64-byte aligned, each tensor followed by at least kWasmTensorSlack readable
+  /// bytes (edge micro-tiles read, never write, up to a tile's width past a row).
+  std::vector<int64_t> offsets;
+  /// First byte of the kernel's scratch: threads × WasmPlan::scratch_bytes_per_thread bytes and
+  /// kWasmTensorSlack more (64-byte aligned; nothing else may live there while the kernel runs).
+  int64_t scratch_offset = 0;
+  int64_t memory_pages = 0;    ///< 64 KiB pages of the shared memory (initial = maximum)
+  bool shared_memory = false;  ///< the memory is shared (some kernel of the package has T > 1)
+};
+
+/// Bytes of readable slack a kernel needs after each tensor (and after its scratch).
+inline constexpr int64_t kWasmTensorSlack = 256;
+/// The first byte a tensor may start at: past the modules' 4 KiB stack and __heap_base.
+inline constexpr int64_t kWasmFirstTensorOffset = 65536;
+
+/// Scratch bytes `entity` needs past WasmPlacement::scratch_offset, slack included (threads ×
+/// the per-thread slice + kWasmTensorSlack). Throws as wasm_plan does.
+int64_t wasm_scratch_bytes(const Workload& workload, const ConfigEntity& entity);
+
+/// emit_wasm with the tensors and scratch where `placement` says. The artifact's wasm info
+/// carries the placement's offsets and pages, and `shared_memory` when the memory is shared
+/// but the kernel has one thread (the module is then linked for a shared memory too). Throws
+/// MeasureError(kInstantiation) naming the problem for a wrong count of offsets, an unaligned
+/// offset, or a tensor or the scratch outside the pages; otherwise as emit_wasm.
+KernelArtifact emit_wasm_placed(const Workload& workload, const ConfigEntity& entity,
+                                const WasmPlacement& placement);
+
 /// The untuned baseline: scalar, MR = NR = 1, no unroll, no packing, rows outer, 1 thread
 /// (depthwise: 1 plane per task, 1×1 tiles, R·S looped, 1 thread).
 ConfigEntity wasm_default(const ConfigSpace& space);

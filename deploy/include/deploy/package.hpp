@@ -146,6 +146,20 @@ struct PackageStep {
 std::string_view step_kind_name(PackageStep::Kind kind);
 std::string_view step_role_name(PackageStep::Role role);
 
+/// "wasm_memory" (wasm packages; docs/package.md "wasm linear memory"): the one WebAssembly
+/// memory every kernel of the package imports. Every slot and every weight a kernel reads lives
+/// in it at a fixed byte offset, and each kernel was built with its tensors at those offsets,
+/// so a step reads its inputs and writes its output where they are: nothing is copied between
+/// steps. Offsets are 64-byte aligned, at or past 64 KiB (the modules' stack lies below), each
+/// region followed by 256 readable bytes of slack, and no two regions overlap.
+struct WasmMemory {
+  int64_t pages = 0;    ///< 64 KiB pages, initial = maximum
+  bool shared = false;  ///< a SharedArrayBuffer memory: some kernel runs more than one thread
+  std::vector<int64_t> slot_offsets;    ///< byte offset of each slot (slots[i])
+  std::vector<int64_t> weight_offsets;  ///< byte offset of each weight, −1: not in the memory
+  int64_t scratch_offset = 0;           ///< the kernels' scratch, past everything else
+};
+
 /// The whole manifest.json.
 struct Manifest {
   PackageModel model;
@@ -160,6 +174,9 @@ struct Manifest {
   std::vector<PackageStep> steps;
   int layout_transforms = 0;           ///< relayout steps
   std::optional<double> estimated_ms;  ///< null when some task has no recorded cost
+  /// wasm packages built with the linear memory (every wasm package `webtune build` writes);
+  /// absent: each kernel has a memory of its own and the runtime copies between them.
+  std::optional<WasmMemory> wasm_memory;
 
   boost::json::object to_json() const;
   /// Parses and checks a manifest (see the file comment). Throws std::invalid_argument naming

@@ -19,7 +19,8 @@
 ///  3. Weights: each constant input of a kernel, packed into that input's layout (frag:
 ///     TensorLayout::pack; others: plain row-major), a Gemm's transB = 1 weight transposed to
 ///     [K, N] first, a plain Gemm's C · beta as the [N] bias (weights.hpp).
-///  4. Memory: slots by liveness (memory_plan.hpp).
+///  4. Memory: slots by liveness (memory_plan.hpp); on wasm the slots and weights then get
+///     offsets in one linear memory and every task kernel is rebuilt there (wasm_memory.hpp).
 
 #include <cstdint>
 #include <map>
