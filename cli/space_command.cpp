@@ -17,6 +17,7 @@ struct SpaceArgs {
   std::string workload, task, target = "gles-frag", config;
   int64_t max_texture_size = 4096, max_draw_buffers = 4, max_invocations = 1024;
   int64_t max_threads = 8;  // wasm: the most a tab reports (docs/wasm_abi.md)
+  bool relaxed_simd = false;  // wasm: the tab validates relaxed SIMD (the fma knob)
   // gles-frag vertex stage; defaults: the OpenGL ES 3.0 minimums (SwiftShader: 31 and 128).
   int64_t max_varying_vectors = 15, max_feedback_components = 64;
 };
@@ -29,6 +30,7 @@ void run_space(const SpaceArgs& args) {
   limits.max_workgroup_size_x = limits.max_workgroup_size_y = args.max_invocations;
   limits.max_shared_memory_bytes = 32768;
   limits.max_threads = args.max_threads;
+  limits.relaxed_simd = args.relaxed_simd;
   limits.max_varying_vectors = args.max_varying_vectors;
   limits.max_feedback_components = args.max_feedback_components;
   // A spec or file that cannot be read is a usage error (exit status 2), named after its option.
@@ -88,6 +90,8 @@ void add_space_command(CLI::App& app) {
   cmd->add_option("--max-threads", args->max_threads, "wasm: threads a tab allows")
       ->check(int_range(1, 256))
       ->capture_default_str();
+  cmd->add_flag("--relaxed-simd", args->relaxed_simd,
+                "wasm: the tab validates relaxed SIMD (Chromium >= 114), so fma 1 is valid");
   cmd->add_option("--max-varyings", args->max_varying_vectors,
                   "gles-frag vertex stage: GL_MAX_VARYING_VECTORS")
       ->check(int_range(1, 1024))

@@ -79,6 +79,65 @@ export function poolGeometry(type, attrs, inSpatial) {
   return g;
 }
 
+/**
+ * MaxPool over 2-D windows without dilation (every CNN's stem pool): per output the window's
+ * rows and columns are clamped to the input once, so the inner loops read with plain indices.
+ * The same values as pool() (the first maximum wins; a window with no input element gives
+ * −Infinity) at a tenth of its time: ResNet-18's 3×3 stride-2 pool over 64×112×112 took 21.5 ms
+ * in pool() in headless Chromium (2026-11-27), about a quarter of the model.
+ */
+function maxPool2d(g, data, planes) {
+  const [, H, W] = g.in;
+  const [, OH, OW] = g.out;
+  const [, KH, KW] = g.k;
+  const [, SH, SW] = g.s;
+  const [, PH, PW] = g.pb;
+  const y = new Float32Array(planes * OH * OW);
+  let o = 0;
+  for (let p = 0; p < planes; ++p) {
+    const base = p * H * W;
+    for (let oh = 0; oh < OH; ++oh) {
+      const hStart = oh * SH - PH;
+      const h0 = Math.max(hStart, 0);
+      const h1 = Math.min(hStart + KH, H);
+      for (let ow = 0; ow < OW; ++ow, ++o) {
+        const wStart = ow * SW - PW;
+        const w0 = Math.max(wStart, 0);
+        const w1 = Math.min(wStart + KW, W);
+        if (h0 >= h1 || w0 >= w1) {
+          y[o] = -Infinity;
+          continue;
+        }
+        const first = base + h0 * W + w0;
+        let best = data[first];
+        if (h1 - h0 === 3 && w1 - w0 === 3) {
+          // The 3×3 window of every CNN's stem pool, whole: straight-line code.
+          let v;
+          const r1 = first + W, r2 = r1 + W;
+          if ((v = data[first + 1]) > best) best = v;
+          if ((v = data[first + 2]) > best) best = v;
+          if ((v = data[r1]) > best) best = v;
+          if ((v = data[r1 + 1]) > best) best = v;
+          if ((v = data[r1 + 2]) > best) best = v;
+          if ((v = data[r2]) > best) best = v;
+          if ((v = data[r2 + 1]) > best) best = v;
+          if ((v = data[r2 + 2]) > best) best = v;
+        } else {
+          for (let ih = h0; ih < h1; ++ih) {
+            const row = base + ih * W;
+            for (let iw = ih === h0 ? w0 + 1 : w0; iw < w1; ++iw) {
+              const v = data[row + iw];
+              if (v > best) best = v;
+            }
+          }
+        }
+        y[o] = best;
+      }
+    }
+  }
+  return y;
+}
+
 function pool(type, attrs, x, outShape) {
   if (x.shape.length < 3) fail(type, `X has shape [${x.shape}]; a pool needs [N, C, spatial...]`);
   const g = poolGeometry(type, attrs, x.shape.slice(2));
@@ -87,6 +146,7 @@ function pool(type, attrs, x, outShape) {
     fail(type, `computes an output of [${expected}], the package says [${outShape}]`);
   }
   const planes = x.shape[0] * x.shape[1];
+  if (type === 'MaxPool' && g.rank === 2 && g.d[1] === 1 && g.d[2] === 1) return maxPool2d(g, x.data, planes);
   const inSize = g.in[0] * g.in[1] * g.in[2];
   const outSize = g.out[0] * g.out[1] * g.out[2];
   const y = new Float32Array(planes * outSize);

@@ -27,6 +27,45 @@ test('MaxPool: 2×2 stride 2, 3×3 stride 2 pad 1 (ResNet\'s stem), ceil_mode', 
   assert.throws(() => runOp('MaxPool', { kernel_shape: [2, 2], strides: [2, 2] }, [plane], [1, 1, 3, 3]), /MaxPool: computes an output of \[1,1,2,2\]/);
 });
 
+test('MaxPool over 2-D windows matches a brute-force window scan on random shapes, pads and strides', () => {
+  let seed = 7;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
+  for (let round = 0; round < 60; ++round) {
+    const [C, H, W] = [int(1, 3), int(1, 9), int(1, 9)];
+    const kh = int(1, Math.min(H, 4)), kw = int(1, Math.min(W, 4));
+    const sh = int(1, 3), sw = int(1, 3);
+    const pads = [int(0, kh - 1), int(0, kw - 1), int(0, kh - 1), int(0, kw - 1)];
+    const ceil = int(0, 1);
+    const data = Float32Array.from({ length: C * H * W }, () => Math.round(rand() * 40 - 20));
+    const out = (n, k, s, pb, pe) => {
+      const span = n + pb + pe - k;
+      let o = ceil ? Math.floor((span + s - 1) / s) + 1 : Math.floor(span / s) + 1;
+      if (ceil && (o - 1) * s >= n + pb) --o;
+      return o;
+    };
+    const OH = out(H, kh, sh, pads[0], pads[2]), OW = out(W, kw, sw, pads[1], pads[3]);
+    const want = [];
+    for (let c = 0; c < C; ++c) {
+      for (let oh = 0; oh < OH; ++oh) {
+        for (let ow = 0; ow < OW; ++ow) {
+          let best = -Infinity;
+          for (let r = 0; r < kh; ++r) {
+            for (let q = 0; q < kw; ++q) {
+              const ih = oh * sh - pads[0] + r, iw = ow * sw - pads[1] + q;
+              if (ih >= 0 && ih < H && iw >= 0 && iw < W) best = Math.max(best, data[(c * H + ih) * W + iw]);
+            }
+          }
+          want.push(best);
+        }
+      }
+    }
+    const attrs = { kernel_shape: [kh, kw], strides: [sh, sw], pads, ceil_mode: ceil };
+    const got = runOp('MaxPool', attrs, [{ data, shape: [1, C, H, W] }], [1, C, OH, OW]);
+    assert.deepEqual([...got], want, JSON.stringify({ C, H, W, ...attrs }));
+  }
+});
+
 test('AveragePool: count_include_pad 0 and 1, SAME_UPPER', () => {
   const attrs = { kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1] };
   // Windows over 1,2,5,6 (4 real taps), 2,3,4,6,7,8, 5,6,9,10,13,14 and the 9 of the bottom
