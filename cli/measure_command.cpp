@@ -32,7 +32,7 @@ struct MeasureArgs {
 /// them. Exit code 0 when it built, 2 otherwise.
 int build_only(const MeasureArgs& args, const WorkloadFileTask& t, Target target) {
   DeviceLimits limits;
-  limits.max_threads = 8;     // the most a wasm tab reports (docs/wasm_abi.md)
+  limits.max_threads = 8;      // the most a wasm tab reports (docs/wasm_abi.md)
   limits.relaxed_simd = true;  // and Chromium's tabs have relaxed SIMD (the fma knob)
   Task task = Task::create(t.workload, target, limits);
   ConfigEntity entity =

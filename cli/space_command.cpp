@@ -16,7 +16,7 @@ namespace {
 struct SpaceArgs {
   std::string workload, task, target = "gles-frag", config;
   int64_t max_texture_size = 4096, max_draw_buffers = 4, max_invocations = 1024;
-  int64_t max_threads = 8;  // wasm: the most a tab reports (docs/wasm_abi.md)
+  int64_t max_threads = 8;    // wasm: the most a tab reports (docs/wasm_abi.md)
   bool relaxed_simd = false;  // wasm: the tab validates relaxed SIMD (the fma knob)
   // gles-frag vertex stage; defaults: the OpenGL ES 3.0 minimums (SwiftShader: 31 and 128).
   int64_t max_varying_vectors = 15, max_feedback_components = 64;

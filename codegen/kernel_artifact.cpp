@@ -180,9 +180,10 @@ WasmModuleInfo WasmModuleInfo::from_json(const bj::value& value) {
   w.threads = static_cast<int>(json::get_int(o, "threads"));
   w.memory_pages = json::get_int(o, "memory_pages");
   w.offsets = json::get_int_array(o, "offsets");
-  // Every input (2 to 4: data, weight, the epilogue's bias and residual), then the output.
-  if (w.offsets.size() < 3 || w.offsets.size() > 5)
-    throw std::invalid_argument("wasm: 'offsets' needs 3 to 5 numbers (inputs, then output)");
+  // Every input (1 to 4: data, weight, the epilogue's bias and residual; a package's max pool
+  // has its data alone), then the output.
+  if (w.offsets.size() < 2 || w.offsets.size() > 5)
+    throw std::invalid_argument("wasm: 'offsets' needs 2 to 5 numbers (inputs, then output)");
   const bj::value& simd = json::field(o, "simd");
   if (!simd.is_bool()) throw std::invalid_argument("wasm: 'simd' must be true or false");
   w.simd = simd.get_bool();

@@ -415,7 +415,8 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
 namespace {
 
 /// The artifact of plan `p` (its offsets, pages and scratch as they are), built with LLVM.
-KernelArtifact emit_plan(const Workload& workload, const WasmPlan& p, bool shared_memory) {
+KernelArtifact emit_plan(const Workload& workload, const WasmPlan& p, bool shared_memory,
+                         bool max_pool = false) {
   KernelArtifact artifact;
   artifact.target = Target::kWasm;
   for (int i = 0; i < workload.input_count(); ++i) {
@@ -441,6 +442,7 @@ KernelArtifact emit_plan(const Workload& workload, const WasmPlan& p, bool share
 #ifdef WEBTUNE_HAVE_LLVM
   WasmKernelSpec spec = to_spec(workload, p);
   spec.shared_memory = shared_memory || p.threads > 1;
+  spec.max_pool = max_pool;
   const WasmBuildResult built = build_wasm_module(spec);
   if (built.module.empty()) throw MeasureError(MeasureErrorNo::kCompileHost, built.error);
   artifact.source = base64_encode(built.module);
@@ -493,6 +495,40 @@ KernelArtifact emit_wasm_placed(const Workload& workload, const ConfigEntity& en
   p.scratch_offset = placement.scratch_offset;
   p.memory_pages = placement.memory_pages;
   return emit_plan(workload, p, placement.shared_memory);
+}
+
+KernelArtifact emit_wasm_max_pool_placed(const Workload& pool, const ConfigEntity& entity,
+                                         const WasmPlacement& placement) {
+  if (pool.op != OpKind::kDepthwiseConv2d || !pool.epilogue.empty())
+    refuse("a max pool is described as a depthwise_conv2d workload without epilogue, not " +
+           pool.key());
+  if (placement.offsets.size() != 2)
+    refuse("placement: a max pool takes 2 offsets (input, output), not " +
+           std::to_string(placement.offsets.size()));
+  // The depthwise placement with the weight where the input is: the pool never reads it.
+  WasmPlacement as_depthwise = placement;
+  as_depthwise.offsets = {placement.offsets[0], placement.offsets[0], placement.offsets[1]};
+  // Checks the placement as emit_wasm_placed does (the "weight" lies inside the input).
+  WasmPlan p = wasm_plan(pool, entity);
+  const int64_t end = placement.memory_pages * kPage;
+  const int64_t in_bytes = pool.input_size(0) * 4, out_bytes = pool.output_size() * 4;
+  const int64_t scratch = p.threads * p.scratch_bytes_per_thread + kSlack;
+  if (placement.memory_pages < 1 || end > kMaxMemory || placement.offsets[0] < kFirstTensor ||
+      placement.offsets[0] % 64 != 0 || placement.offsets[0] + in_bytes + kSlack > end ||
+      placement.offsets[1] < kFirstTensor || placement.offsets[1] % 64 != 0 ||
+      placement.offsets[1] + out_bytes + kSlack > end || placement.scratch_offset < kFirstTensor ||
+      placement.scratch_offset % 64 != 0 || placement.scratch_offset + scratch > end)
+    refuse(
+        "placement: the pool's input, output or scratch is not 64-byte aligned past 64 KiB "
+        "inside the " +
+        std::to_string(end) + " bytes of memory");
+  p.offsets = as_depthwise.offsets;
+  p.scratch_offset = placement.scratch_offset;
+  p.memory_pages = placement.memory_pages;
+  KernelArtifact artifact = emit_plan(pool, p, placement.shared_memory, /*max_pool=*/true);
+  artifact.inputs.resize(1);  // X only
+  artifact.wasm.offsets = placement.offsets;
+  return artifact;
 }
 
 ConfigEntity wasm_default(const ConfigSpace& space) {

@@ -57,6 +57,10 @@ struct WasmKernelSpec {
   // the padded input plane in scratch is padded_h × padded_w floats.
   int tile_c = 1, tile_h = 1, tile_w = 1;
   bool unroll_rs = false;
+  /// kDepthwise as a max pool (a package's MaxPool op, emit_wasm_max_pool_placed): Y[p][oh][ow] =
+  /// max over the R×S window of X[p] (padding −∞; no weight, no epilogue; f32x4.max, which
+  /// propagates NaN).
+  bool max_pool = false;
   int64_t padded_h = 0, padded_w = 0;
   /// The epilogue; bias per output column (dense) or per row of C_b / per plane (conv).
   WasmEpilogueSpec epilogue;

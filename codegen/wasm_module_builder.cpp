@@ -29,6 +29,7 @@
 /// independent, the memory layout leaves slack past every tensor) and are not stored.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -264,7 +265,8 @@ class KernelWriter {
         Value* xplane = b_.CreateMul(p, c(s_.height * s_.width));
         write_padded_plane(x, xplane, padded);
         Value* wbase = b_.CreateMul(ch, c(rs));
-        auto weight = [&](Value* r, Value* q) {
+        auto weight = [&](Value* r, Value* q) -> Value* {
+          if (s_.max_pool) return nullptr;  // a max pool has no weight
           Value* index = b_.CreateAdd(wbase, b_.CreateAdd(b_.CreateMul(r, c(s_.kernel_w)), q));
           return splat_if(load_f32(addr(c(s_.a_offset)), index), vec);
         };
@@ -299,8 +301,10 @@ class KernelWriter {
     // end before the input row does.
     const int64_t pw = s_.padded_w, pad = std::min(s_.pad, pw);
     const int64_t w = std::min(s_.width, pw - pad);
-    Value* zero4 = llvm::Constant::getNullValue(v4_);
-    Value* zero = llvm::ConstantFP::get(f32_, 0.0);
+    // The padding: 0 for a convolution, −∞ for a max pool (no padded element can be the max of
+    // a window that holds an input element, which every window does: pad < kernel).
+    Value* zero = llvm::ConstantFP::get(f32_, s_.max_pool ? -INFINITY : 0.0);
+    Value* zero4 = b_.CreateVectorSplat(4, zero);
     // dst[from .. to) = 0 (with simd: v128 stores, then a scalar tail).
     auto zeros = [&](Value* dst, int64_t from, int64_t to) {
       int64_t v_end = from;
@@ -377,12 +381,14 @@ class KernelWriter {
                                           static_cast<uint64_t>(l));
           }
           Value*& slot = acc[static_cast<size_t>(i * nv + j)];
-          slot = madd(in, wv, slot);
+          slot = s_.max_pool ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, slot, in)
+                             : madd(in, wv, slot);
         }
       }
     };
-    std::vector<Value*> acc(static_cast<size_t>(s_.tile_h * nv),
-                            llvm::Constant::getNullValue(acc_type));
+    Value* init = s_.max_pool ? static_cast<Value*>(llvm::ConstantFP::get(acc_type, -INFINITY))
+                              : llvm::Constant::getNullValue(acc_type);
+    std::vector<Value*> acc(static_cast<size_t>(s_.tile_h * nv), init);
     if (s_.unroll_rs) {
       for (int64_t r = 0; r < s_.kernel_h; ++r)
         for (int64_t q = 0; q < s_.kernel_w; ++q)

@@ -814,22 +814,44 @@ TEST(FragTarget, OpWritesTheLayoutOfItsTaskReader) {
 
 // wasm op steps carry the op and its attributes, constants as weights with their shape.
 TEST(WasmTarget, OpStepsRunInJavaScript) {
+  if (!wasm_emitter_available()) GTEST_SKIP() << "webtune was built without LLVM: no wasm kernels";
   const graph::Graph g = op_chain();
   const PlannedPackage p = plan_package(g, options_for("wasm"));
-  EXPECT_TRUE(p.kernels.empty());
+  // The square max pool runs as the wasm max-pool kernel (its op kept in the step); the other
+  // ops run in JavaScript ("kernel": null).
+  ASSERT_EQ(p.kernels.size(), 1u);
   const PackageStep* pool = step_of(p.manifest, "pool", PackageStep::Role::kOp);
   ASSERT_NE(pool, nullptr);
-  EXPECT_TRUE(pool->kernel.empty());
+  EXPECT_EQ(pool->kernel, kernel_file(0));
   ASSERT_TRUE(pool->op.has_value());
   EXPECT_EQ(pool->op->type, "MaxPool");
   EXPECT_EQ(bj::serialize(pool->op->attributes.at("kernel_shape")), "[2,2]");
+  const KernelArtifact& k = p.kernels[0];
+  EXPECT_EQ(k.inputs.size(), 1u);
+  EXPECT_EQ(k.wasm.offsets, placement_of(p.manifest, *pool).offsets);
   const PackageStep* add = step_of(p.manifest, "add", PackageStep::Role::kOp);
   ASSERT_NE(add, nullptr);
   EXPECT_EQ(p.manifest.weights.at(add->inputs[1].id).shape, (std::vector<int64_t>{1, 4, 1, 1}));
+  EXPECT_EQ(p.manifest.wasm_memory->weight_offsets.at(add->inputs[1].id), -1);  // JS reads it
   const bj::object json = p.manifest.to_json();
-  const bj::value& step = json.at("steps").as_array().at(4);  // upload, relu, add, sigmoid, pool
+  const bj::value& step = json.at("steps").as_array().at(3);  // upload, relu, add, sigmoid, pool
   EXPECT_TRUE(step.as_object().at("kernel").is_null());
+  EXPECT_EQ(bj::serialize(Manifest::from_json(json).to_json()), bj::serialize(json));
   check_package(p, g);
+  // Pools the kernel does not run stay JavaScript: ceil_mode, uneven pads, a non-square window.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"ceil_mode", {1}}, {"pads", {0, 0, 1, 1}}, {"kernel_shape", {2, 1}}}) {
+    graph::Graph other = op_chain();
+    graph::Node& node = other.nodes.back();
+    if (name == "ceil_mode")
+      node.attributes["ceil_mode"] = int64_t{1};
+    else
+      node.attributes[name] = value;
+    // (Each still gives y [1,4,3,3] on s [1,4,6,6] with strides 2.)
+    const PlannedPackage q = plan_package(other, options_for("wasm"));
+    EXPECT_TRUE(q.kernels.empty()) << name;
+    EXPECT_TRUE(step_of(q.manifest, "pool", PackageStep::Role::kOp)->kernel.empty()) << name;
+  }
 }
 
 // wasm's linear memory (deploy/wasm_memory.hpp): every slot and every weight a kernel reads at
@@ -860,8 +882,9 @@ TEST(WasmTarget, LinearMemoryPlacesEveryKernelAtItsTensors) {
   EXPECT_GE(regions.front().first, 65536);
   for (size_t i = 0; i < regions.size(); ++i) {
     EXPECT_EQ(regions[i].first % 64, 0);
-    if (i > 0)
+    if (i > 0) {
       EXPECT_GE(regions[i].first, regions[i - 1].second) << "regions " << i - 1 << ", " << i;
+    }
   }
   EXPECT_LE(regions.back().second, lm.scratch_offset);
   EXPECT_LE(lm.scratch_offset, lm.pages * 65536);
@@ -877,9 +900,10 @@ TEST(WasmTarget, LinearMemoryPlacesEveryKernelAtItsTensors) {
     EXPECT_EQ(a.wasm.offsets, want.offsets) << s.node;
     EXPECT_EQ(a.wasm.memory_pages, lm.pages) << s.node;
     for (size_t i = 0; i < s.inputs.size(); ++i)
-      if (s.inputs[i].kind == StepInput::Kind::kWeight)
+      if (s.inputs[i].kind == StepInput::Kind::kWeight) {
         EXPECT_GE(lm.weight_offsets[s.inputs[i].id], 0)
             << s.node << " reads a weight not in memory";
+      }
   }
   EXPECT_EQ(task_steps, 53);  // MobileNet-v2's task steps (31 tasks; several run more than once)
   EXPECT_EQ(files.size(), p.kernels.size());

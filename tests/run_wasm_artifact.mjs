@@ -16,7 +16,7 @@ const args = process.argv.slice(2);
 const at = args.indexOf('--repeat');
 const repeat = at >= 0 ? Number(args[at + 1]) : 0;
 const [artifactPath, outPath, ...inputPaths] = at >= 0 ? args.slice(0, at) : args;
-if (!outPath || inputPaths.length < 2) {
+if (!outPath || inputPaths.length < 1) {
   console.error('usage: run_wasm_artifact.mjs ARTIFACT.json OUT.bin INPUT.bin... [--repeat R]');
   process.exit(2);
 }
@@ -26,7 +26,7 @@ const { threads, memory_pages: pages, offsets } = artifact.wasm;
 const bytes = Buffer.from(artifact.source, 'base64');
 if (!WebAssembly.validate(bytes)) throw new Error('the module does not validate');
 const module = new WebAssembly.Module(bytes);
-const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: threads > 1 });
+const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: threads > 1 || artifact.wasm.shared_memory === true });
 const put = (path, offset) => {
   const b = readFileSync(path);
   new Uint8Array(memory.buffer, offset, b.length).set(b);

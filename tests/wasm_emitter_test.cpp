@@ -362,11 +362,16 @@ class WasmModules : public ::testing::Test {
   /// Every input of seeded_inputs(wl, seed) goes to the runner, in input order.
   std::vector<float> run(const Workload& wl, const KernelArtifact& artifact, uint64_t seed,
                          int repeat = 0, double* seconds = nullptr) {
+    return run_inputs(seeded_inputs(wl, seed), artifact, repeat, seconds);
+  }
+  /// run() with the inputs given (one per offset before the output's).
+  std::vector<float> run_inputs(const std::vector<std::vector<float>>& inputs,
+                                const KernelArtifact& artifact, int repeat = 0,
+                                double* seconds = nullptr) {
     std::ofstream(dir_ / "artifact.json") << boost::json::serialize(artifact.to_json());
     fs::remove(dir_ / "out.bin");
     std::string cmd = node_command() + " '" WEBTUNE_SOURCE_DIR "/tests/run_wasm_artifact.mjs' '" +
                       (dir_ / "artifact.json").string() + "' '" + (dir_ / "out.bin").string() + "'";
-    const std::vector<std::vector<float>> inputs = seeded_inputs(wl, seed);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const fs::path path = dir_ / ("input" + std::to_string(i) + ".bin");
       write_floats(path, inputs[i]);
@@ -632,6 +637,73 @@ TEST_F(WasmModules, FmaConfigsMatchTheReference) {
     }
     EXPECT_EQ(checked, 6) << wl.key() << ": too few fma configs sampled";
   }
+}
+
+// A package's max pool (emit_wasm_max_pool_placed): the depthwise kernel with −∞ padding and
+// max, placed at given offsets; every output equals the max over its window's input elements,
+// for strides 1 and 2, pads 0 and 1, odd sizes, and configs with and without SIMD and threads.
+TEST_F(WasmModules, MaxPoolKernelsMatchAWindowScan) {
+  struct Case {
+    int64_t n, c, h, w, k, stride, pad;
+  };
+  const std::vector<Case> cases = {{1, 8, 13, 13, 3, 2, 1},
+                                   {2, 5, 12, 12, 2, 2, 0},
+                                   {1, 4, 9, 11, 3, 1, 1},
+                                   {1, 6, 7, 7, 3, 2, 1}};
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> value(-50.0f, 50.0f);
+  for (const Case& c : cases) {
+    const Workload pool = Workload::depthwise_conv2d(c.n, c.c, c.h, c.w, c.k, c.stride, c.pad);
+    const Task task = Task::create(pool, Target::kWasm, threads_limit(2));
+    std::vector<float> x(static_cast<size_t>(pool.input_size(0)));
+    for (float& v : x) v = value(rng);
+    const int64_t oh = pool.out_h(), ow = pool.out_w();
+    std::vector<float> want;
+    for (int64_t p = 0; p < c.n * c.c; ++p)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          float best = -INFINITY;
+          for (int64_t r = 0; r < c.k; ++r)
+            for (int64_t q = 0; q < c.k; ++q) {
+              const int64_t ih = i * c.stride - c.pad + r, iw = j * c.stride - c.pad + q;
+              if (ih >= 0 && ih < c.h && iw >= 0 && iw < c.w)
+                best = std::max(best, x[static_cast<size_t>((p * c.h + ih) * c.w + iw)]);
+            }
+          want.push_back(best);
+        }
+    int checked = 0;
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, 12)) {
+      WasmPlacement placement;
+      const int64_t in = 65536, out = (in + pool.input_size(0) * 4 + 256 + 63) / 64 * 64;
+      placement.offsets = {in, out};
+      placement.scratch_offset = (out + pool.output_size() * 4 + 256 + 63) / 64 * 64;
+      placement.memory_pages =
+          (placement.scratch_offset + wasm_scratch_bytes(pool, e) + 65535) / 65536;
+      placement.shared_memory = e.get_int("threads") > 1;
+      const KernelArtifact a = emit_wasm_max_pool_placed(pool, e, placement);
+      ASSERT_EQ(a.inputs.size(), 1u);
+      ASSERT_EQ(a.wasm.offsets, placement.offsets);
+      const std::vector<float> got = run_inputs({x}, a);
+      ASSERT_EQ(got.size(), want.size()) << e.to_string();
+      int wrong = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        if (got[i] != want[i] && ++wrong <= 3)
+          ADD_FAILURE() << pool.key() << " " << e.to_string() << ": output " << i << " = " << got[i]
+                        << ", the window's max is " << want[i];
+      ++checked;
+    }
+    EXPECT_EQ(checked, 12) << pool.key();
+  }
+  // Anything but a plain depthwise geometry, or a placement of 3 offsets, is refused.
+  const Workload pool = Workload::depthwise_conv2d(1, 4, 8, 8, 3, 2, 1);
+  const Task task = Task::create(pool, Target::kWasm, threads_limit(2));
+  WasmPlacement three;
+  three.offsets = {65536, 131072, 196608};
+  three.memory_pages = 8;
+  three.scratch_offset = 262144;
+  EXPECT_THROW(emit_wasm_max_pool_placed(pool, task.default_config(), three), MeasureError);
+  EXPECT_THROW(emit_wasm_max_pool_placed(with(pool, kBiasRelu), task.default_config(), three),
+               MeasureError);
 }
 
 /// Prints GFLOP/s under node (fastest of 8 executions) of a few configs of `wl`, single thread

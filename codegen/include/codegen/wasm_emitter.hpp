@@ -135,6 +135,16 @@ int64_t wasm_scratch_bytes(const Workload& workload, const ConfigEntity& entity)
 KernelArtifact emit_wasm_placed(const Workload& workload, const ConfigEntity& entity,
                                 const WasmPlacement& placement);
 
+/// A MaxPool (2-D window, square kernel, one stride and one pad on every side, no dilation) as
+/// a kernel placed in a package's linear memory: the depthwise kernel of `entity` (a config of
+/// wasm_space(pool)) with −∞ padding and f32x4.max instead of the multiply-add, no weight, no
+/// epilogue. `pool` is the pool's geometry as a depthwise_conv2d workload (N, C, H, W, R,
+/// stride, pad) without epilogue; `placement.offsets` is {input, output}. The artifact has one
+/// input and offsets {input, output}. Throws MeasureError(kInstantiation) for another workload
+/// or a placement outside the memory, as emit_wasm_placed.
+KernelArtifact emit_wasm_max_pool_placed(const Workload& pool, const ConfigEntity& entity,
+                                         const WasmPlacement& placement);
+
 /// The untuned baseline: scalar, MR = NR = 1, no unroll, no packing, rows outer, 1 thread
 /// (depthwise: 1 plane per task, 1×1 tiles, R·S looped, 1 thread).
 ConfigEntity wasm_default(const ConfigSpace& space);
