@@ -693,43 +693,30 @@ class WasmModel extends Model {
       if (slot.kind !== 'array' && slot.kind !== 'buffer') bad(`slot ${slot.id} has kind '${slot.kind}'; a wasm package has array slots`);
       this.arrays.set(slot.id, new Float32Array(slot.floats));
     }
-    this.steps = new Map();
-    this.pool = [];
-    const steps = this.manifest.steps;
-    for (let i = 0; i < steps.length; ++i) {
-      const step = steps[i];
-      if (step.kind !== 'kernel') continue;
-      try {
-        if (!step.kernel) {
-          this.setUpOp(i, step);
-          continue;
+    await this.setUpSteps(async (i, step) => {
+      const artifact = this.artifact(step);
+      const counts = step.inputs.map((input) => (input.weight !== undefined ? this.weight(input.weight).floats : product(this.values.get(input.value).shape)));
+      const kernel = new WasmKernel(artifact, { inputs: counts, output: product(this.values.get(step.output).shape) });
+      await kernel.compile();
+      const weights = [];
+      step.inputs.forEach((input, k) => {
+        if (input.weight !== undefined) weights.push({ offset: kernel.plan.offsets[k], values: this.weightFloats(this.weight(input.weight)) });
+      });
+      if (kernel.plan.threads === 1) {
+        await kernel.instantiateHere();
+      } else {
+        if (!hasThreads()) {
+          throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel uses ${kernel.plan.threads} threads; threads need a cross-origin isolated page (COOP same-origin, COEP require-corp)`);
         }
-        const artifact = this.artifact(step);
-        const counts = step.inputs.map((input) => (input.weight !== undefined ? this.weight(input.weight).floats : product(this.values.get(input.value).shape)));
-        const kernel = new WasmKernel(artifact, { inputs: counts, output: product(this.values.get(step.output).shape) });
-        await kernel.compile();
-        const weights = [];
-        step.inputs.forEach((input, k) => {
-          if (input.weight !== undefined) weights.push({ offset: kernel.plan.offsets[k], values: this.weightFloats(this.weight(input.weight)) });
-        });
-        if (kernel.plan.threads === 1) {
-          await kernel.instantiateHere();
-        } else {
-          if (!hasThreads()) {
-            throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel uses ${kernel.plan.threads} threads; threads need a cross-origin isolated page (COOP same-origin, COEP require-corp)`);
-          }
-          try {
-            kernel.memory = createMemory(kernel.plan);  // shared: the pool's workers run over it
-          } catch (e) {
-            throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate ${kernel.plan.pages} shared pages: ${e.message}`);
-          }
+        try {
+          kernel.memory = createMemory(kernel.plan);  // shared: the pool's workers run over it
+        } catch (e) {
+          throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `cannot allocate ${kernel.plan.pages} shared pages: ${e.message}`);
         }
-        for (const { offset, values } of weights) writeFloats(kernel.memory, offset, values);
-        this.steps.set(i, { kernel });
-      } catch (e) {
-        throw new StepError(i, step, e);
       }
-    }
+      for (const { offset, values } of weights) writeFloats(kernel.memory, offset, values);
+      this.steps.set(i, { kernel });
+    });
     await this.startPool();
   }
 
@@ -768,36 +755,43 @@ class WasmModel extends Model {
     weights.forEach((w, i) => {
       if (lm.weight_offsets[i] !== -1) view(`weight ${w.id}`, lm.weight_offsets[i], w.floats).set(this.weightFloats(this.weight(w.id)));
     });
+    const byFile = new Map();  // steps of one placement share the kernel file, and its instance
+    await this.setUpSteps(async (i, step) => {
+      let kernel = byFile.get(step.kernel);
+      if (!kernel) {
+        const counts = step.inputs.map((input) => (input.weight !== undefined ? this.weight(input.weight).floats : product(this.values.get(input.value).shape)));
+        kernel = new WasmKernel(this.artifact(step), { inputs: counts, output: product(this.values.get(step.output).shape) });
+        if (kernel.plan.pages !== pages) bad(`kernel ${step.kernel} imports ${kernel.plan.pages} pages, the package's linear memory has ${pages}`);
+        if (kernel.plan.shared !== Boolean(lm.shared)) bad(`kernel ${step.kernel} ${kernel.plan.shared ? 'imports a shared memory' : 'imports an unshared memory'}; the package's linear memory is ${lm.shared ? 'shared' : 'not shared'}`);
+        await kernel.compile();
+        if (kernel.plan.threads === 1) await kernel.instantiateHere(this.memory);
+        else kernel.memory = this.memory;
+        byFile.set(step.kernel, kernel);
+      }
+      this.steps.set(i, { kernel });
+    });
+    this.linear = true;
+    await this.startPool();
+  }
+
+  /**
+   * Sets up every kernel step: an op step (no kernel file) as setUpOp, a kernel step by
+   * `kernelStep(i, step)`; an error names the step (StepError).
+   */
+  async setUpSteps(kernelStep) {
     this.steps = new Map();
     this.pool = [];
-    const byFile = new Map();  // steps of one placement share the kernel file, and its instance
     const steps = this.manifest.steps;
     for (let i = 0; i < steps.length; ++i) {
       const step = steps[i];
       if (step.kind !== 'kernel') continue;
       try {
-        if (!step.kernel) {
-          this.setUpOp(i, step);
-          continue;
-        }
-        let kernel = byFile.get(step.kernel);
-        if (!kernel) {
-          const counts = step.inputs.map((input) => (input.weight !== undefined ? this.weight(input.weight).floats : product(this.values.get(input.value).shape)));
-          kernel = new WasmKernel(this.artifact(step), { inputs: counts, output: product(this.values.get(step.output).shape) });
-          if (kernel.plan.pages !== pages) bad(`kernel ${step.kernel} imports ${kernel.plan.pages} pages, the package's linear memory has ${pages}`);
-          if (kernel.plan.shared !== Boolean(lm.shared)) bad(`kernel ${step.kernel} ${kernel.plan.shared ? 'imports a shared memory' : 'imports an unshared memory'}; the package's linear memory is ${lm.shared ? 'shared' : 'not shared'}`);
-          await kernel.compile();
-          if (kernel.plan.threads === 1) await kernel.instantiateHere(this.memory);
-          else kernel.memory = this.memory;
-          byFile.set(step.kernel, kernel);
-        }
-        this.steps.set(i, { kernel });
+        if (step.kernel) await kernelStep(i, step);
+        else this.setUpOp(i, step);
       } catch (e) {
         throw new StepError(i, step, e);
       }
     }
-    this.linear = true;
-    await this.startPool();
   }
 
   /** An op step (no kernel file): the JavaScript operator of ops.mjs. */
