@@ -68,7 +68,6 @@ std::optional<Workload> max_pool_workload(const Manifest& m, const PackageStep& 
   const auto strides = ints_or(op, "strides", {1, 1});
   const auto pads = ints_or(op, "pads", {0, 0, 0, 0});
   const auto dilations = ints_or(op, "dilations", {1, 1});
-  const auto ceil = ints_or(op, "ceil_mode", {});  // a scalar: checked below
   if (!kernel || !strides || !pads || !dilations || kernel->size() != 2 || strides->size() != 2 ||
       pads->size() != 4 || dilations->size() != 2)
     return std::nullopt;

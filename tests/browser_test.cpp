@@ -6,10 +6,12 @@
 /// JavaScript from the seed.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <chrono>
 #include <cstdio>
@@ -782,13 +784,17 @@ class WasmFarmTest : public BrowserFarmTest {
       if (task.space->is_valid(forced) && !repeated) configs[i] = forced;
     }
     std::vector<MeasureInput> inputs;
-    int threaded = 0;
+    int threaded = 0, fused = 0;
     for (size_t i = 0; i < configs.size(); ++i) {
       inputs.push_back(input_for(task, configs[i], 7 + i));
       if (inputs.back().artifact.wasm.threads > 1) ++threaded;
+      if (inputs.back().artifact.wasm.relaxed_simd) ++fused;  // the fma knob
     }
     if (limits().max_threads >= 2) {
       EXPECT_GE(threaded, count / 4) << "too few threaded configs";
+    }
+    if (limits().relaxed_simd) {
+      EXPECT_GE(fused, 2) << "too few fma (relaxed SIMD) configs";
     }
     // Building 20 modules through LLVM can outlast the tracker's idle timeout (10 s) of a client
     // that reads nothing meanwhile: submit on a fresh connection.
@@ -825,6 +831,14 @@ TEST_F(WasmFarmTest, TabJoinsAsWasmThreadsWithMaxThreads) {
   const auto& limits = device_.at("limits").as_object();
   EXPECT_GE(limits.at("max_threads").to_number<int>(), 1) << boost::json::serialize(device_);
   EXPECT_LE(limits.at("max_threads").to_number<int>(), 8);
+  // Chromium has relaxed SIMD on by default since 114: the fma knob's configs are offered (the
+  // random-config tests below then run some of them in this tab).
+  EXPECT_TRUE(limits.at("relaxed_simd").as_bool()) << boost::json::serialize(device_);
+  const auto& features = device_.at("features").as_array();
+  EXPECT_NE(std::find(features.begin(), features.end(), boost::json::value("relaxed_simd")),
+            features.end())
+      << boost::json::serialize(device_);
+  EXPECT_TRUE(this->limits().relaxed_simd);  // as DeviceLimits reads it
 }
 
 TEST_F(WasmFarmTest, TwentyRandomDense64ConfigsMatchTheReference) {
