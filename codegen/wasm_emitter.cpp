@@ -464,36 +464,44 @@ int64_t wasm_scratch_bytes(const Workload& workload, const ConfigEntity& entity)
   return p.threads * p.scratch_bytes_per_thread + kSlack;
 }
 
-KernelArtifact emit_wasm_placed(const Workload& workload, const ConfigEntity& entity,
-                                const WasmPlacement& placement) {
-  WasmPlan p = wasm_plan(workload, entity);
+namespace {
+
+/// Plan `p` with its tensors at `offsets` (one per tensor: `bytes[i]` each) and its scratch and
+/// pages as `placement` says; MeasureError(kInstantiation) naming what lies outside the memory
+/// or is not 64-byte aligned past 64 KiB with kSlack readable bytes after it.
+void apply_placement(WasmPlan& p, const std::vector<int64_t>& offsets,
+                     const std::vector<int64_t>& bytes, const WasmPlacement& placement) {
   const int64_t end = placement.memory_pages * kPage;
   if (placement.memory_pages < 1 || end > kMaxMemory)
     refuse("placement: " + std::to_string(placement.memory_pages) +
            " pages is outside 1 page .. 1 GiB");
-  if (placement.offsets.size() != p.offsets.size())
-    refuse("placement: " + std::to_string(placement.offsets.size()) + " offsets for " +
-           std::to_string(p.offsets.size()) + " tensors (every input, then the output)");
-  for (size_t i = 0; i < placement.offsets.size(); ++i) {
-    const int64_t at = placement.offsets[i];
-    const int input = static_cast<int>(i);
-    const int64_t bytes =
-        (input < workload.input_count() ? workload.input_size(input) : workload.output_size()) * 4;
-    if (at < kFirstTensor || at % 64 != 0 || at + bytes + kSlack > end)
-      refuse("placement: tensor " + std::to_string(i) + " at byte " + std::to_string(at) + " (" +
-             std::to_string(bytes) + " bytes and " + std::to_string(kSlack) +
+  if (offsets.size() != bytes.size())
+    refuse("placement: " + std::to_string(offsets.size()) + " offsets for " +
+           std::to_string(bytes.size()) + " tensors (every input, then the output)");
+  auto check = [&](const std::string& what, int64_t at, int64_t size) {
+    if (at < kFirstTensor || at % 64 != 0 || at + size + kSlack > end)
+      refuse("placement: " + what + " at byte " + std::to_string(at) + " (" + std::to_string(size) +
+             " bytes and " + std::to_string(kSlack) +
              " of slack) is not 64-byte aligned past 64 KiB inside the " + std::to_string(end) +
              " bytes of memory");
-  }
-  const int64_t scratch = p.threads * p.scratch_bytes_per_thread + kSlack;
-  if (placement.scratch_offset < kFirstTensor || placement.scratch_offset % 64 != 0 ||
-      placement.scratch_offset + scratch > end)
-    refuse("placement: the scratch (" + std::to_string(scratch) + " bytes at " +
-           std::to_string(placement.scratch_offset) +
-           ") is not 64-byte aligned past 64 KiB inside the memory");
-  p.offsets = placement.offsets;
+  };
+  for (size_t i = 0; i < offsets.size(); ++i)
+    check("tensor " + std::to_string(i), offsets[i], bytes[i]);
+  check("the scratch", placement.scratch_offset, p.threads * p.scratch_bytes_per_thread);
+  p.offsets = offsets;
   p.scratch_offset = placement.scratch_offset;
   p.memory_pages = placement.memory_pages;
+}
+
+}  // namespace
+
+KernelArtifact emit_wasm_placed(const Workload& workload, const ConfigEntity& entity,
+                                const WasmPlacement& placement) {
+  WasmPlan p = wasm_plan(workload, entity);
+  std::vector<int64_t> bytes;
+  for (int i = 0; i < workload.input_count(); ++i) bytes.push_back(workload.input_size(i) * 4);
+  bytes.push_back(workload.output_size() * 4);
+  apply_placement(p, placement.offsets, bytes, placement);
   return emit_plan(workload, p, placement.shared_memory);
 }
 
@@ -505,26 +513,10 @@ KernelArtifact emit_wasm_max_pool_placed(const Workload& pool, const ConfigEntit
   if (placement.offsets.size() != 2)
     refuse("placement: a max pool takes 2 offsets (input, output), not " +
            std::to_string(placement.offsets.size()));
-  // The depthwise placement with the weight where the input is: the pool never reads it.
-  WasmPlacement as_depthwise = placement;
-  as_depthwise.offsets = {placement.offsets[0], placement.offsets[0], placement.offsets[1]};
-  // Checks the placement as emit_wasm_placed does (the "weight" lies inside the input).
   WasmPlan p = wasm_plan(pool, entity);
-  const int64_t end = placement.memory_pages * kPage;
-  const int64_t in_bytes = pool.input_size(0) * 4, out_bytes = pool.output_size() * 4;
-  const int64_t scratch = p.threads * p.scratch_bytes_per_thread + kSlack;
-  if (placement.memory_pages < 1 || end > kMaxMemory || placement.offsets[0] < kFirstTensor ||
-      placement.offsets[0] % 64 != 0 || placement.offsets[0] + in_bytes + kSlack > end ||
-      placement.offsets[1] < kFirstTensor || placement.offsets[1] % 64 != 0 ||
-      placement.offsets[1] + out_bytes + kSlack > end || placement.scratch_offset < kFirstTensor ||
-      placement.scratch_offset % 64 != 0 || placement.scratch_offset + scratch > end)
-    refuse(
-        "placement: the pool's input, output or scratch is not 64-byte aligned past 64 KiB "
-        "inside the " +
-        std::to_string(end) + " bytes of memory");
-  p.offsets = as_depthwise.offsets;
-  p.scratch_offset = placement.scratch_offset;
-  p.memory_pages = placement.memory_pages;
+  // The depthwise kernel's three tensors, the weight placed on the input: a pool never reads it.
+  const int64_t in = placement.offsets[0], out = placement.offsets[1];
+  apply_placement(p, {in, in, out}, {pool.input_size(0) * 4, 0, pool.output_size() * 4}, placement);
   KernelArtifact artifact = emit_plan(pool, p, placement.shared_memory, /*max_pool=*/true);
   artifact.inputs.resize(1);  // X only
   artifact.wasm.offsets = placement.offsets;
