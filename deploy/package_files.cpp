@@ -150,7 +150,9 @@ PlannedPackage build_package(const BuildOptions& options) {
   if (!options.db_path.empty()) {
     if (!is_postgres_url(options.db_path) && !fs::is_regular_file(options.db_path))
       throw std::runtime_error("no records database at '" + options.db_path + "'");
-    store = std::make_unique<RecordStore>(options.db_path);
+    // Read-only: building a package never changes the records it reads (an older file is
+    // migrated in memory, not on disk).
+    store = std::make_unique<RecordStore>(options.db_path, RecordStore::Access::kReadOnly);
   }
   PlanOptions plan;
   plan.target = options.target;

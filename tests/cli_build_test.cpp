@@ -3,9 +3,11 @@
 /// zoo ResNet-18 package for gles-compute with no records (the report on stdout, the same as
 /// report.txt, says every task took its default config; the manifest reads back); errors exit 2
 /// with the reason on stderr and nothing on stdout: an unknown target, a missing records file,
-/// an output folder that holds something else (left as it was).
+/// an output folder that holds something else (left as it was); a records file is read, never
+/// written (an older schema is migrated in memory, the file keeps every byte).
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "deploy/package.hpp"
 #include "graph/zoo.hpp"
 #include "support/run_webtune.hpp"
+#include "tuner/records.hpp"
 
 namespace fs = std::filesystem;
 using webtune::testing_support::read_file_text;
@@ -82,6 +85,31 @@ TEST_F(CliBuild, ErrorsExitTwoWithTheReason) {
   EXPECT_NE(run.err.find("refusing"), std::string::npos) << run.describe();
   EXPECT_EQ(read_file_text((dir_ / "mine" / "notes.txt").string()), "keep");
   EXPECT_FALSE(fs::exists(dir_ / "mine" / "manifest.json"));
+}
+
+TEST_F(CliBuild, ReadsTheRecordsWithoutWritingThem) {
+  const std::string db = (dir_ / "old.db").string();
+  { webtune::RecordStore store(db); }
+  // What an older webtune left: schema version 3, no WAL (a copy of a checkpointed file).
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(handle,
+                         "DROP TABLE model_measurements; PRAGMA user_version = 3; "
+                         "PRAGMA journal_mode = DELETE;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(handle);
+  sqlite3_close(handle);
+  const std::string before = read_file_text(db);
+
+  const std::string out = (dir_ / "package").string();
+  const WebtuneRun run =
+      run_webtune({"build", "--model", model_, "--target", "wasm", "--db", db, "-o", out});
+  ASSERT_TRUE(run.exited && run.status == 0) << run.describe();
+  EXPECT_NE(run.out.find("records: " + db), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("16 default"), std::string::npos) << run.out;
+  EXPECT_EQ(read_file_text(db), before) << "webtune build changed the records file";
+  EXPECT_FALSE(fs::exists(db + "-wal"));
 }
 
 }  // namespace

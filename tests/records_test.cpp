@@ -1052,6 +1052,80 @@ TEST_F(RecordsTest, MigratesVersion1FilesAndKeepsTheirTrials) {
   EXPECT_EQ(store.best()[0].verification->verdict, "verified");
 }
 
+/// The bytes of a file (to prove a read-only open changed none of them).
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST_F(RecordsTest, ReadOnlyStoresReadAnOldFileWithoutChangingIt) {
+  int64_t job = 0;
+  {
+    RecordStore store(path_);
+    job = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2");
+    store.add_trials(job, {ok_trial(0, {1e-3}), ok_trial(1, {2e-3})});
+  }
+  // An older webtune's file, in rollback-journal mode (as a copy made with `cp` of a checkpointed
+  // store may be): a read-write open would migrate it and switch it to WAL.
+  exec_sql(path_,
+           "DROP TABLE model_measurements; PRAGMA user_version = 3; "
+           "PRAGMA journal_mode = DELETE;");
+  const std::string before = file_bytes(path_);
+  ASSERT_FALSE(before.empty());
+  {
+    RecordStore store(path_, RecordStore::Access::kReadOnly);
+    const std::vector<TrialRecord> trials = store.trials(job);
+    ASSERT_EQ(trials.size(), 2u);
+    EXPECT_EQ(trials[1].result.costs, std::vector<double>{2e-3});
+    ASSERT_EQ(store.best().size(), 1u);
+    EXPECT_EQ(store.best()[0].trial.config_index, trials[0].config_index);
+    // Writes go to the in-memory copy only.
+    store.add_trials(job, {ok_trial(2, {0.5e-3})});
+    EXPECT_EQ(store.trials(job).size(), 3u);
+  }
+  EXPECT_EQ(file_bytes(path_), before) << "a read-only open changed the file";
+  EXPECT_FALSE(fs::exists(path_ + "-wal"));
+  EXPECT_EQ(query_text(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_text(path_, "SELECT count(*) FROM trials"), "2");
+}
+
+TEST_F(RecordsTest, ReadOnlyStoresOpenAReadOnlyFileAndRefuseMissingAndForeignOnes) {
+  {
+    RecordStore store(path_);
+    const int64_t job = store.open_job(dense_m(), Target::kWasm, kDevice);
+    store.add_trials(job, {ok_trial(0, {1e-3})});
+  }
+  // A file the user may read but not write (as root, permissions do not stop a write: the
+  // byte comparison above is the check that counts; this one proves no write is needed).
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  {
+    RecordStore store(path_, RecordStore::Access::kReadOnly);
+    EXPECT_EQ(store.jobs().size(), 1u);
+  }
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write);
+
+  const std::string missing = testing::TempDir() + "webtune_no_such_records.db";
+  fs::remove(missing);
+  try {
+    RecordStore store(missing, RecordStore::Access::kReadOnly);
+    FAIL() << "opened a missing file read-only";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(missing)) << "a read-only open created the file";
+
+  const std::string text = path_ + ".txt";
+  std::ofstream(text) << "not a database, just some text that is long enough to be a header\n";
+  try {
+    RecordStore store(text, RecordStore::Access::kReadOnly);
+    FAIL() << "opened a text file as records";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+  fs::remove(text);
+}
+
 TEST_F(RecordsTest, ModelRunsKeepTheirJobsWeightsAndEstimates) {
   RecordStore store(path_);
   const int64_t c2 = store.open_job(conv_c2(), Target::kGlesFrag, kDevice, "C2");

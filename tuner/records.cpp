@@ -691,9 +691,20 @@ ConfigEntity config_in_space(const Workload& workload, Target target,
 
 // ---- RecordStore --------------------------------------------------------------------------
 
-RecordStore::RecordStore(const std::string& path)
+namespace {
+
+std::unique_ptr<sql::Connection> open_connection(const std::string& path,
+                                                 RecordStore::Access access) {
+  if (access == RecordStore::Access::kReadOnly && !sql::is_postgres_url(path))
+    return sql::open_sqlite_snapshot(path);
+  return sql::open(path);
+}
+
+}  // namespace
+
+RecordStore::RecordStore(const std::string& path, Access access)
     : path_(sql::is_postgres_url(path) ? sql::redact_url(path) : path),
-      connection_(sql::open(path)),
+      connection_(open_connection(path, access)),
       db_(connection_.get()) {
   Transaction tx(db_, "creating the schema of '" + path_ + "'");
   const int version = db_->schema_version();
@@ -701,6 +712,14 @@ RecordStore::RecordStore(const std::string& path)
     throw std::runtime_error("records: '" + path_ + "' has schema version " +
                              std::to_string(version) + ", newer than this webtune's (" +
                              std::to_string(kSchemaVersion) + "); update webtune");
+  // A read-only SQLite store is an in-memory copy, migrated freely; a PostgreSQL database is
+  // the real one, so it is not touched.
+  if (version < kSchemaVersion && access == Access::kReadOnly && is_postgres())
+    throw std::runtime_error(
+        "records: '" + path_ + "' has schema version " + std::to_string(version) +
+        ", older than this webtune's (" + std::to_string(kSchemaVersion) +
+        ") and is opened read-only; migrate it first: `webtune log list --db URL` opens it "
+        "read-write and updates its schema");
   if (version < kSchemaVersion) {
     migrate(db_, version);
     db_->set_schema_version(kSchemaVersion);

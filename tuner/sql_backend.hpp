@@ -83,6 +83,14 @@ std::string redact_url(std::string_view url);
 /// timeout. Throws std::runtime_error "records: opening '<path>': <SQLite's message>".
 std::unique_ptr<Connection> open_sqlite(const std::string& path);
 
+/// Opens an in-memory copy of the SQLite file at `path`: the file is opened read-only, copied in
+/// one read transaction (SQLite's backup API) and closed, so nothing is ever written to it (no
+/// WAL switch, no schema migration: those happen on the copy). For readers that must not
+/// modify the records they read (`webtune build`). Throws std::runtime_error "records: opening
+/// '<path>' read-only: …" (missing or unreadable file) or "records: reading '<path>': …" (not a
+/// database).
+std::unique_ptr<Connection> open_sqlite_snapshot(const std::string& path);
+
 /// Connects to a PostgreSQL server by libpq URI (`postgresql://user@host:port/db`, and libpq's
 /// query parameters such as `?host=/run/postgresql` for a Unix socket). Throws
 /// std::runtime_error "records: connecting to '<redacted url>': <libpq's message>".

@@ -76,6 +76,49 @@ class SqliteStatement final : public Statement {
 
 class SqliteConnection final : public Connection {
  public:
+  /// A snapshot: an in-memory database holding a copy of the file at `path`, which is opened
+  /// read-only (SQLite's backup API, one read transaction) and closed again.
+  struct Snapshot {};
+
+  SqliteConnection(const std::string& path, Snapshot) {
+    sqlite3* source = nullptr;
+    // No SQLITE_OPEN_CREATE: a missing file is an error, not a new empty store.
+    int rc = sqlite3_open_v2(path.c_str(), &source, SQLITE_OPEN_READONLY, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string message = source ? sqlite3_errmsg(source) : sqlite3_errstr(rc);
+      sqlite3_close_v2(source);
+      throw std::runtime_error("records: opening '" + path + "' read-only: " + message);
+    }
+    sqlite3_busy_timeout(source, kBusyTimeoutMs);
+    rc = sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+      sqlite3_close_v2(source);
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+      throw std::runtime_error("records: an in-memory copy of '" + path +
+                               "': " + sqlite3_errstr(rc));
+    }
+    sqlite3_backup* backup = sqlite3_backup_init(db_, "main", source, "main");
+    if (backup != nullptr) {
+      // -1: every page in one step, so the copy is one consistent read of the file (a tuner
+      // writing meanwhile waits, or its commit is not in the copy).
+      rc = sqlite3_backup_step(backup, -1);
+      sqlite3_backup_finish(backup);
+    }
+    const std::string error = backup == nullptr   ? sqlite3_errmsg(db_)
+                              : rc != SQLITE_DONE ? sqlite3_errstr(rc)
+                                                  : std::string();
+    // The copy is checked on the file: a file that is not a database fails here.
+    sqlite3_close_v2(source);
+    if (!error.empty()) {
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+      throw std::runtime_error("records: reading '" + path + "': " + error);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    exec("PRAGMA foreign_keys=ON", "enabling foreign keys on the copy of '" + path + "'");
+  }
+
   explicit SqliteConnection(const std::string& path) {
     const int rc =
         sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -160,6 +203,10 @@ class SqliteConnection final : public Connection {
 
 std::unique_ptr<Connection> open_sqlite(const std::string& path) {
   return std::make_unique<SqliteConnection>(path);
+}
+
+std::unique_ptr<Connection> open_sqlite_snapshot(const std::string& path) {
+  return std::make_unique<SqliteConnection>(path, SqliteConnection::Snapshot{});
 }
 
 }  // namespace webtune::sql

@@ -250,7 +250,13 @@ class RecordStore {
   /// which must exist (its tables are created when missing). Throws std::runtime_error with
   /// SQLite's or PostgreSQL's message, e.g. when the store was written by a newer webtune
   /// (higher schema version) or the server refuses the connection.
-  explicit RecordStore(const std::string& path);
+  /// How a store is opened. kReadOnly never writes to what `path` names: an SQLite file is
+  /// copied into memory (sql::open_sqlite_snapshot: no WAL switch, no migration on disk; writes
+  /// go to the copy and are lost) and a PostgreSQL database of an older schema is refused
+  /// instead of migrated.
+  enum class Access { kReadWrite, kReadOnly };
+
+  explicit RecordStore(const std::string& path, Access access = Access::kReadWrite);
   ~RecordStore();
   RecordStore(const RecordStore&) = delete;
   RecordStore& operator=(const RecordStore&) = delete;
