@@ -16,7 +16,7 @@
 // URL parameters: token (the tracker's agent token; else the form asks for it), name (shown in
 // the farm), targets (comma-separated executor families, default all that work here), tracker
 // (a ws:// URL, default this page's host); the rest go to the executors as options (webgl2:
-// sync=fence|readpixels|finish; wasm: wasm_spin=<polls before a thread blocks>). Progress is
+// sync=fence|readpixels|finish; wasm: wasm_spin_us=<µs a thread polls before it blocks>). Progress is
 // shown on the page and logged to the console with a "[webtune]" prefix, which the local farm
 // (farm.mjs) forwards. The page lists every executor family with its key or the reason it is
 // unavailable (state.unavailable: what its setup threw, e.g. "navigator.gpu is undefined"),

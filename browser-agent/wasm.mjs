@@ -63,7 +63,7 @@ export class WasmExecutor {
   /**
    * Probes SIMD128 and shared memory; rejects where WebAssembly or SIMD128 is missing (the ABI's
    * keys both need SIMD). Options: `workerFactory` (a function returning a Worker or a
-   * worker_threads Worker running wasm_worker.mjs), `wasm_spin` (polls before a thread blocks),
+   * worker_threads Worker running wasm_worker.mjs), `wasm_spin_us` (µs a waiting thread polls before it blocks; wasm_worker.mjs DEFAULT_SPIN_US),
    * `max_threads` (caps the advertised count; tests).
    */
   static async create(options = {}) {
@@ -82,7 +82,7 @@ export class WasmExecutor {
     this.maxThreads = this.threads ? Math.max(1, Math.min(cores, MAX_THREADS, cap)) : 1;
     // The fma knob's kernels need relaxed SIMD; `relaxed_simd: false` hides it (tests).
     this.relaxedSimd = options.relaxed_simd === false ? false : hasRelaxedSimd();
-    this.spin = options.wasm_spin !== undefined ? Number(options.wasm_spin) : undefined;
+    this.spinUs = options.wasm_spin_us !== undefined ? Number(options.wasm_spin_us) : undefined;
     this.pool = [];
   }
 
@@ -207,7 +207,7 @@ class Trial {
       { offset: plan.offsets[i], values: cachedSeededTensor(seed, i, count) }));
     const nan = { offset: plan.outputOffset, values: new Float32Array(sizes.output).fill(NaN) };
     const threads = await this.executor.workers(plan.threads, this);
-    await this.kernel.load(threads, [...inputs, nan], (t, what, limitS) => this.reply(t, what, limitS), this.executor.spin);
+    await this.kernel.load(threads, [...inputs, nan], (t, what, limitS) => this.reply(t, what, limitS), this.executor.spinUs);
   }
 
   /** One batch of `number` executions on the leader (WasmKernel.batch within the job's deadline). */

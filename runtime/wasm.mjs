@@ -280,10 +280,10 @@ export class WasmKernel {
    * startWorkers. T = 1: the worker makes the (unshared, unpostable) memory; T > 1: it is made
    * here, so `this.memory` can be written and read between executions.
    */
-  async load(threads, regions, reply = (t) => t.next(), spin = undefined) {
+  async load(threads, regions, reply = (t) => t.next(), spinUs = undefined) {
     const { plan } = this;
     this.threads = threads;
-    const common = { cmd: 'load', module: this.module, pages: plan.pages, threads: plan.threads, spin };
+    const common = { cmd: 'load', module: this.module, pages: plan.pages, threads: plan.threads, spinUs };
     if (plan.threads === 1 && !plan.shared) {
       this.threads[0].post({ ...common, tid: 0, inputs: regions });
     } else {

@@ -12,7 +12,7 @@
 //   plus, for T > 1, one call of run(tid) in each helper, started and joined through Atomics on
 //   the control block. Workers may block (Atomics.wait), the page may not: so the leader, not the
 //   page, drives the executions and the page pays one message per timed batch.
-// - helper (tid ≥ 1, T > 1 only): after loading it sits in a loop — spin a little, then
+// - helper (tid ≥ 1, T > 1 only): after loading it sits in a loop — poll for up to DEFAULT_SPIN_US, then
 //   Atomics.wait on the generation word — running run(tid) once per new generation, until the
 //   page sets STOP (then it returns to its event loop and can load the next job's module).
 //
@@ -30,12 +30,27 @@
 import { CONTROL, storedTrap } from './wasm.mjs';
 
 /**
- * Polls of a shared word before a thread blocks in Atomics.wait. 0: block at once. Measured in
- * headless Chromium on a busy 2-core machine (test/wasm_sync_bench.mjs, T = 2, empty kernel):
- * 3–6 µs per execution with 0 or 50 polls, 8–10 µs with 200, 27–32 µs with 1000 and about
- * 500 µs with 4000 — a spinning thread takes the core from the thread it waits for.
+ * Microseconds a waiting thread polls a shared word before it blocks in Atomics.wait (0: block
+ * at once); the executor's `wasm_spin_us` page option and the model pool's 'serve' may set their
+ * own.
+ *
+ * Why poll at all: a thread blocked in Atomics.wait sleeps in the kernel (a futex), and Linux
+ * tends to wake a sleeper on the waker's CPU (wake-affine placement), where it stays until the
+ * load balancer moves it. Both threads of a T = 2 kernel then share one core. Measured in
+ * headless Chromium 156 on this project's 2-core x86-64 machine (2026-11-27):
+ * - MobileNet-v2's 16→96 pointwise layer, T = 2, through the executor: with no polling, stretches
+ *   of tens of executions at 1.7–2.0 ms, the speed of one thread, between ones at 0.9–1.0 ms;
+ *   with 2 ms of polling, 0.86–1.0 ms after the first few.
+ * - the tuner, which times every trial this way: MobileNet-v2's 2,480 trials gave a model
+ *   estimate of 18.6 ms without polling and 12.1 ms with it, and that package ran in 16.3 ms
+ *   (pool without polling) and 14.5 ms (pool with it), against 19.9 ms for the old package.
+ * XNNPACK's pthreadpool (TensorFlow.js wasm, onnxruntime-web) also spins before it sleeps. The
+ * cost: a thread keeps its core busy for up to this long after its last execution. Kernels never
+ * use more threads than the tab has cores (DeviceLimits max_threads), so a polling thread takes
+ * no core from a thread that has work — except where the OS put two threads on one core
+ * anyway: the waiter then polls through its time slice before the other runs.
  */
-const DEFAULT_SPIN = 0;
+export const DEFAULT_SPIN_US = 2000;
 
 let port = null;  // {post(message), on(handler)}
 if (typeof WorkerGlobalScope !== 'undefined') {
@@ -48,7 +63,7 @@ if (typeof WorkerGlobalScope !== 'undefined') {
   port = { post: (m) => parentPort.postMessage(m), on: (h) => parentPort.on('message', h) };
 }
 
-let job = null;  // {run, tid, threads, ctl, memory, spin}
+let job = null;  // {run, tid, threads, ctl, memory, spinUs}
 
 function errorText(e) {
   return `${e?.name || 'Error'}: ${e?.message || e}`;
@@ -62,17 +77,24 @@ function storeTrap(ctl, tid, message) {
 }
 
 
-/** Waits until ctl[index] != value: `spin` polls, then Atomics.wait. */
-function waitChange(ctl, index, value, spin) {
-  for (let i = 0; i < spin; ++i) if (Atomics.load(ctl, index) !== value) return;
+/** Waits until ctl[index] != value: polls for up to `spinUs` µs, then blocks in Atomics.wait. */
+function waitChange(ctl, index, value, spinUs) {
+  if (spinUs > 0) {
+    const end = performance.now() + spinUs / 1e3;
+    // The clock is read once per 64 polls: a poll is a few ns, a clock read far more.
+    for (;;) {
+      for (let i = 0; i < 64; ++i) if (Atomics.load(ctl, index) !== value) return;
+      if (performance.now() >= end) break;
+    }
+  }
   while (Atomics.load(ctl, index) === value) Atomics.wait(ctl, index, value);
 }
 
 function helperLoop(generation) {
-  const { ctl, run, tid, spin } = job;
+  const { ctl, run, tid, spinUs } = job;
   let seen = generation;
   for (;;) {
-    waitChange(ctl, CONTROL.GEN, seen, spin);
+    waitChange(ctl, CONTROL.GEN, seen, spinUs);
     seen = Atomics.load(ctl, CONTROL.GEN);
     if (Atomics.load(ctl, CONTROL.STOP)) return;
     try {
@@ -87,7 +109,7 @@ function helperLoop(generation) {
 
 /** One execution: start the helpers, run(0) here, join them. Throws the first trap. */
 function execute() {
-  const { ctl, run, threads, spin } = job;
+  const { ctl, run, threads, spinUs } = job;
   if (threads === 1) {
     run(0);
     return;
@@ -102,7 +124,7 @@ function execute() {
     trap = e;
   }
   // Join even after a trap: helpers must be idle before the page reads or reuses the memory.
-  for (let done; (done = Atomics.load(ctl, CONTROL.DONE)) < threads - 1;) waitChange(ctl, CONTROL.DONE, done, spin);
+  for (let done; (done = Atomics.load(ctl, CONTROL.DONE)) < threads - 1;) waitChange(ctl, CONTROL.DONE, done, spinUs);
   if (trap) throw trap;
   const helperTrap = storedTrap(ctl);
   if (helperTrap) throw new Error(helperTrap);
@@ -130,14 +152,14 @@ function load(m) {
   }
   const run = instance.exports.run;
   if (typeof run !== 'function') return { error: 'the module exports no function run(tid)', kind: 'link' };
-  job = { run, tid: m.tid, threads: m.threads, memory, spin: m.spin ?? DEFAULT_SPIN,
+  job = { run, tid: m.tid, threads: m.threads, memory, spinUs: m.spinUs ?? DEFAULT_SPIN_US,
     ctl: m.control ? new Int32Array(m.control) : null };
   return { ok: true };
 }
 
 // ---- shared pools (the model runtime) ----
 const kernels = new Map();  // key → {run, threads}
-let pool = null;            // {ctl, size, spin, tid}
+let pool = null;            // {ctl, size, spinUs, tid}
 
 function add(m) {
   let instance;
@@ -153,10 +175,10 @@ function add(m) {
 }
 
 function serveLoop(generation) {
-  const { ctl, tid, spin } = pool;
+  const { ctl, tid, spinUs } = pool;
   let seen = generation;
   for (;;) {
-    waitChange(ctl, CONTROL.GEN, seen, spin);
+    waitChange(ctl, CONTROL.GEN, seen, spinUs);
     seen = Atomics.load(ctl, CONTROL.GEN);
     if (Atomics.load(ctl, CONTROL.STOP)) return;
     const kernel = kernels.get(Atomics.load(ctl, CONTROL.KERNEL));
@@ -211,7 +233,7 @@ port.on((m) => {
       port.post(add(m));
       break;
     case 'serve': {
-      pool = { ctl: new Int32Array(m.control), size: m.size, spin: m.spin ?? DEFAULT_SPIN, tid: m.tid };
+      pool = { ctl: new Int32Array(m.control), size: m.size, spinUs: m.spinUs ?? DEFAULT_SPIN_US, tid: m.tid };
       const generation = Atomics.load(pool.ctl, CONTROL.GEN);
       port.post({ ok: true });
       if (m.tid > 0) serveLoop(generation);

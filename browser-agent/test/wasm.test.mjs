@@ -8,7 +8,7 @@ import test from 'node:test';
 
 import { ErrorNo } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
-import { PAGE_BYTES, WARM_UP, WasmExecutor, createMemory, decodeBase64, memoryPlan, warmUpUntilSteady, writeFloats } from '../wasm.mjs';
+import { CONTROL, PAGE_BYTES, WARM_UP, WasmExecutor, createMemory, decodeBase64, memoryPlan, warmUpUntilSteady, writeFloats } from '../wasm.mjs';
 import { denseWat, haveWat2wasm, loopWat, trapWat, wat2wasm } from './wasm_modules.mjs';
 
 const skip = haveWat2wasm() ? false : 'wat2wasm (wabt) is not installed';
@@ -207,4 +207,50 @@ test('the executor runs T = 1 and T = 2 dense kernels, and survives traps, bad m
     setTimeout(() => { stop = true; }, 300);
     await assert.rejects(executor.measure(input, { shouldStop: () => stop }), (e) => e.errorNo === ErrorNo.RUN_TIMEOUT);
   });
+});
+
+test('a waiting helper polls for spinUs µs before it blocks (runtime/wasm_worker.mjs DEFAULT_SPIN_US)', { skip, timeout: 60000 }, async () => {
+  const { Worker } = await import('node:worker_threads');
+  const offsets = denseInput({ threads: 2 }).artifact.wasm.offsets;
+  const module = new WebAssembly.Module(wat2wasm(denseWat({ M: 12, N: 10, K: 9, threads: 2, pages: 1, offsets })));
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  // Starts one helper (tid 1) and returns what it did with a generation started without
+  // Atomics.notify: a polling helper sees it, a blocked one sleeps on.
+  const helperWith = async (spinUs) => {
+    const worker = new Worker(new URL('../../runtime/wasm_worker.mjs', import.meta.url));
+    const replies = [];
+    let wake = null;
+    worker.on('message', (m) => { replies.push(m); wake?.(); });
+    const next = async () => {
+      while (!replies.length) await new Promise((resolve) => { wake = resolve; });
+      return replies.shift();
+    };
+    try {
+      assert.deepEqual(await next(), { ready: true });
+      const memory = createMemory({ pages: 1, threads: 2 });
+      const control = new SharedArrayBuffer(CONTROL.BYTES);
+      const ctl = new Int32Array(control);
+      worker.postMessage({ cmd: 'load', module, pages: 1, threads: 2, spinUs, tid: 1, memory, control });
+      assert.deepEqual(await next(), { ok: true });
+      await sleep(200);  // the helper is past its first poll window only when spinUs < 200 ms
+      Atomics.add(ctl, CONTROL.GEN, 1);  // no notify
+      const start = performance.now();
+      while (Atomics.load(ctl, CONTROL.DONE) < 1 && performance.now() - start < 400) await sleep(5);
+      const sawIt = Atomics.load(ctl, CONTROL.DONE) === 1;
+      Atomics.notify(ctl, CONTROL.GEN);  // a blocked helper runs now
+      const waitStart = performance.now();
+      while (Atomics.load(ctl, CONTROL.DONE) < 1 && performance.now() - waitStart < 10000) await sleep(5);
+      const ranAfterNotify = Atomics.load(ctl, CONTROL.DONE) === 1;
+      Atomics.store(ctl, CONTROL.STOP, 1);
+      Atomics.add(ctl, CONTROL.GEN, 1);
+      Atomics.notify(ctl, CONTROL.GEN);
+      return { sawIt, ranAfterNotify };
+    } finally {
+      await worker.terminate();
+    }
+  };
+  // 0: blocks at once, so only the notify wakes it.
+  assert.deepEqual(await helperWith(0), { sawIt: false, ranAfterNotify: true });
+  // 5 s of polling: the generation is seen without a notify.
+  assert.deepEqual(await helperWith(5e6), { sawIt: true, ranAfterNotify: true });
 });

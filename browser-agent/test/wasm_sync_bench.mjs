@@ -4,7 +4,9 @@
 //   page-spin      the page runs run(0) and spins on Atomics.load for the completion count
 //   page-waitasync the page runs run(0) and awaits Atomics.waitAsync for it
 // and, as the baseline, T = 1 executions on the leader (one call each, no synchronisation).
-// each with the helper polling `spin` times before it blocks (wasm_spin) and with spin 0.
+// each with the helper polling for `spinUs` µs before it blocks (wasm_spin_us) and with 0.
+// An empty kernel measures only the start and join; what spinning buys a real kernel (both
+// threads on their own core) is in runtime/wasm_worker.mjs, DEFAULT_SPIN_US.
 // Not part of ctest (minutes of CPU): WEBTUNE_WASM_SYNC_BENCH=1 node --test <this file>.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -46,7 +48,7 @@ function serve() {
 }
 
 // The page side: every variant, `executions` executions per sample, median of `samples`.
-async function pageBench(moduleB64, executions, samples, spins) {
+async function pageBench(moduleB64, executions, samples, spinsUs) {
   const { WasmExecutor, CONTROL } = await import('/browser-agent/wasm.mjs');
   const bytes = Uint8Array.from(atob(moduleB64), (c) => c.charCodeAt(0));
   const module = await WebAssembly.compile(bytes);
@@ -54,14 +56,14 @@ async function pageBench(moduleB64, executions, samples, spins) {
   const out = { isolated: crossOriginIsolated, cores: navigator.hardwareConcurrency };
   const workerUrl = new URL('/runtime/wasm_worker.mjs', location.href);
   const next = (w) => new Promise((r) => { w.onmessage = (e) => r(e.data); });
-  for (const spin of spins) {
+  for (const spinUs of spinsUs) {
     // worker-leader, through the executor's own workers and messages.
-    const executor = await WasmExecutor.create({ wasm_spin: spin });
+    const executor = await WasmExecutor.create({ wasm_spin_us: spinUs });
     const trial = { reply: (t) => t.next() };
     const threads = await executor.workers(2, trial);
     const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
     const control = new SharedArrayBuffer(CONTROL.BYTES);
-    for (const tid of [1, 0]) threads[tid].post({ cmd: 'load', module, pages: 1, threads: 2, spin, tid, memory, control });
+    for (const tid of [1, 0]) threads[tid].post({ cmd: 'load', module, pages: 1, threads: 2, spinUs, tid, memory, control });
     await threads[0].next();
     await threads[1].next();
     const perExec = [];
@@ -69,13 +71,13 @@ async function pageBench(moduleB64, executions, samples, spins) {
       threads[0].post({ cmd: 'run', number: executions, output: null });
       perExec.push((await threads[0].next()).seconds / executions * 1e6);
     }
-    out[`worker-leader spin=${spin}`] = (out[`worker-leader spin=${spin}`] || []).concat([median(perExec)]);
+    out[`worker-leader spin_us=${spinUs}`] = (out[`worker-leader spin_us=${spinUs}`] || []).concat([median(perExec)]);
     const ctl = new Int32Array(control);
     Atomics.store(ctl, CONTROL.STOP, 1);
     Atomics.add(ctl, CONTROL.GEN, 1);
     Atomics.notify(ctl, CONTROL.GEN);
     // T = 1 on the leader: the cost of one call with no synchronisation, the baseline.
-    threads[0].post({ cmd: 'load', module, pages: 1, threads: 1, spin, tid: 0, memory, control });
+    threads[0].post({ cmd: 'load', module, pages: 1, threads: 1, spinUs, tid: 0, memory, control });
     await threads[0].next();
     const single = [];
     for (let s = 0; s < samples; ++s) {
@@ -91,7 +93,7 @@ async function pageBench(moduleB64, executions, samples, spins) {
       await next(worker);  // ready
       const control2 = new SharedArrayBuffer(CONTROL.BYTES);
       const c = new Int32Array(control2);
-      worker.postMessage({ cmd: 'load', module, pages: 1, threads: 2, spin, tid: 1, memory, control: control2 });
+      worker.postMessage({ cmd: 'load', module, pages: 1, threads: 2, spinUs, tid: 1, memory, control: control2 });
       await next(worker);
       const instance = new WebAssembly.Instance(module, { env: { memory } });
       const run0 = instance.exports.run;
@@ -114,7 +116,7 @@ async function pageBench(moduleB64, executions, samples, spins) {
         }
         times.push((performance.now() - begin) / executions * 1e3);
       }
-      out[`${mode} spin=${spin}`] = (out[`${mode} spin=${spin}`] || []).concat([median(times)]);
+      out[`${mode} spin_us=${spinUs}`] = (out[`${mode} spin_us=${spinUs}`] || []).concat([median(times)]);
       Atomics.store(c, CONTROL.STOP, 1);
       Atomics.add(c, CONTROL.GEN, 1);
       Atomics.notify(c, CONTROL.GEN);
@@ -139,7 +141,7 @@ test('T = 2 synchronisation overhead per execution in Chromium (µs)', { skip: r
     await page.goto(`http://127.0.0.1:${server.address().port}/blank.html`);
     const empty = Buffer.from(wat2wasm(`(module (import "env" "memory" (memory 1 1 shared))
       (func (export "run") (param $tid i32) (i32.store (i32.shl (local.get $tid) (i32.const 6)) (local.get $tid))))`)).toString('base64');
-    const result = await page.evaluate(pageBench, empty, Number(process.env.EXECUTIONS || 2000), 7, (process.env.SPINS || "0,4000,200,0,4000").split(",").map(Number));
+    const result = await page.evaluate(pageBench, empty, Number(process.env.EXECUTIONS || 2000), 7, (process.env.SPINS_US || "0,2000,200,0,2000").split(",").map(Number));
     console.log(JSON.stringify(result));
     assert.equal(result.isolated, true);
   } finally {
