@@ -54,6 +54,18 @@ export async function warmUpUntilSteady(firstSeconds, runOnce,
   return WARM_UP.ROUNDS;
 }
 
+/**
+ * Worker pool recycling. Every trial gets a new WebAssembly.Memory, and each one reserves about
+ * 10 GiB of address space (V8's guard regions), out of about 1 TiB that V8 allows a process for
+ * all of them. A finished trial's memory is freed only when every isolate that saw it has
+ * collected it, and an idle worker rarely collects anything: in bench/web_vs_tfjs (2026-11-27,
+ * headless Chromium 156) the 21st wasm row, after about 160 trials, could not allocate a
+ * 13-page memory any more ("could not allocate memory"). So the pool is replaced after
+ * LOADS trials (ending a worker frees everything it held), and a trial whose memory cannot be
+ * allocated replaces it and tries again once after RETRY_MS.
+ */
+export const POOL_RECYCLE = Object.freeze({ LOADS: 48, RETRY_MS: 250 });
+
 export class WasmExecutor {
   /** The target family this executor serves, the first part of its key. */
   static family = 'wasm';
@@ -64,7 +76,7 @@ export class WasmExecutor {
    * Probes SIMD128 and shared memory; rejects where WebAssembly or SIMD128 is missing (the ABI's
    * keys both need SIMD). Options: `workerFactory` (a function returning a Worker or a
    * worker_threads Worker running wasm_worker.mjs), `wasm_spin_us` (µs a waiting thread polls before it blocks; wasm_worker.mjs DEFAULT_SPIN_US),
-   * `max_threads` (caps the advertised count; tests).
+   * `max_threads` (caps the advertised count; tests), `pool_recycle_loads` (POOL_RECYCLE.LOADS; tests).
    */
   static async create(options = {}) {
     const executor = new WasmExecutor(options);
@@ -84,6 +96,8 @@ export class WasmExecutor {
     this.relaxedSimd = options.relaxed_simd === false ? false : hasRelaxedSimd();
     this.spinUs = options.wasm_spin_us !== undefined ? Number(options.wasm_spin_us) : undefined;
     this.pool = [];
+    this.poolLoads = 0;  // trials loaded by the current pool (POOL_RECYCLE)
+    this.recycleLoads = Number(options.pool_recycle_loads) > 0 ? Number(options.pool_recycle_loads) : POOL_RECYCLE.LOADS;
   }
 
   /**
@@ -116,6 +130,7 @@ export class WasmExecutor {
   resetPool(reason = 'terminated') {
     for (const thread of this.pool) thread.terminate(reason);
     this.pool = [];
+    this.poolLoads = 0;
   }
 
   /**
@@ -206,8 +221,23 @@ class Trial {
     const inputs = (sizes.inputs || [sizes.data, sizes.weight]).map((count, i) => (
       { offset: plan.offsets[i], values: cachedSeededTensor(seed, i, count) }));
     const nan = { offset: plan.outputOffset, values: new Float32Array(sizes.output).fill(NaN) };
-    const threads = await this.executor.workers(plan.threads, this);
-    await this.kernel.load(threads, [...inputs, nan], (t, what, limitS) => this.reply(t, what, limitS), this.executor.spinUs);
+    const { executor } = this;
+    if (executor.poolLoads >= executor.recycleLoads) executor.resetPool('recycled');
+    for (let attempt = 1; ; ++attempt) {
+      executor.poolLoads += 1;
+      const threads = await executor.workers(plan.threads, this);
+      try {
+        await this.kernel.load(threads, [...inputs, nan], (t, what, limitS) => this.reply(t, what, limitS), executor.spinUs);
+        return;
+      } catch (e) {
+        const noMemory = e instanceof MeasureError && e.errorNo === ErrorNo.RUNTIME_DEVICE && /allocate/.test(e.message);
+        if (!noMemory || attempt > 1) throw e;
+        // Fresh workers, and time for the old ones to end and give their memories back.
+        executor.resetPool('recycled: a memory could not be allocated');
+        await new Promise((resolve) => setTimeout(resolve, POOL_RECYCLE.RETRY_MS));
+        this.checkDeadline(0, 0);
+      }
+    }
   }
 
   /** One batch of `number` executions on the leader (WasmKernel.batch within the job's deadline). */

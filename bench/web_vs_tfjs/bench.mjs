@@ -105,6 +105,38 @@ function readArtifact(target, task) {
   return { skip: why };
 }
 
+/**
+ * The (task, target) pairs in the order they are measured: grouped by target, and the wasm rows
+ * by the thread count of their best artifact (the one tfjs wasm is given: --tfjs-wasm-threads
+ * match), ascending and otherwise in the order given. Each change of that count re-creates
+ * tfjs's wasm backend (page.mjs useBackend), and a removed backend's shared memory is not given
+ * back to the page: on 2026-11-27, 33 wasm rows alternating between 1 and 2 threads left no
+ * address space for a new WebAssembly.Memory after about 18 rows ("could not allocate memory").
+ */
+function runOrder(tasks, targets) {
+  const pairs = [];
+  for (const target of targets) {
+    for (const w of tasks) {
+      const { records } = readArtifact(target, w.name);
+      const threads = target === 'wasm' ? (records?.[0]?.artifact?.wasm?.threads ?? 0) : 0;
+      pairs.push({ w, target, threads, at: pairs.length });
+    }
+  }
+  return pairs.sort((a, b) => (a.target === b.target ? a.threads - b.threads || a.at - b.at : a.at - b.at));
+}
+
+/**
+ * Milliseconds of idleness before each side's measurement. Both sides' threads poll for a while
+ * after their last op before they sleep: webtune's wasm helpers up to 2 ms (runtime/
+ * wasm_worker.mjs), XNNPACK's pthreadpool under tfjs wasm a million polls with a pause
+ * instruction each, tens of ms. On a 2-core machine a side measured while the other's threads
+ * still poll loses a core: on 2026-11-27, with no pause, whole rounds of 40–60 µs webtune kernels
+ * took 3.5–4.5 ms a sample right after tfjs had run (and tfjs samples 0.6–4.5 ms right after
+ * webtune), and 50 ms was not enough.
+ */
+const SETTLE_MS = 200;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
 function fmt(x, digits = 2) {
   return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-';
 }
@@ -213,9 +245,9 @@ async function main() {
     console.error(`bench: ${env.chromium}, ${opts.gl}, WebGL2 ${env.webgl2_renderer}, WebGPU ${env.webgpu_adapter}, ` +
       `cross-origin isolated: ${env.cross_origin_isolated}`);
 
-    for (const w of tasks) {
+    for (const { w, target } of runOrder(tasks, targets)) {
       const flops = flopsOf(w);
-      for (const target of targets) {
+      {
         const { backend, goal } = TARGETS[target];
         const row = {
           task: w.name, epilogue: epilogueSuffix(w), workload: w, target, tfjs_backend: backend,
@@ -250,6 +282,7 @@ async function main() {
         let tfjsRuns = 0;
         const runOurs = async (mode) => {
           if (!record || row.skipped) return;
+          await settle();
           try {
             ours[mode].push(await page.evaluate((rec, n, md) => window.bench.runWebtune(rec, { repeat: n, mode: md }),
               record, repeat, mode));
@@ -259,6 +292,7 @@ async function main() {
         };
         const runTheirs = async (mode) => {
           if (tfjsError) return;
+          await settle();
           try {
             // The first run warms the op up (shader compiles, tier-up); later ones only a little.
             const warmup = tfjsRuns++ === 0 ? 5 : 2;
@@ -312,6 +346,9 @@ async function main() {
   } finally {
     await session.close();
   }
+  // The table and the JSON keep the order of the tasks as given.
+  const place = (row) => tasks.findIndex((w) => w.name === row.task) * targets.length + targets.indexOf(row.target);
+  rows.sort((a, b) => place(a) - place(b));
   printTable(rows);
   const result = {
     date: new Date().toISOString(), host: { cpus: os.cpus().length, platform: os.platform(), release: os.release() },

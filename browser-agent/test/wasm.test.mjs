@@ -8,7 +8,7 @@ import test from 'node:test';
 
 import { ErrorNo } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
-import { CONTROL, PAGE_BYTES, WARM_UP, WasmExecutor, createMemory, decodeBase64, memoryPlan, warmUpUntilSteady, writeFloats } from '../wasm.mjs';
+import { CONTROL, PAGE_BYTES, POOL_RECYCLE, WARM_UP, WasmExecutor, createMemory, decodeBase64, memoryPlan, warmUpUntilSteady, writeFloats } from '../wasm.mjs';
 import { denseWat, haveWat2wasm, loopWat, trapWat, wat2wasm } from './wasm_modules.mjs';
 
 const skip = haveWat2wasm() ? false : 'wat2wasm (wabt) is not installed';
@@ -253,4 +253,24 @@ test('a waiting helper polls for spinUs µs before it blocks (runtime/wasm_worke
   assert.deepEqual(await helperWith(0), { sawIt: false, ranAfterNotify: true });
   // 5 s of polling: the generation is seen without a notify.
   assert.deepEqual(await helperWith(5e6), { sawIt: true, ranAfterNotify: true });
+});
+
+test('the executor replaces its workers after pool_recycle_loads trials, and the results stay right', { skip, timeout: 60000 }, async (t) => {
+  const executor = await WasmExecutor.create({ max_threads: 2, pool_recycle_loads: 3 });
+  t.after(() => executor.resetPool());
+  const pools = [];
+  for (let i = 0; i < 7; ++i) {
+    // Each trial is checked against the reference samples inside measure (WRONG_ANSWER otherwise).
+    const { costs } = await executor.measure(denseInput({ threads: 2, seed: 20 + i }));
+    assert.equal(costs.length, 2);
+    pools.push(executor.pool.slice());
+  }
+  // Trials 1–3 on the first pool, 4–6 on a second, 7 on a third: two workers each.
+  const same = (a, b) => a.length === b.length && a.every((w, k) => w === b[k]);
+  assert.equal(pools[0].length, 2);
+  assert.ok(same(pools[0], pools[2]));
+  assert.ok(!same(pools[2], pools[3]) && !pools[3].some((w) => pools[2].includes(w)));
+  assert.ok(same(pools[3], pools[5]));
+  assert.ok(!same(pools[5], pools[6]));
+  assert.equal(POOL_RECYCLE.LOADS > 3, true);
 });
