@@ -7,7 +7,7 @@
 //        [--targets webgl2,webgpu,wasm] [--engines all|ENGINE,...] [--webtune-packages DIR]
 //        [--profile]  (after the rounds, one run of each webtune package with every step timed
 //                      alone: sums by step kind and the slowest steps, on stderr and in --out)
-//        [--threads auto|N] [--rounds 4] [--runs 5] [--warmup 2] [--round-warmup 0]
+//        [--threads auto|N] [--rounds 4] [--runs 5] [--warmup 2] [--round-warmup 0] [--settle-ms 200]
 //        [--ort-webgl-pack default|true|false] [--gl swiftshader|llvmpipe] [--out FILE]
 //
 // Rows: model × target; per row the engines (page.mjs):
@@ -28,7 +28,10 @@
 // from round to round, so that a slow spell of this shared machine falls on all of them. An
 // engine's figure is the median of its rounds × runs samples (the issue asks for ≥ 20); the
 // table also gives the spread of its per-round medians. The load average (os.loadavg) is
-// recorded before each round.
+// recorded before each round. Each engine's turn starts after --settle-ms (200) of idleness:
+// every wasm engine's threads poll for a while after their last op before they sleep (XNNPACK's
+// pthreadpool under tfjs and onnxruntime-web tens of ms, webtune's helpers 2 ms), and on a
+// 2-core machine the engine that follows would lose a core to them (bench/web_vs_tfjs SETTLE_MS).
 //
 // Threads: both wasm anchors run T threads. --threads auto (default): the wasm threads of
 // webtune's wasm packages' kernels (kernels/*.json "wasm.threads", their maximum) when given,
@@ -147,6 +150,7 @@ async function main() {
       runs: { type: 'string', default: '5' },
       warmup: { type: 'string', default: '2' },
       'round-warmup': { type: 'string', default: '0' },
+      'settle-ms': { type: 'string', default: '200' },
       'ort-webgl-pack': { type: 'string', default: 'default' },
       gl: { type: 'string', default: 'swiftshader' },
       out: { type: 'string', default: '' },
@@ -167,6 +171,7 @@ async function main() {
   const runs = int('runs', 1);
   const warmup = int('warmup', 0);
   const roundWarmup = int('round-warmup', 0);
+  const settleMs = int('settle-ms', 200);
   if (rounds * runs < 20) console.error(`bench: warning: ${rounds} rounds × ${runs} runs = ${rounds * runs} samples per engine; issue 16 asks for ≥ 20`);
   const modelNames = opts.models.split(',').filter(Boolean);
   const targets = opts.targets.split(',').filter(Boolean);
@@ -274,6 +279,7 @@ async function main() {
         for (const engine of order) {
           const r = mres.engines[engine];
           if (r.error) continue;
+          await new Promise((resolve) => setTimeout(resolve, settleMs));
           try {
             const ms = await page.evaluate((e, m, n, w) => window.bench.time(e, m, n, { warmup: w }), engine, model, runs, roundWarmup);
             r.samples_ms.push(...ms);
