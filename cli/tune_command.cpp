@@ -40,6 +40,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "deploy/record_selection.hpp"
 #include "graph/task_extraction.hpp"
 #include "local_farm.hpp"
 #include "log_lines.hpp"
@@ -176,6 +177,15 @@ void run_tune(TuneArgs& args, const Prepared& prepared) {
   DeviceLimits limits;
   if (device.is_object() && device.as_object().contains("limits"))
     limits = DeviceLimits::from_json(device.as_object().at("limits"));
+  // A model is tuned to be built into a package: only configs a package can run.
+  if (!args.model.empty()) {
+    const DeviceLimits package_limits = deploy::package_tuning_limits(limits, target);
+    if (package_limits.max_feedback_components != limits.max_feedback_components)
+      std::printf(
+          "model tuning: fragment-stage configs only (a package runs no vertex-stage "
+          "kernel)\n");
+    limits = package_limits;
+  }
 
   store.upsert_device(device_key, device_json);
   std::string budget;

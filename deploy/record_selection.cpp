@@ -52,6 +52,11 @@ std::string device_family(const std::string& device_key) {
   return device_key.substr(0, device_key.find(':'));
 }
 
+DeviceLimits package_tuning_limits(DeviceLimits limits, const TuneTarget& target) {
+  if (target.kernel == Target::kGlesFrag) limits.max_feedback_components = 0;
+  return limits;
+}
+
 std::string default_device_key(const RecordStore* store, const TuneTarget& target) {
   if (store == nullptr) return "";
   std::map<std::string, int> jobs_by_key;

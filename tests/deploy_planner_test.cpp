@@ -623,6 +623,32 @@ TEST(FragTarget, NoVertexStageDefaultUnderTightLimits) {
   EXPECT_TRUE(c.notes.empty());
 }
 
+TEST(FragTarget, ModelTuningLimitsLeaveOutTheVertexStage) {
+  const Workload pw = graph::extract_tasks(zoo_graph("mobilenet_v2")).tasks.at(2).workload;
+  const DeviceLimits device;  // the defaults: transform feedback allowed
+  const auto stages = [&](const DeviceLimits& limits) {
+    const Task task = Task::create(pw, Target::kGlesFrag, limits);
+    std::set<std::string> seen;
+    for (const int64_t index : task.space->valid_indices())
+      seen.insert(task.space->get(index).get_string("stage"));
+    return seen;
+  };
+  ASSERT_EQ(stages(device), (std::set<std::string>{"fragment", "vertex"}));
+  for (const char* name : {"webgl2", "gles-frag"}) {
+    const DeviceLimits tuning = package_tuning_limits(device, tune_target_from_name(name));
+    EXPECT_EQ(stages(tuning), std::set<std::string>{"fragment"}) << name;
+    EXPECT_EQ(tuning.max_texture_size, device.max_texture_size) << name;
+  }
+  // Targets without a vertex stage keep every limit.
+  DeviceLimits wasm;
+  wasm.max_threads = 2;
+  wasm.relaxed_simd = true;
+  for (const char* name : {"wasm", "webgpu", "gles-compute"}) {
+    const DeviceLimits tuning = package_tuning_limits(wasm, tune_target_from_name(name));
+    EXPECT_EQ(bj::serialize(tuning.to_json()), bj::serialize(wasm.to_json())) << name;
+  }
+}
+
 TEST(FragTarget, Webgl2MobilenetBindsEveryInputAsRead) {
   const graph::Graph& g = zoo_graph("mobilenet_v2");
   const PlannedPackage p = plan_package(g, options_for("webgl2"));

@@ -49,6 +49,14 @@ std::string default_device_key(const RecordStore* store, const TuneTarget& targe
 /// (DeviceLimits{}) when there is no store, no such device, or it stored none.
 DeviceLimits stored_limits(const RecordStore* store, const std::string& device_key);
 
+/// The device limits a model's tuning builds its config spaces with (`webtune tune --model`), so
+/// that every trial is of a config a package can run: for gles-frag kernels (targets gles-frag
+/// and webgl2) `limits` with max_feedback_components 0, which leaves out every vertex-stage
+/// config (they capture at least one component; choose_config skips them); for other targets
+/// `limits` as they are. The device's own info (and so its records) keeps the real limits. On
+/// 2026-11-25 half of MobileNet-v2's webgl2 trials (220 of 440) went to vertex-stage configs.
+DeviceLimits package_tuning_limits(DeviceLimits limits, const TuneTarget& target);
+
 /// Chooses the config of `workload` for tune target `target` (its kernel kind) and `device_key`
 /// (see the file comment) and emits its kernel. Records: the successful trials that are not
 /// suspect of the jobs with exactly this workload key (epilogue included) and kernel kind; a
