@@ -75,8 +75,9 @@ export class WasmExecutor {
   /**
    * Probes SIMD128 and shared memory; rejects where WebAssembly or SIMD128 is missing (the ABI's
    * keys both need SIMD). Options: `workerFactory` (a function returning a Worker or a
-   * worker_threads Worker running wasm_worker.mjs), `wasm_spin_us` (µs a waiting thread polls before it blocks; wasm_worker.mjs DEFAULT_SPIN_US),
-   * `max_threads` (caps the advertised count; tests), `pool_recycle_loads` (POOL_RECYCLE.LOADS; tests).
+   * worker_threads Worker running wasm_worker.mjs), `wasm_spin_us` (µs a waiting thread polls
+   * before it blocks; wasm_worker.mjs DEFAULT_SPIN_US), `max_threads` (caps the advertised
+   * count; tests), `pool_recycle_loads` (POOL_RECYCLE.LOADS; tests).
    */
   static async create(options = {}) {
     const executor = new WasmExecutor(options);
