@@ -58,9 +58,10 @@ export async function warmUpUntilSteady(firstSeconds, runOnce,
  * Worker pool recycling. Every trial gets a new WebAssembly.Memory, and each one reserves about
  * 10 GiB of address space (V8's guard regions), out of about 1 TiB that V8 allows a process for
  * all of them. A finished trial's memory is freed only when every isolate that saw it has
- * collected it, and an idle worker rarely collects anything: in bench/web_vs_tfjs (2026-11-27,
+ * collected it, and an idle worker may never collect: in bench/web_vs_tfjs (2026-11-27,
  * headless Chromium 156) the 21st wasm row, after about 160 trials, could not allocate a
- * 13-page memory any more ("could not allocate memory"). So the pool is replaced after
+ * 13-page memory any more ("could not allocate memory"), and with the workers replaced it
+ * could (which isolate held the old memories was not traced). So the pool is replaced after
  * LOADS trials (ending a worker frees everything it held), and a trial whose memory cannot be
  * allocated replaces it and tries again once after RETRY_MS.
  */
