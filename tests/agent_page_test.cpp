@@ -2,6 +2,7 @@
 /// The tracker's static files for /agent (tracker/agent_page.hpp), without networking: what is
 /// served, with which headers, and that no request escapes the agent root.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,8 +23,12 @@ std::string header(const AgentPageResponse& r, const std::string& name) {
 class AgentPageTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The process id and the test's name: ctest runs these tests as parallel processes, and
+    // gtest's random seed (the former suffix) comes from the clock, so two processes started in
+    // the same millisecond shared one folder and one removed it under the other.
     base_ = fs::path(::testing::TempDir()) /
-            ("agent_page_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+            ("agent_page_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(base_);
     fs::create_directories(base_ / "root" / "sub");
     write(base_ / "root" / "index.html", "<!doctype html>index");
