@@ -23,16 +23,19 @@ Weights do not change the timing but they do change the check: the package's out
 `--output`) is compared with `--expect` (raw float32 logits computed off the GPU, e.g. by
 `webtune run` on llvmpipe or onnxruntime) and the max abs error is reported.
 
-The device's carry limit is 64 MiB, less than ResNet-18's weights beside the binary: a package
-folder may hold `weights.f16` (the float32 weights rounded to float16, written by
-`--shrink PKG`) instead of `weights.bin`; it is expanded back to float32 before the run (the
-expected logits must then come from the same rounded weights).
+The device's carry limit is 64 MiB, less than ResNet-18's weights beside the binary and the
+repository: a package folder may hold `weights.f16` (the float32 weights rounded to float16,
+written by `--shrink PKG`) or `weights.q8` (`--shrink PKG --shrink-bits 8`: blocks of 256 floats,
+each a float32 scale max|x| / 127 and 256 int8 values, a quarter of the size) instead of
+`weights.bin`; it is expanded back to float32 before the run (the expected logits must then come
+from the same rounded weights).
 
 Usage on the device:
   gpu_model_vs_torch.py --webtune .devpkg/webtune --input in.f32 --out res.json [--profile] \\
       --model resnet18=PKG1[:EXPECT1] --model mobilenet_v2=PKG2[:EXPECT2]
-and here, before carrying: gpu_model_vs_torch.py --shrink PKG (writes PKG/weights.f16, removes
-weights.bin).
+and here, before carrying: gpu_model_vs_torch.py --shrink PKG [--shrink-bits 8] (writes
+PKG/weights.f16 or PKG/weights.q8 and rewrites weights.bin with the rounded values, for the local
+reference; delete weights.bin before carrying).
 """
 import argparse
 import json
@@ -47,30 +50,81 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def shrink(package):
+Q8_BLOCK = 256  # floats per scale of weights.q8
+
+
+def q8_encode(values):
+    """float32 values -> bytes of weights.q8: per block of Q8_BLOCK, a float32 scale
+    (max|x| / 127, 0 for an all-zero block) then the int8 round(x / scale)."""
+    out = bytearray()
+    for start in range(0, len(values), Q8_BLOCK):
+        block = values[start:start + Q8_BLOCK]
+        peak = max(abs(v) for v in block)
+        scale = peak / 127.0 if peak > 0 else 0.0
+        scale = struct.unpack("<f", struct.pack("<f", scale))[0]  # what the decoder will read
+        out += struct.pack("<f", scale)
+        q = [0 if scale == 0 else max(-127, min(127, round(v / scale))) for v in block]
+        out += struct.pack(f"<{len(q)}b", *q)
+    return bytes(out)
+
+
+def q8_decode(data, n):
+    """bytes of weights.q8 -> n float32 values (see q8_encode)."""
+    values = []
+    pos = 0
+    while len(values) < n:
+        count = min(Q8_BLOCK, n - len(values))
+        (scale,) = struct.unpack_from("<f", data, pos)
+        q = struct.unpack_from(f"<{count}b", data, pos + 4)
+        values.extend(v * scale for v in q)
+        pos += 4 + count
+    return values
+
+
+def shrink(package, bits):
     # struct's "e" is IEEE binary16 with round-to-nearest-even; no NumPy needed here.
     path = os.path.join(package, "weights.bin")
     with open(path, "rb") as f:
         data = f.read()
     n = len(data) // 4
-    half = struct.pack(f"<{n}e", *struct.unpack(f"<{n}f", data))
-    with open(os.path.join(package, "weights.f16"), "wb") as f:
-        f.write(half)
+    values = struct.unpack(f"<{n}f", data)
+    if bits == 16:
+        small_name = "weights.f16"
+        small = struct.pack(f"<{n}e", *values)
+        rounded = struct.unpack(f"<{n}e", small)
+    else:
+        small_name = "weights.q8"
+        small = struct.pack("<Q", n) + q8_encode(values)
+        rounded = q8_decode(small[8:], n)
+    with open(os.path.join(package, small_name), "wb") as f:
+        f.write(small)
     with open(path, "wb") as f:  # the rounded weights, for the local reference
-        f.write(struct.pack(f"<{n}f", *struct.unpack(f"<{n}e", half)))
-    print(f"{package}: weights.f16 written ({n} floats); weights.bin now holds the rounded "
-          "values (run the local reference on it, then delete it before carrying)")
+        f.write(struct.pack(f"<{n}f", *rounded))
+    print(f"{package}: {small_name} written ({n} floats, {len(small)} bytes); weights.bin now "
+          "holds the rounded values (run the local reference on it, then delete it before "
+          "carrying)")
 
 
 def expand(package):
-    f16 = os.path.join(package, "weights.f16")
     f32 = os.path.join(package, "weights.bin")
-    if os.path.exists(f16) and not os.path.exists(f32):
+    if os.path.exists(f32):
+        return
+    f16 = os.path.join(package, "weights.f16")
+    q8 = os.path.join(package, "weights.q8")
+    if os.path.exists(f16):
         with open(f16, "rb") as f:
             data = f.read()
         n = len(data) // 2
-        with open(f32, "wb") as f:
-            f.write(struct.pack(f"<{n}f", *struct.unpack(f"<{n}e", data)))
+        values = struct.unpack(f"<{n}e", data)
+    elif os.path.exists(q8):
+        with open(q8, "rb") as f:
+            data = f.read()
+        (n,) = struct.unpack_from("<Q", data, 0)
+        values = q8_decode(data[8:], n)
+    else:
+        return
+    with open(f32, "wb") as f:
+        f.write(struct.pack(f"<{n}f", *values))
 
 
 def run_webtune(webtune, package, input_path, runs, warmup, profile=False):
@@ -202,7 +256,9 @@ def time_torch(model, runs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--shrink", help="write PKG/weights.f16 for carrying (see above) and exit")
+    ap.add_argument("--shrink", help="write PKG/weights.f16 (or .q8) for carrying (see above) and exit")
+    ap.add_argument("--shrink-bits", type=int, choices=(16, 8), default=16,
+                    help="with --shrink: 16 (float16) or 8 (int8 blocks with a scale each)")
     ap.add_argument("--webtune")
     ap.add_argument("--input", help="raw float32 1x3x224x224 input")
     ap.add_argument("--model", action="append", default=[], help="NAME=PKG[:EXPECT]")
@@ -213,7 +269,7 @@ def main():
                     help="webtune run --profile on the first run: every step's GPU time")
     args = ap.parse_args()
     if args.shrink:
-        shrink(args.shrink)
+        shrink(args.shrink, args.shrink_bits)
         return
 
     import numpy as np
