@@ -33,8 +33,10 @@ void check_destination(const TensorLayout& to, int64_t elements, const DeviceLim
                        const std::string& what);
 
 /// The output declaration and `void main()` that write each texel of `to` from `value(int e)`
-/// (logical element e), padding 0. `same_source`: when it is a texture of `to`'s shape and pack
-/// axis (sampler in0), whole texels are copied instead (relayouts only).
+/// (logical element e), padding 0. `same_source` (relayouts only; nullptr elsewhere): when it is
+/// a texture of `to`'s shape and pack axis (sampler in0), whole texels are copied instead; when
+/// it is render targets (samplers in0 …) whose output-matrix rows the pack axis steps over, each
+/// texel's column is decoded once and `value` is not called (glue_relayout.cpp).
 std::string destination_main(const TensorLayout& to, const std::string& value,
                              const Storage* same_source);
 

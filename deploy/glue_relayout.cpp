@@ -16,6 +16,15 @@
 ///   kTargets  e = row·cols + col of the output matrix; render target row mod rows_per_item,
 ///             item (row div rows_per_item)·ceil(cols/channels) + col div channels at texel
 ///             (item mod width, item div width), component col mod channels (OutputLayout).
+/// Render targets into a packed texture, the relayout between two tuned frag kernels (a conv's
+/// output matrix [N·K, OH·OW] into the next one's data packed along C), skip most of that: when
+/// the pack axis's logical stride is a whole number d of output-matrix rows, the four channels
+/// of a destination texel are rows row0 + c·d of one column, so the column's texel and component
+/// are decoded once, not once per channel. When moreover d = 1, the axis is a multiple of 4 and
+/// rows_per_item is too, the four rows are consecutive render targets 4i … 4i+3 of one item: one
+/// texel coordinate, four fetches, one branch over i. On SwiftShader (Chromium's CPU WebGL) the
+/// per-channel decode cost 4–5 integer divisions per channel; MobileNet-v2's 62 relayouts took
+/// half of its end-to-end latency (docs/benchmarks.md, "Relayouts between webgl2 kernels").
 /// Integers stay below 2^28 (Workload bounds), so highp int (32-bit in ES 3.00) never overflows.
 #include <cstdint>
 #include <sstream>
@@ -63,6 +72,117 @@ std::string texel_coord(const std::string& index, int64_t width, int64_t height)
   if (height == 1) return "ivec2(" + index + ", 0)";
   return "ivec2(" + index + " % " + std::to_string(width) + ", " + index + " / " +
          std::to_string(width) + ")";
+}
+
+/// GLSL that reads the texel coordinate `at` of render-target item (rb, cb) of `o`: (cb, rb)
+/// when each row block fills one texture row, else item rb·col_blocks + cb wrapped at the width.
+std::string target_item_coord(const OutputLayout& o, const std::string& rb, const std::string& cb) {
+  const int64_t col_blocks = (o.cols + o.channels - 1) / o.channels;
+  if (o.width == col_blocks) return "ivec2(" + cb + ", " + rb + ")";
+  return texel_coord("(" + rb + " * " + std::to_string(col_blocks) + " + " + cb + ")", o.width,
+                     o.height);
+}
+
+/// `x / k` for a non-negative int expression, a shift where k is a power of two (SwiftShader's
+/// shader compiler divides by other constants with a real division).
+std::string div_by(const std::string& x, int64_t k) {
+  if (k == 1) return x;
+  if ((k & (k - 1)) == 0) {
+    int shift = 0;
+    while ((int64_t{1} << shift) < k) ++shift;
+    return "(" + x + " >> " + std::to_string(shift) + ")";
+  }
+  return "(" + x + " / " + std::to_string(k) + ")";
+}
+
+/// `x mod k` for a non-negative int expression x whose quotient `quotient` (= div_by(x, k)) is
+/// at hand: a mask where k is a power of two, else x − quotient·k.
+std::string mod_by(const std::string& x, int64_t k, const std::string& quotient) {
+  if (k == 1) return "0";
+  if ((k & (k - 1)) == 0) return "(" + x + " & " + std::to_string(k - 1) + ")";
+  return "(" + x + " - " + quotient + " * " + std::to_string(k) + ")";
+}
+
+/// Whether destination_main writes `to` from render targets `from` by targets_into_quads: a
+/// packed destination whose pack axis steps over whole output-matrix rows of the source.
+bool quads_from_targets(const TensorLayout& to, const Storage* from) {
+  if (from == nullptr || from->kind != Storage::Kind::kTargets || from->targets.feedback ||
+      from->targets.cols <= 0 || to.pack_axis < 0)
+    return false;
+  int64_t stride = 1;  // logical stride of the pack axis
+  for (size_t d = static_cast<size_t>(to.pack_axis) + 1; d < to.shape.size(); ++d)
+    stride *= to.shape[d];
+  return stride % from->targets.cols == 0;
+}
+
+/// The destination_main body for render targets `o` into `to` (pack axis a, logical stride
+/// `stride` of that axis) when stride is a multiple of o.cols (file comment): writes `r` for the
+/// texel whose packed multi-index is q0 … (declared), quad index `qa`. A texel's first channel
+/// is logical element e = outer·stride + inner (outer over the axes up to a, the quad's first
+/// index 4·qa; inner < stride over the axes after a), so its output-matrix row is
+/// outer·rows_apart + inner div cols and its column inner mod cols: no division at all where
+/// rows_apart is 1. Samplers in0 ….
+void targets_into_quads(std::ostringstream& s, const OutputLayout& o, const TensorLayout& to,
+                        int64_t stride, const std::string& qa) {
+  const int64_t rows_apart = stride / o.cols;
+  const auto a = static_cast<size_t>(to.pack_axis);
+  const int64_t axis = to.shape[a];
+  const int64_t r = o.rows_per_item;
+  const std::string comp = o.channels == 1 ? ".r" : "[ch]";
+  const std::vector<int64_t> outer_dims(to.shape.begin(),
+                                        to.shape.begin() + static_cast<long>(a) + 1);
+  const std::vector<int64_t> inner_dims(to.shape.begin() + static_cast<long>(a) + 1,
+                                        to.shape.end());
+  const std::string outer =
+      encode(outer_dims, [&](size_t d) { return d == a ? qa + " * 4" : "q" + std::to_string(d); });
+  const std::string inner =
+      encode(inner_dims, [&](size_t d) { return "q" + std::to_string(a + 1 + d); });
+  if (rows_apart == 1) {
+    s << "    int row0 = " << outer << ";\n";
+    s << "    int col = " << inner << ";\n";
+  } else {
+    s << "    int inner = " << inner << ";\n";
+    s << "    int row0 = (" << outer << ") * " << rows_apart << " + " << div_by("inner", o.cols)
+      << ";\n";
+    s << "    int col = " << mod_by("inner", o.cols, div_by("inner", o.cols)) << ";\n";
+  }
+  if (o.channels == 1) {
+    s << "    int cb = col;\n";
+  } else {
+    s << "    int cb = " << div_by("col", o.channels) << ";\n";
+    s << "    int ch = " << mod_by("col", o.channels, "cb") << ";\n";
+  }
+  if (rows_apart == 1 && axis % 4 == 0 && r % 4 == 0) {
+    // row0 is a multiple of 4 (the quad's first channel), so rows row0 … row0+3 sit in one
+    // item, in render targets j0 … j0+3.
+    s << "    int rb = " << div_by("row0", r) << ";\n";
+    s << "    int j0 = " << mod_by("row0", r, "rb") << ";\n";
+    s << "    ivec2 at = " << target_item_coord(o, "rb", "cb") << ";\n";
+    for (int64_t j0 = 0; j0 < r; j0 += 4) {
+      s << "    " << (j0 ? "else " : "");
+      if (j0 + 4 < r) s << "if (j0 == " << j0 << ") ";
+      s << "r = vec4(";
+      for (int c = 0; c < 4; ++c)
+        s << (c ? ", " : "") << "texelFetch(in" << j0 + c << ", at, 0)" << comp;
+      s << ");\n";
+    }
+    return;
+  }
+  const char* xyzw = "xyzw";
+  for (int c = 0; c < 4; ++c) {
+    s << "    if (" << qa << " * 4 + " << c << " < " << axis << ") {\n";
+    s << "      int row = row0 + " << c * rows_apart << ";\n";
+    s << "      int rb = " << div_by("row", r) << ";\n";
+    s << "      int j = " << mod_by("row", r, "rb") << ";\n";
+    s << "      ivec2 at = " << target_item_coord(o, "rb", "cb") << ";\n";
+    // Samplers cannot be indexed dynamically in GLSL ES 3.00: one branch per render target.
+    for (int64_t j = 0; j < r; ++j) {
+      s << "      " << (j ? "else " : "");
+      if (j + 1 < r) s << "if (j == " << j << ") ";
+      s << "r." << xyzw[c] << " = texelFetch(in" << j << ", at, 0)" << comp << ";\n";
+    }
+    s << "    }\n";
+  }
 }
 
 }  // namespace
@@ -212,14 +332,28 @@ std::string destination_main(const TensorLayout& to, const std::string& value,
       s << ");\n";
     }
   } else {
-    decode(s, "    ", "t", "q", packed);
+    if (to.width == packed.back() && packed.size() > 1) {
+      // Each texture row is one run of the last axis: no division for it.
+      std::vector<int64_t> outer(packed.begin(), packed.end() - 1);
+      decode(s, "    ", "px.y", "q", outer);
+      s << "    int q" << packed.size() - 1 << " = px.x;\n";
+    } else {
+      decode(s, "    ", "t", "q", packed);
+    }
     const int a = to.pack_axis;
     const std::string qa = "q" + std::to_string(a);
+    int64_t stride = 1;  // logical stride of the pack axis
+    for (size_t d = static_cast<size_t>(a) + 1; d < to.shape.size(); ++d) stride *= to.shape[d];
+    if (quads_from_targets(to, same_source)) {
+      targets_into_quads(s, same_source->targets, to, stride, qa);
+      s << "  }\n";
+      s << "  o0 = r;\n";
+      s << "}\n";
+      return s.str();
+    }
     s << "    int e = " << encode(to.shape, [&](size_t d) {
       return static_cast<int>(d) == a ? qa + " * 4" : "q" + std::to_string(d);
     }) << ";\n";
-    int64_t stride = 1;  // logical stride of the pack axis
-    for (size_t d = static_cast<size_t>(a) + 1; d < to.shape.size(); ++d) stride *= to.shape[d];
     const char* comp = "xyzw";
     for (int c = 0; c < 4; ++c) {
       s << "    if (" << qa << " * 4 + " << c << " < " << to.shape[static_cast<size_t>(a)] << ") r."
@@ -260,7 +394,8 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
   s << "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
   for (size_t j = 0; j < artifact.inputs.size(); ++j)
     s << "uniform highp sampler2D in" << j << ";\n";
-  s << glue_frag::source_function("src", from, 0);
+  // The element-wise gather is not called where the render targets are read quad by quad.
+  if (!quads_from_targets(to, &from)) s << glue_frag::source_function("src", from, 0);
   s << glue_frag::destination_main(to, "src", &from);
   artifact.source = s.str();
   // The destination texels as they are: one render target of to.width × to.height, read back

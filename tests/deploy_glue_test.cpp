@@ -805,6 +805,45 @@ TEST(GlueRelayout, ResNetSizedTargetsToChannelQuads) {
   check_relayout(shape, from, to, 9);
 }
 
+TEST(GlueRelayout, TargetsIntoChannelQuadsOnEveryPath) {
+  // The shortcuts of glue_relayout.cpp for render targets: channels rows_apart rows apart
+  // (decoded once per texel), and the aligned quad (four consecutive render targets of one
+  // item). Conv outputs [N, K, H, W] as a frag kernel leaves them (rows N·K, cols H·W) into
+  // packed textures along K (rows_apart 1), along N (rows_apart K) and along H (no shortcut),
+  // with K a multiple of 4 or not, 1 to 8 render targets, R32F or RGBA32F targets, and texel
+  // rows that are or are not one row block.
+  int trial = 0;
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{1, 8, 5, 6}, std::vector<int64_t>{2, 12, 3, 5},
+        std::vector<int64_t>{1, 6, 4, 3}, std::vector<int64_t>{5, 4, 2, 3}})
+    for (int rows_per_item : {1, 2, 4, 8})
+      for (int channels : {1, 4})
+        for (bool natural : {true, false})
+          for (int axis : {0, 1, 2}) {
+            Storage from;
+            from.kind = Storage::Kind::kTargets;
+            OutputLayout& o = from.targets;
+            o.rows = shape[0] * shape[1];
+            o.cols = shape[2] * shape[3];
+            o.rows_per_item = rows_per_item;
+            o.channels = channels;
+            o.width = natural ? (o.cols + channels - 1) / channels : 5;
+            o.height = (o.items() + o.width - 1) / o.width;
+            for (int j = 0; j < rows_per_item; ++j) from.slots.push_back(j);
+            TensorLayout to;
+            to.shape = shape;
+            to.pack_axis = axis;
+            to.width = natural ? to.packed_shape().back() : 7;
+            to.height = (to.packed_elements() + to.width - 1) / to.width;
+            SCOPED_TRACE("shape " + shape_name(shape) + " rows_per_item " +
+                         std::to_string(rows_per_item) + " channels " + std::to_string(channels) +
+                         " targets " + std::to_string(o.width) + "x" + std::to_string(o.height) +
+                         " -> " + layout_text(to));
+            check_relayout(shape, from, to, static_cast<uint32_t>(++trial));
+            if (HasFatalFailure()) return;
+          }
+}
+
 TEST(GlueRelayout, ReshapedSourceMatchesByRowMajorOrder) {
   // A conv's output [1,8,1,1] packed along C, read as Gemm's A [1,8] packed along K.
   Storage from;
