@@ -22,7 +22,10 @@
 /// of a destination texel are rows row0 + c·d of one column, so the column's texel and component
 /// are decoded once, not once per channel. When moreover d = 1, the axis is a multiple of 4 and
 /// rows_per_item is too, the four rows are consecutive render targets 4i … 4i+3 of one item: one
-/// texel coordinate, four fetches, one branch over i. On SwiftShader (Chromium's CPU WebGL) the
+/// texel coordinate, four fetches, one branch over i. Two more shortcuts serve residual inputs:
+/// a layout packed along the last axis, that axis and the matrix's columns multiples of 4, copies
+/// one whole texel of one render target; a plain layout reads one element, with no division
+/// where a texture row is one matrix row. On SwiftShader (Chromium's CPU WebGL) the
 /// per-channel decode cost 4–5 integer divisions per channel; MobileNet-v2's 62 relayouts took
 /// half of its end-to-end latency (docs/benchmarks.md, "Relayouts between webgl2 kernels").
 /// Integers stay below 2^28 (Workload bounds), so highp int (32-bit in ES 3.00) never overflows.
@@ -101,6 +104,30 @@ std::string mod_by(const std::string& x, int64_t k, const std::string& quotient)
   if (k == 1) return "0";
   if ((k & (k - 1)) == 0) return "(" + x + " & " + std::to_string(k - 1) + ")";
   return "(" + x + " - " + quotient + " * " + std::to_string(k) + ")";
+}
+
+/// GLSL lines (at `indent`) that set `lhs` to texel item (row div rows_per_item, `cb`) of render
+/// target row mod rows_per_item of `o`, swizzled by `comp` ("" for the whole texel); `row` and
+/// `cb` are int expressions. Samplers in0 ….
+void fetch_target_texel(std::ostringstream& s, const OutputLayout& o, const std::string& indent,
+                        const std::string& row, const std::string& cb, const std::string& lhs,
+                        const std::string& comp) {
+  const int64_t r = o.rows_per_item;
+  s << indent << "int rb = " << div_by(row, r) << ";\n";
+  s << indent << "int j = " << mod_by(row, r, "rb") << ";\n";
+  s << indent << "ivec2 at = " << target_item_coord(o, "rb", cb) << ";\n";
+  // Samplers cannot be indexed dynamically in GLSL ES 3.00: one branch per render target.
+  for (int64_t j = 0; j < r; ++j) {
+    s << indent << (j ? "else " : "");
+    if (j + 1 < r) s << "if (j == " << j << ") ";
+    s << lhs << " = texelFetch(in" << j << ", at, 0)" << comp << ";\n";
+  }
+}
+
+/// Whether `from` is render targets a relayout reads texel by texel (not transform feedback).
+bool plain_targets(const Storage* from) {
+  return from != nullptr && from->kind == Storage::Kind::kTargets && !from->targets.feedback &&
+         from->targets.cols > 0;
 }
 
 /// Whether destination_main writes `to` from render targets `from` by targets_into_quads: a
@@ -307,7 +334,21 @@ std::string destination_main(const TensorLayout& to, const std::string& value,
   const bool same_packing =
       same_source != nullptr && same_source->kind == Storage::Kind::kTexture && channels == 4 &&
       same_source->texture.pack_axis == to.pack_axis && same_source->texture.shape == to.shape;
-  if (channels == 1) {
+  if (channels == 1 && plain_targets(same_source)) {
+    // Element t of the output matrix: row px.y and column px.x where a texture row is one
+    // matrix row, else one division.
+    const OutputLayout& o = same_source->targets;
+    if (to.width == o.cols) {
+      s << "    int row = px.y;\n";
+      s << "    int col = px.x;\n";
+    } else {
+      s << "    int row = t / " << o.cols << ";\n";
+      s << "    int col = t - row * " << o.cols << ";\n";
+    }
+    s << "    int cb = " << div_by("col", o.channels) << ";\n";
+    if (o.channels == 4) s << "    int ch = " << mod_by("col", o.channels, "cb") << ";\n";
+    fetch_target_texel(s, o, "    ", "row", "cb", "r", o.channels == 1 ? ".r" : "[ch]");
+  } else if (channels == 1) {
     s << "    r = " << value << "(t);\n";  // plain: packed element t is logical element t
   } else if (same_packing) {
     // Same packed tensor, only wrapped at another width: packed element t is the source's
@@ -354,6 +395,20 @@ std::string destination_main(const TensorLayout& to, const std::string& value,
     s << "    int e = " << encode(to.shape, [&](size_t d) {
       return static_cast<int>(d) == a ? qa + " * 4" : "q" + std::to_string(d);
     }) << ";\n";
+    if (plain_targets(same_source) && static_cast<size_t>(a) + 1 == to.shape.size() &&
+        same_source->targets.channels == 4 && same_source->targets.cols % 4 == 0 &&
+        to.shape.back() % 4 == 0) {
+      // Packed along the last axis (a residual's layout): e is a multiple of 4 and its quad is
+      // one texel of one render target, whole.
+      const OutputLayout& o = same_source->targets;
+      s << "    int row = e / " << o.cols << ";\n";
+      s << "    int cb = (e - row * " << o.cols << ") >> 2;\n";
+      fetch_target_texel(s, o, "    ", "row", "cb", "r", "");
+      s << "  }\n";
+      s << "  o0 = r;\n";
+      s << "}\n";
+      return s.str();
+    }
     const char* comp = "xyzw";
     for (int c = 0; c < 4; ++c) {
       s << "    if (" << qa << " * 4 + " << c << " < " << to.shape[static_cast<size_t>(a)] << ") r."
@@ -395,7 +450,13 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
   for (size_t j = 0; j < artifact.inputs.size(); ++j)
     s << "uniform highp sampler2D in" << j << ";\n";
   // The element-wise gather is not called where the render targets are read quad by quad.
-  if (!quads_from_targets(to, &from)) s << glue_frag::source_function("src", from, 0);
+  const bool whole_quads = to.pack_axis >= 0 &&
+                           static_cast<size_t>(to.pack_axis) + 1 == to.shape.size() &&
+                           from.kind == Storage::Kind::kTargets && from.targets.channels == 4 &&
+                           from.targets.cols % 4 == 0 && to.shape.back() % 4 == 0;
+  const bool gathers = !quads_from_targets(to, &from) && !whole_quads &&
+                       !(to.pack_axis < 0 && from.kind == Storage::Kind::kTargets);
+  if (gathers) s << glue_frag::source_function("src", from, 0);
   s << glue_frag::destination_main(to, "src", &from);
   artifact.source = s.str();
   // The destination texels as they are: one render target of to.width × to.height, read back

@@ -807,19 +807,22 @@ TEST(GlueRelayout, ResNetSizedTargetsToChannelQuads) {
 
 TEST(GlueRelayout, TargetsIntoChannelQuadsOnEveryPath) {
   // The shortcuts of glue_relayout.cpp for render targets: channels rows_apart rows apart
-  // (decoded once per texel), and the aligned quad (four consecutive render targets of one
-  // item). Conv outputs [N, K, H, W] as a frag kernel leaves them (rows N·K, cols H·W) into
-  // packed textures along K (rows_apart 1), along N (rows_apart K) and along H (no shortcut),
-  // with K a multiple of 4 or not, 1 to 8 render targets, R32F or RGBA32F targets, and texel
-  // rows that are or are not one row block.
+  // (decoded once per texel), the aligned quad (four consecutive render targets of one item),
+  // whole texels into a layout packed along the last axis (a residual's), and plain textures.
+  // Conv outputs [N, K, H, W] as a frag kernel leaves them (rows N·K, cols H·W) into textures
+  // packed along K (rows_apart 1), along N (rows_apart K), along H (no shortcut), along W (with
+  // W and H·W multiples of 4 or not) and not packed, with K a multiple of 4 or not, 1 to 8
+  // render targets, R32F or RGBA32F targets, and texel rows that are or are not one row block.
   int trial = 0;
   for (const std::vector<int64_t>& shape :
        {std::vector<int64_t>{1, 8, 5, 6}, std::vector<int64_t>{2, 12, 3, 5},
-        std::vector<int64_t>{1, 6, 4, 3}, std::vector<int64_t>{5, 4, 2, 3}})
-    for (int rows_per_item : {1, 2, 4, 8})
+        std::vector<int64_t>{1, 6, 4, 3}, std::vector<int64_t>{5, 4, 2, 3},
+        std::vector<int64_t>{1, 8, 3, 4}, std::vector<int64_t>{2, 4, 2, 8}})
+    for (int rows_per_item : {1, 3, 4, 8})
       for (int channels : {1, 4})
         for (bool natural : {true, false})
-          for (int axis : {0, 1, 2}) {
+          for (int axis : {-1, 0, 1, 2, 3}) {
+            if (rows_per_item == 3 && natural) continue;  // as 1: no aligned quad
             Storage from;
             from.kind = Storage::Kind::kTargets;
             OutputLayout& o = from.targets;
@@ -833,7 +836,7 @@ TEST(GlueRelayout, TargetsIntoChannelQuadsOnEveryPath) {
             TensorLayout to;
             to.shape = shape;
             to.pack_axis = axis;
-            to.width = natural ? to.packed_shape().back() : 7;
+            to.width = natural ? (axis < 0 ? o.cols : to.packed_shape().back()) : 7;
             to.height = (to.packed_elements() + to.width - 1) / to.width;
             SCOPED_TRACE("shape " + shape_name(shape) + " rows_per_item " +
                          std::to_string(rows_per_item) + " channels " + std::to_string(channels) +
