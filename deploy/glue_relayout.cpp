@@ -142,6 +142,21 @@ bool quads_from_targets(const TensorLayout& to, const Storage* from) {
   return stride % from->targets.cols == 0;
 }
 
+/// Whether destination_main copies whole render-target texels into `to`: packed along its last
+/// axis, that axis and the source's matrix columns multiples of 4 (a residual's layout).
+bool whole_texels_from_targets(const TensorLayout& to, const Storage* from) {
+  return plain_targets(from) && to.pack_axis >= 0 &&
+         static_cast<size_t>(to.pack_axis) + 1 == to.shape.size() && from->targets.channels == 4 &&
+         from->targets.cols % 4 == 0 && to.shape.back() % 4 == 0;
+}
+
+/// Whether destination_main calls the element-wise gather (source_function) for `to` from
+/// `from`; not where render targets are read by one of the shortcuts above.
+bool gathers_elements(const TensorLayout& to, const Storage* from) {
+  if (to.pack_axis < 0) return !plain_targets(from);
+  return !quads_from_targets(to, from) && !whole_texels_from_targets(to, from);
+}
+
 /// The destination_main body for render targets `o` into `to` (pack axis a, logical stride
 /// `stride` of that axis) when stride is a multiple of o.cols (file comment): writes `r` for the
 /// texel whose packed multi-index is q0 … (declared), quad index `qa`. A texel's first channel
@@ -199,15 +214,7 @@ void targets_into_quads(std::ostringstream& s, const OutputLayout& o, const Tens
   for (int c = 0; c < 4; ++c) {
     s << "    if (" << qa << " * 4 + " << c << " < " << axis << ") {\n";
     s << "      int row = row0 + " << c * rows_apart << ";\n";
-    s << "      int rb = " << div_by("row", r) << ";\n";
-    s << "      int j = " << mod_by("row", r, "rb") << ";\n";
-    s << "      ivec2 at = " << target_item_coord(o, "rb", "cb") << ";\n";
-    // Samplers cannot be indexed dynamically in GLSL ES 3.00: one branch per render target.
-    for (int64_t j = 0; j < r; ++j) {
-      s << "      " << (j ? "else " : "");
-      if (j + 1 < r) s << "if (j == " << j << ") ";
-      s << "r." << xyzw[c] << " = texelFetch(in" << j << ", at, 0)" << comp << ";\n";
-    }
+    fetch_target_texel(s, o, "      ", "row", "cb", std::string("r.") + xyzw[c], comp);
     s << "    }\n";
   }
 }
@@ -395,9 +402,7 @@ std::string destination_main(const TensorLayout& to, const std::string& value,
     s << "    int e = " << encode(to.shape, [&](size_t d) {
       return static_cast<int>(d) == a ? qa + " * 4" : "q" + std::to_string(d);
     }) << ";\n";
-    if (plain_targets(same_source) && static_cast<size_t>(a) + 1 == to.shape.size() &&
-        same_source->targets.channels == 4 && same_source->targets.cols % 4 == 0 &&
-        to.shape.back() % 4 == 0) {
+    if (whole_texels_from_targets(to, same_source)) {
       // Packed along the last axis (a residual's layout): e is a multiple of 4 and its quad is
       // one texel of one render target, whole.
       const OutputLayout& o = same_source->targets;
@@ -449,14 +454,8 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
   s << "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
   for (size_t j = 0; j < artifact.inputs.size(); ++j)
     s << "uniform highp sampler2D in" << j << ";\n";
-  // The element-wise gather is not called where the render targets are read quad by quad.
-  const bool whole_quads = to.pack_axis >= 0 &&
-                           static_cast<size_t>(to.pack_axis) + 1 == to.shape.size() &&
-                           from.kind == Storage::Kind::kTargets && from.targets.channels == 4 &&
-                           from.targets.cols % 4 == 0 && to.shape.back() % 4 == 0;
-  const bool gathers = !quads_from_targets(to, &from) && !whole_quads &&
-                       !(to.pack_axis < 0 && from.kind == Storage::Kind::kTargets);
-  if (gathers) s << glue_frag::source_function("src", from, 0);
+  // The element-wise gather, unless the render targets are read by a shortcut (file comment).
+  if (gathers_elements(to, &from)) s << glue_frag::source_function("src", from, 0);
   s << glue_frag::destination_main(to, "src", &from);
   artifact.source = s.str();
   // The destination texels as they are: one render target of to.width × to.height, read back
