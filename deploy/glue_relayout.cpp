@@ -133,9 +133,7 @@ bool plain_targets(const Storage* from) {
 /// Whether destination_main writes `to` from render targets `from` by targets_into_quads: a
 /// packed destination whose pack axis steps over whole output-matrix rows of the source.
 bool quads_from_targets(const TensorLayout& to, const Storage* from) {
-  if (from == nullptr || from->kind != Storage::Kind::kTargets || from->targets.feedback ||
-      from->targets.cols <= 0 || to.pack_axis < 0)
-    return false;
+  if (!plain_targets(from) || to.pack_axis < 0) return false;
   int64_t stride = 1;  // logical stride of the pack axis
   for (size_t d = static_cast<size_t>(to.pack_axis) + 1; d < to.shape.size(); ++d)
     stride *= to.shape[d];
