@@ -1,10 +1,10 @@
 /// \file build_command.cpp
 /// `webtune build --model MODEL.onnx [--db RECORDS.db] --target webgl2|webgpu|wasm|gles-compute|
-/// gles-frag [--device-key KEY] [--dim NAME=V ...] [--no-fusion] -o DIR`: builds a model package
-/// (docs/package.md) out of an ONNX model and the tuning records (deploy/planner.hpp): each
-/// task's best record for the device key (else its family's, else the default config), the
-/// steps with their layout transforms, the weights pre-packed, the memory pool. Prints the build
-/// report on stdout (also DIR/report.txt).
+/// gles-frag [--device-key KEY] [--dim NAME=V ...] [--no-fusion] [--no-quad-layers] -o DIR`: builds
+/// a model package (docs/package.md) out of an ONNX model and the tuning records
+/// (deploy/planner.hpp): each task's best record for the device key (else its family's, else the
+/// default config), the steps with their layout transforms, the weights pre-packed, the memory
+/// pool. Prints the build report on stdout (also DIR/report.txt).
 ///
 /// Without --db every task takes its default config (the report says so). Errors end with the
 /// message on stderr and exit status 2, nothing on stdout: a model the importer refuses, an op
@@ -71,6 +71,10 @@ void add_build_command(CLI::App& app) {
   cmd->add_flag(
       "--no-fusion", [args](int64_t) { args->options.fuse = false; },
       "skip the fusion passes (every Relu, Add, ... its own step)");
+  cmd->add_flag(
+      "--no-quad-layers", [args](int64_t) { args->options.quad_layers = false; },
+      "webgl2 / gles-frag: no convolution writes quad layers for the next one (a relayout goes "
+      "between every two tuned kernels, as before quad layers)");
   cmd->add_option("-o,--out", args->options.out_dir,
                   "the package folder (created; an earlier package there is replaced)")
       ->required();

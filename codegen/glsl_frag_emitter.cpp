@@ -338,6 +338,9 @@ struct FragPlan {
   TensorLayout bias, residual;
   int64_t bias_view = 0, residual_view = 0;  ///< view widths, as data_view
   ResidualRead residual_read = ResidualRead::kScalar;
+  // A model package's wiring (FragPackageOptions): output as quad layers; data from them.
+  bool quad_layers_out = false;
+  std::optional<OutputLayout> data_layers;
 };
 
 /// Layout of an epilogue input whose view is [view_rows, view_width] texels: the natural 2d
@@ -576,7 +579,12 @@ void emit_prelude(ShaderWriter& s, const FragPlan& p, const ConfigEntity& entity
   s.line("precision highp float;");
   s.line("precision highp int;");
   s.line("precision highp sampler2D;");
-  s.line("uniform highp sampler2D in0;  // data");
+  if (p.data_layers) {
+    s.line("precision highp sampler2DArray;");
+    s.line("uniform highp sampler2DArray in0;  // data: another kernel's quad layers");
+  } else {
+    s.line("uniform highp sampler2D in0;  // data");
+  }
   s.line("uniform highp sampler2D in1;  // weight");
   if (p.bias_index >= 0) s.line("uniform highp sampler2D in", p.bias_index, ";  // bias");
   if (p.residual_index >= 0)
@@ -627,6 +635,44 @@ void emit_loader(ShaderWriter& s, int index, const TensorLayout& layout, int64_t
       s.line("return textureLod(in", index, ", ", centre, ", 0.0)", vec ? "" : ".r", ";");
     else
       s.line("return texture(in", index, ", ", centre, ")", vec ? "" : ".r", ";");
+  }
+  s.close();
+}
+
+/// Emits `vec4 ld0(int c, int y, int x)`: channel quad c of input pixel (y, x), read from the
+/// quad layers another kernel wrote (OutputLayout::quad_layers; its rows are the C channels, its
+/// columns the H·W pixels). With g = rows_per_item / 4 quads per item (1 or 2, so shifts and
+/// masks): pixel P = y·W + x sits in item (c div g)·col_blocks + P div 4, layer 4·(c mod g) +
+/// P mod 4. A producer with the 2d output layout has width = col_blocks, so the item is the
+/// texel (P div 4, c div g) with no division at all.
+void emit_layers_loader(ShaderWriter& s, const FragPlan& p) {
+  const OutputLayout& o = *p.data_layers;
+  const int quads = o.rows_per_item / 4;
+  const int64_t col_blocks = ceil_div(o.cols, 4);
+  const std::string block = quads == 1 ? "c" : "(c >> 1)";
+  s.open("vec4 ld0(int c, int y, int x) ");
+  s.line("int pix = y * ", p.w.width, " + x;");
+  s.line("int layer = ", quads == 1 ? "pix & 3" : "((c & 1) << 2) | (pix & 3)", ";");
+  std::string coord;
+  if (o.width == col_blocks) {
+    coord = cat("ivec2(pix >> 2, ", block, ")");
+  } else {
+    s.line("int t = ", block, " * ", col_blocks, " + (pix >> 2);");
+    if (o.width == kFlatWidth)
+      coord = cat("ivec2(t & ", kFlatWidth - 1, ", t >> ", kFlatShift, ")");
+    else
+      coord = cat("ivec2(t % ", o.width, ", t / ", o.width, ")");
+  }
+  if (p.k.fetch == "texel") {
+    s.line("return texelFetch(in0, ivec3(", coord, ", layer), 0);");
+  } else {
+    const std::string centre = cat(
+        "vec3((vec2(", coord, ") + 0.5) * vec2(", float_literal(1.0 / static_cast<double>(o.width)),
+        ", ", float_literal(1.0 / static_cast<double>(o.height)), "), float(layer))");
+    if (p.k.fetch == "lod")
+      s.line("return textureLod(in0, ", centre, ", 0.0);");
+    else
+      s.line("return texture(in0, ", centre, ");");
   }
   s.close();
 }
@@ -753,6 +799,16 @@ void emit_epilogue_indices(ShaderWriter& s, const FragPlan& p) {
 void emit_stores(ShaderWriter& s, const FragPlan& p) {
   const int quads = col_quads(p.k);
   if (!p.w.epilogue.empty()) emit_epilogue_indices(s, p);
+  if (p.quad_layers_out) {  // transposed: layer 4·g + i gets pixel i of rows 4·g … 4·g + 3
+    for (int j = 0; j < p.k.out_rows; ++j)
+      s.line("vec4 v", j, " = ",
+             p.w.epilogue.empty() ? acc(p, j, 0) : emit_epilogue_value(s, p, j, 0), ";");
+    for (int g = 0; g < p.k.out_rows / 4; ++g)
+      for (int i = 0; i < 4; ++i)
+        s.line("o", 4 * g + i, " = vec4(",
+               join(4, [&](int r) { return cat("v", 4 * g + r, ".", component(i)); }), ");");
+    return;
+  }
   for (int j = 0; j < p.k.out_rows; ++j)
     for (int q = 0; q < quads; ++q) {
       const std::string value =
@@ -933,6 +989,7 @@ void emit_conv_step(ShaderWriter& s, const FragPlan& p, const std::string& cx,
   const Workload& w = p.w;
   const int rows = p.k.out_rows, cols = p.k.out_cols;
   const auto data_of = [&](const std::string& xbase, int i) {
+    if (p.data_layers) return cat("ld0(", cx, ", dy", i, ", dx", i, ")");  // batch 1
     return cat("ld0(", xbase, " + ", cx, " * ", w.height, " + dy", i, ", dx", i, ")");
   };
   const auto data_at = [&](int i) { return data_of("xbase", i); };
@@ -1067,8 +1124,10 @@ void emit_depthwise_tap(ShaderWriter& s, const FragPlan& p, const std::string& w
     for (int q = 0; q < p.k.out_rows / 4; ++q) {
       s.line("vec4 w", q, " = ld1(cq", q, ", ", wcol, ");");
       for (int i = 0; i < cols; ++i)
-        s.line("a", q, "_", i, " += ld0(drow", q, " + dy", i, ", dx", i, ")", mask(p, i), " * w", q,
-               ";");
+        s.line("a", q, "_", i, " += ",
+               p.data_layers ? cat("ld0(cq", q, ", dy", i, ", dx", i, ")")
+                             : cat("ld0(drow", q, " + dy", i, ", dx", i, ")"),
+               mask(p, i), " * w", q, ";");
     }
     return;
   }
@@ -1158,7 +1217,10 @@ void emit_depthwise_main(ShaderWriter& s, const FragPlan& p) {
 std::string emit_source(const FragPlan& p, const ConfigEntity& entity) {
   ShaderWriter s;
   emit_prelude(s, p, entity);
-  emit_loader(s, 0, p.data, p.data_view, p.k.fetch);
+  if (p.data_layers)
+    emit_layers_loader(s, p);
+  else
+    emit_loader(s, 0, p.data, p.data_view, p.k.fetch);
   emit_loader(s, 1, p.weight, p.weight_view, p.k.fetch);
   if (p.bias_index >= 0) emit_loader(s, p.bias_index, p.bias, p.bias_view, p.k.fetch);
   if (p.residual_index >= 0)
@@ -1333,6 +1395,27 @@ std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload) {
 }
 
 KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& entity) {
+  return emit_glsl_frag(workload, entity, FragPackageOptions{});
+}
+
+bool frag_can_write_quad_layers(const Workload& w, const ConfigEntity& entity) {
+  if (w.op == OpKind::kDense || w.batch != 1 || rows_per_image(w) % 4 != 0) return false;
+  const FragKnobs k = read_knobs(entity);
+  return !k.vertex && k.out_cols == 4 && (k.out_rows == 4 || k.out_rows == 8);
+}
+
+bool frag_can_read_quad_layers(const Workload& w, const ConfigEntity& entity,
+                               const OutputLayout& source) {
+  if (w.op == OpKind::kDense || w.batch != 1) return false;
+  const FragKnobs k = read_knobs(entity);
+  return !k.vertex && k.packing == "c" && source.quad_layers && !source.feedback &&
+         source.channels == 4 && (source.rows_per_item == 4 || source.rows_per_item == 8) &&
+         source.rows == w.in_channels && source.cols == w.height * w.width &&
+         source.width * source.height >= source.items();
+}
+
+KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& entity,
+                              const FragPackageOptions& options) {
   FragKnobs knobs;
   try {
     knobs = read_knobs(entity);
@@ -1342,7 +1425,27 @@ KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& enti
   }
   if (const std::string problem = structural_problem(workload, knobs); !problem.empty())
     throw MeasureError(MeasureErrorNo::kInstantiation, "gles-frag: " + problem);
-  const FragPlan plan = make_plan(workload, knobs);
+  FragPlan plan = make_plan(workload, knobs);
+  if (options.quad_layers_out) {
+    if (!frag_can_write_quad_layers(workload, entity))
+      throw std::invalid_argument("gles-frag: " + entity.to_string() + " of " + workload.key() +
+                                  " cannot write quad layers (a fragment conv2d / depthwise of "
+                                  "batch 1, K % 4 = 0, out_cols 4, out_rows 4 or 8 can)");
+    plan.quad_layers_out = true;
+    plan.out.quad_layers = true;
+  }
+  if (options.data_layers) {
+    if (!frag_can_read_quad_layers(workload, entity, *options.data_layers))
+      throw std::invalid_argument("gles-frag: " + entity.to_string() + " of " + workload.key() +
+                                  " cannot read its data from quad layers of " +
+                                  std::to_string(options.data_layers->rows) + " x " +
+                                  std::to_string(options.data_layers->cols));
+    plan.data_layers = options.data_layers;
+    plan.data.width = options.data_layers->width;
+    plan.data.height = options.data_layers->height;
+    plan.data.layers = options.data_layers->rows_per_item;
+    plan.data.pack_axis = 1;
+  }
   KernelArtifact artifact;
   artifact.target = Target::kGlesFrag;
   artifact.source = emit_source(plan, entity);

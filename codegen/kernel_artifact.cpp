@@ -46,6 +46,13 @@ int64_t TensorLayout::packed_elements() const {
 }
 
 std::vector<float> TensorLayout::pack(const std::vector<float>& logical) const {
+  if (layers > 0) {
+    std::vector<float> out;
+    for (const std::vector<float>& layer :
+         OutputLayout::quad_layers_source(*this).pack_targets(logical))
+      out.insert(out.end(), layer.begin(), layer.end());
+    return out;
+  }
   const std::vector<int64_t> packed = packed_shape();
   const int64_t count = packed_elements();
   int64_t logical_size = 1;
@@ -81,10 +88,12 @@ std::vector<float> TensorLayout::pack(const std::vector<float>& logical) const {
 }
 
 bj::object TensorLayout::to_json() const {
-  return bj::object{{"shape", json::to_array(shape)},
-                    {"pack_axis", pack_axis},
-                    {"width", width},
-                    {"height", height}};
+  bj::object o{{"shape", json::to_array(shape)},
+               {"pack_axis", pack_axis},
+               {"width", width},
+               {"height", height}};
+  if (layers > 0) o["layers"] = layers;  // absent: a 2D texture (or a buffer)
+  return o;
 }
 
 TensorLayout TensorLayout::from_json(const bj::value& value) {
@@ -96,8 +105,33 @@ TensorLayout TensorLayout::from_json(const bj::value& value) {
   l.height = json::get_int(o, "height");
   if (l.pack_axis >= static_cast<int>(l.shape.size()) || l.pack_axis < -1)
     throw std::invalid_argument("tensor layout: pack_axis outside the tensor's rank");
+  l.layers = static_cast<int>(json::get_int_or(o, "layers", 0));
+  if (l.layers != 0) OutputLayout::quad_layers_source(l);  // throws on a bad combination
+  if (l.layers < 0 || l.layers % 4 != 0 || l.layers > 32)
+    throw std::invalid_argument("tensor layout: layers must be 0 or a multiple of 4 up to 32");
   return l;
 }
+
+namespace {
+
+/// Calls f(flat index, layer, float index in the layer) for every element of a quad_layers
+/// output (OutputLayout's comment): element (row, col) is component row mod 4 of the texel of
+/// item (row div rows_per_item)·col_blocks + col div 4 in layer 4·((row mod rows_per_item) div 4)
+/// + col mod 4.
+template <typename F>
+void for_each_quad_layer_element(const OutputLayout& o, F&& f) {
+  const int64_t col_blocks = (o.cols + 3) / 4;
+  for (int64_t row = 0; row < o.rows; ++row) {
+    const int64_t block = row / o.rows_per_item, in_block = row % o.rows_per_item;
+    for (int64_t col = 0; col < o.cols; ++col) {
+      const int64_t item = block * col_blocks + col / 4;
+      f(row * o.cols + col, static_cast<size_t>(4 * (in_block / 4) + col % 4),
+        item * 4 + in_block % 4);
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<float> OutputLayout::unpack(const std::vector<std::vector<float>>& targets) const {
   const size_t expected = feedback ? 1 : static_cast<size_t>(rows_per_item);
@@ -110,6 +144,13 @@ std::vector<float> OutputLayout::unpack(const std::vector<std::vector<float>>& t
   // Float index of (item t, row j of the block) in its target, and how many items it holds.
   const int64_t item_stride = feedback ? int64_t{rows_per_item} * channels : channels;
   std::vector<float> out(static_cast<size_t>(elements()), std::numeric_limits<float>::quiet_NaN());
+  if (quad_layers) {
+    for_each_quad_layer_element(*this, [&](int64_t flat, size_t layer, int64_t at) {
+      if (at < static_cast<int64_t>(targets[layer].size()))
+        out[static_cast<size_t>(flat)] = targets[layer][static_cast<size_t>(at)];
+    });
+    return out;
+  }
   for (int j = 0; j < rows_per_item; ++j) {
     const std::vector<float>& pixels = targets[feedback ? 0 : j];
     const int64_t first = feedback ? int64_t{j} * channels : 0;
@@ -125,10 +166,54 @@ std::vector<float> OutputLayout::unpack(const std::vector<std::vector<float>>& t
   return out;
 }
 
+std::vector<std::vector<float>> OutputLayout::pack_targets(
+    const std::vector<float>& logical) const {
+  if (feedback)
+    throw std::invalid_argument("pack_targets: a feedback output has no render targets");
+  if (static_cast<int64_t>(logical.size()) != elements())
+    throw std::invalid_argument("pack_targets: tensor has " + std::to_string(logical.size()) +
+                                " elements, the layout holds " + std::to_string(elements()));
+  std::vector<std::vector<float>> targets(
+      static_cast<size_t>(rows_per_item),
+      std::vector<float>(static_cast<size_t>(width * height * channels), 0.0f));
+  if (quad_layers) {
+    for_each_quad_layer_element(*this, [&](int64_t flat, size_t layer, int64_t at) {
+      targets[layer][static_cast<size_t>(at)] = logical[static_cast<size_t>(flat)];
+    });
+    return targets;
+  }
+  const int64_t col_blocks = (cols + channels - 1) / channels;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t col = 0; col < cols; ++col) {
+      const int64_t t = (row / rows_per_item) * col_blocks + col / channels;
+      targets[static_cast<size_t>(row % rows_per_item)]
+             [static_cast<size_t>(t * channels + col % channels)] =
+                 logical[static_cast<size_t>(row * cols + col)];
+    }
+  return targets;
+}
+
+OutputLayout OutputLayout::quad_layers_source(const TensorLayout& layout) {
+  if (layout.layers <= 0 || layout.shape.size() < 2 || layout.pack_axis != 1)
+    throw std::invalid_argument(
+        "quad_layers_source: needs layers > 0, a rank >= 2 shape and pack_axis 1");
+  OutputLayout o;
+  o.rows = layout.shape[0] * layout.shape[1];
+  o.cols = 1;
+  for (size_t d = 2; d < layout.shape.size(); ++d) o.cols *= layout.shape[d];
+  o.rows_per_item = layout.layers;
+  o.channels = 4;
+  o.width = layout.width;
+  o.height = layout.height;
+  o.quad_layers = true;
+  return o;
+}
+
 bj::object OutputLayout::to_json() const {
   bj::object o{{"rows", rows},         {"cols", cols},   {"rows_per_item", rows_per_item},
                {"channels", channels}, {"width", width}, {"height", height}};
   if (feedback) o["feedback"] = true;  // absent: render targets (older agents read only those)
+  if (quad_layers) o["quad_layers"] = true;  // absent: one texture per target, rows in order
   return o;
 }
 
@@ -145,6 +230,15 @@ OutputLayout OutputLayout::from_json(const bj::value& value) {
     if (!f->is_bool()) throw std::invalid_argument("output layout: 'feedback' must be a boolean");
     l.feedback = f->get_bool();
   }
+  if (const bj::value* f = o.if_contains("quad_layers")) {
+    if (!f->is_bool())
+      throw std::invalid_argument("output layout: 'quad_layers' must be a boolean");
+    l.quad_layers = f->get_bool();
+  }
+  if (l.quad_layers && (l.feedback || l.channels != 4 || l.rows_per_item % 4 != 0))
+    throw std::invalid_argument(
+        "output layout: quad_layers needs render targets, channels 4 and rows_per_item a "
+        "multiple of 4");
   if (l.channels != 1 && l.channels != 4 && !(l.channels == 8 && l.feedback))
     throw std::invalid_argument("output layout: channels must be 1 or 4 (or 8 with feedback)");
   if (l.rows_per_item < 1 || l.rows_per_item > 32)

@@ -27,6 +27,10 @@ std::vector<TensorLayout> source_layouts(const Storage& from, int64_t elements,
 /// samplers in<first_sampler> … (declared elsewhere).
 std::string source_function(const std::string& name, const Storage& from, int first_sampler);
 
+/// The sampler declarations of `inputs` (in0 …): sampler2D, or sampler2DArray for a
+/// TensorLayout with layers (quad-layer render targets), with the precision lines they need.
+std::string sampler_declarations(const std::vector<TensorLayout>& inputs);
+
 /// Throws std::invalid_argument ("<what>: why") unless `to` places `elements` elements in a
 /// texture within the device limits.
 void check_destination(const TensorLayout& to, int64_t elements, const DeviceLimits& limits,

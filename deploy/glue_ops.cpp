@@ -939,9 +939,8 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
     if (artifact.inputs.size() > 16)
       fail("more than 16 input textures (the texture units OpenGL ES 3.0 guarantees)");
     s << "#version 300 es\n" << header << "\n";
-    s << "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
-    for (size_t i = 0; i < artifact.inputs.size(); ++i)
-      s << "uniform highp sampler2D in" << i << ";\n";
+    s << "precision highp float;\nprecision highp int;\n";
+    s << glue_frag::sampler_declarations(artifact.inputs);
     s << loaders;
     if (epilogue) s << glsl_epilogue_functions(node.epilogue);
     if (options.output_layout) {

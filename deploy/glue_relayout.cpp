@@ -127,7 +127,37 @@ void fetch_target_texel(std::ostringstream& s, const OutputLayout& o, const std:
 /// Whether `from` is render targets a relayout reads texel by texel (not transform feedback).
 bool plain_targets(const Storage* from) {
   return from != nullptr && from->kind == Storage::Kind::kTargets && !from->targets.feedback &&
+         !from->targets.quad_layers && from->targets.cols > 0;
+}
+
+/// Whether `from` is quad-layer render targets (OutputLayout::quad_layers): one array texture.
+bool quad_layer_targets(const Storage* from) {
+  return from != nullptr && from->kind == Storage::Kind::kTargets && from->targets.quad_layers &&
          from->targets.cols > 0;
+}
+
+/// GLSL: the texel of quad-layer targets `o` (sampler `sampler`, a sampler2DArray) that holds
+/// output-matrix rows (row0 … row0+3, row0 a multiple of 4) at column `col`
+/// (OutputLayout::quad_layers): layer 4·((row0 mod R) div 4) + col mod 4 of item
+/// (row0 div R)·col_blocks + col div 4. Shifts and masks only: R is 4 or 8.
+std::string quad_layer_texel(const OutputLayout& o, const std::string& sampler,
+                             const std::string& row0, const std::string& col) {
+  const int64_t r = o.rows_per_item;
+  const std::string rb = div_by(row0, r);
+  const std::string layer = "(" + mod_by(row0, r, rb) + " | (" + col + " & 3))";
+  return "texelFetch(" + sampler + ", ivec3(" + target_item_coord(o, rb, div_by(col, 4)) + ", " +
+         layer + "), 0)";
+}
+
+/// Whether destination_main copies whole quad-layer texels into `to`: packed along an axis
+/// whose logical stride is the source matrix's columns (a convolution's channels, its pixels
+/// after it) and a multiple of 4 long, so each destination texel is one source texel.
+bool whole_texels_from_quad_layers(const TensorLayout& to, const Storage* from) {
+  if (!quad_layer_targets(from) || to.pack_axis < 0) return false;
+  const auto a = static_cast<size_t>(to.pack_axis);
+  int64_t stride = 1;
+  for (size_t d = a + 1; d < to.shape.size(); ++d) stride *= to.shape[d];
+  return stride == from->targets.cols && to.shape[a] % 4 == 0;
 }
 
 /// Whether destination_main writes `to` from render targets `from` by targets_into_quads: a
@@ -152,7 +182,8 @@ bool whole_texels_from_targets(const TensorLayout& to, const Storage* from) {
 /// `from`; not where render targets are read by one of the shortcuts above.
 bool gathers_elements(const TensorLayout& to, const Storage* from) {
   if (to.pack_axis < 0) return !plain_targets(from);
-  return !quads_from_targets(to, from) && !whole_texels_from_targets(to, from);
+  return !quads_from_targets(to, from) && !whole_texels_from_targets(to, from) &&
+         !whole_texels_from_quad_layers(to, from);
 }
 
 /// The destination_main body for render targets `o` into `to` (pack axis a, logical stride
@@ -221,6 +252,18 @@ void targets_into_quads(std::ostringstream& s, const OutputLayout& o, const Tens
 
 namespace glue_frag {
 
+std::string sampler_declarations(const std::vector<TensorLayout>& inputs) {
+  std::ostringstream s;
+  bool arrays = false;
+  for (const TensorLayout& l : inputs) arrays = arrays || l.layers > 0;
+  s << "precision highp sampler2D;\n";
+  if (arrays) s << "precision highp sampler2DArray;\n";
+  for (size_t j = 0; j < inputs.size(); ++j)
+    s << "uniform highp " << (inputs[j].layers > 0 ? "sampler2DArray" : "sampler2D") << " in" << j
+      << ";\n";
+  return s.str();
+}
+
 std::string source_function(const std::string& name, const Storage& from, int first_sampler) {
   std::ostringstream s;
   const auto sampler = [&](int j) { return "in" + std::to_string(first_sampler + j); };
@@ -241,6 +284,12 @@ std::string source_function(const std::string& name, const Storage& from, int fi
       s << "  return texelFetch(" << sampler(0) << ", " << texel_coord("p", f.width, f.height)
         << ", 0)[" << axis << " % 4];\n";
     }
+  } else if (from.targets.quad_layers) {
+    const OutputLayout& o = from.targets;
+    s << "  int row = e / " << o.cols << ";\n";
+    s << "  int col = e - row * " << o.cols << ";\n";
+    s << "  int row0 = row & ~3;\n";
+    s << "  return " << quad_layer_texel(o, sampler(0), "row0", "col") << "[row & 3];\n";
   } else {
     const OutputLayout& o = from.targets;
     const int64_t col_blocks = (o.cols + o.channels - 1) / o.channels;
@@ -289,6 +338,16 @@ std::vector<TensorLayout> source_layouts(const Storage& from, int64_t elements,
     if (o.rows_per_item < 1 || (o.channels != 1 && o.channels != 4) ||
         o.width * o.height < o.items())
       throw std::invalid_argument(what + ": the source render targets' layout is inconsistent");
+    if (o.quad_layers) {  // one array texture: the layers are the render targets
+      TensorLayout t;
+      t.shape = {1, o.rows, o.cols};
+      t.pack_axis = 1;
+      t.width = o.width;
+      t.height = o.height;
+      t.layers = o.rows_per_item;
+      layouts.push_back(t);
+      return layouts;
+    }
     // Each render target, bound as a texture: the output matrix's rows of target j, as R32F or
     // RGBA32F texels of targets.width × targets.height (described, not packed by the runtime).
     for (int j = 0; j < o.rows_per_item; ++j) {
@@ -390,6 +449,24 @@ std::string destination_main(const TensorLayout& to, const std::string& value,
     const std::string qa = "q" + std::to_string(a);
     int64_t stride = 1;  // logical stride of the pack axis
     for (size_t d = static_cast<size_t>(a) + 1; d < to.shape.size(); ++d) stride *= to.shape[d];
+    if (whole_texels_from_quad_layers(to, same_source)) {
+      // The channel quad of one pixel: rows 4·qa … of column `inner`, one whole texel.
+      const auto a = static_cast<size_t>(to.pack_axis);
+      const std::vector<int64_t> outer_dims(to.shape.begin(),
+                                            to.shape.begin() + static_cast<long>(a) + 1);
+      const std::vector<int64_t> inner_dims(to.shape.begin() + static_cast<long>(a) + 1,
+                                            to.shape.end());
+      s << "    int row0 = " << encode(outer_dims, [&](size_t d) {
+        return d == a ? qa + " * 4" : "q" + std::to_string(d);
+      }) << ";\n";
+      s << "    int col = "
+        << encode(inner_dims, [&](size_t d) { return "q" + std::to_string(a + 1 + d); }) << ";\n";
+      s << "    r = " << quad_layer_texel(same_source->targets, "in0", "row0", "col") << ";\n";
+      s << "  }\n";
+      s << "  o0 = r;\n";
+      s << "}\n";
+      return s.str();
+    }
     if (quads_from_targets(to, same_source)) {
       targets_into_quads(s, same_source->targets, to, stride, qa);
       s << "  }\n";
@@ -449,9 +526,8 @@ KernelArtifact relayout_kernel(const std::vector<int64_t>& shape, const Storage&
   s << "#version 300 es\n";
   s << "// webtune relayout " << shape_text(shape) << " -> pack_axis " << to.pack_axis << " "
     << to.width << "x" << to.height << "\n";
-  s << "precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n";
-  for (size_t j = 0; j < artifact.inputs.size(); ++j)
-    s << "uniform highp sampler2D in" << j << ";\n";
+  s << "precision highp float;\nprecision highp int;\n";
+  s << glue_frag::sampler_declarations(artifact.inputs);
   // The element-wise gather, unless the render targets are read by a shortcut (file comment).
   if (gathers_elements(to, &from)) s << glue_frag::source_function("src", from, 0);
   s << glue_frag::destination_main(to, "src", &from);

@@ -43,7 +43,7 @@ MemoryPlan plan_memory(const std::vector<ValueLifetime>& lifetimes) {
         for (int id : free_slots) {
           const PackageSlot& s = plan.slots[id];
           if (s.kind == need.kind && s.width == need.width && s.height == need.height &&
-              s.channels == need.channels) {
+              s.channels == need.channels && s.layers == need.layers) {
             chosen = id;
             break;
           }

@@ -194,7 +194,8 @@ TaskSource task_source_from_name(std::string_view name) {
 }
 
 int64_t PackageSlot::bytes() const {
-  return (kind == Kind::kTexture ? width * height * channels : floats) * int64_t{4};
+  return (kind == Kind::kTexture ? width * height * channels * std::max(layers, 1) : floats) *
+         int64_t{4};
 }
 
 std::string_view slot_kind_name(PackageSlot::Kind kind) {
@@ -328,6 +329,7 @@ bj::object Manifest::to_json() const {
       so["width"] = s.width;
       so["height"] = s.height;
       so["channels"] = s.channels;
+      if (s.layers > 0) so["layers"] = s.layers;
     } else {
       so["floats"] = s.floats;
     }
@@ -437,6 +439,9 @@ Manifest Manifest::from_json(const bj::value& value) {
           slot.channels = int_field(s, "channels");
           if (slot.width < 1 || slot.height < 1 || (slot.channels != 1 && slot.channels != 4))
             throw std::invalid_argument("a texture needs width, height >= 1 and 1 or 4 channels");
+          slot.layers = static_cast<int>(json::get_int_or(s, "layers", 0));
+          if (slot.layers < 0 || slot.layers > 32 || (slot.layers > 0 && slot.channels != 4))
+            throw std::invalid_argument("a texture's 'layers' must be 0..32, with 4 channels");
         } else if (kind == "buffer" || kind == "array") {
           slot.kind = kind == "buffer" ? PackageSlot::Kind::kBuffer : PackageSlot::Kind::kArray;
           slot.floats = json::get_int(s, "floats");

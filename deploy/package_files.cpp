@@ -159,6 +159,7 @@ PlannedPackage build_package(const BuildOptions& options) {
   plan.device_key = options.device_key;
   plan.records = store.get();
   plan.opset = import_report.opset > 0 ? import_report.opset : 13;
+  plan.quad_layers = options.quad_layers;
   const fs::path model(options.model_path);
   plan.model.name = model.stem().string();  // exporters name graphs "main_graph", "torch_jit"
   plan.model.file = model.filename().string();
@@ -171,6 +172,8 @@ PlannedPackage build_package(const BuildOptions& options) {
                              "webtune package): refusing to write into it");
   PlannedPackage package = plan_package(graph, plan);
   if (!options.fuse) package.notes.push_back("fusion passes off (--no-fusion)");
+  if (!options.quad_layers)
+    package.notes.push_back("quad layers off (--no-quad-layers): every tuned output as tuned");
   if (tune_target_from_name(options.target).browser) {
     const size_t files = web_runtime_files().size();
     package.notes.push_back(

@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "codegen/glsl_frag_emitter.hpp"
 #include "codegen/json_util.hpp"
 #include "deploy/glue_kernels.hpp"
 #include "deploy/memory_plan.hpp"
@@ -72,6 +73,11 @@ std::vector<PackageSlot> slot_needs(const Storage& s, const std::vector<int64_t>
       slot.width = s.targets.width;
       slot.height = s.targets.height;
       slot.channels = s.targets.channels;
+      if (s.targets.quad_layers) {  // one array texture, a layer per render target
+        slot.layers = s.targets.rows_per_item;
+        needs.push_back(slot);
+        break;
+      }
       needs.assign(static_cast<size_t>(s.targets.rows_per_item), slot);
       break;
     case Storage::Kind::kAlias:
@@ -188,6 +194,8 @@ class Planner {
       out_.manifest.tasks.push_back(std::move(task));
       out_.task_reports.push_back({choice.entity.to_string(), choice.notes});
       task_artifacts_.push_back(std::move(choice.artifact));
+      task_workloads_.push_back(t.workload);
+      task_entities_.push_back(choice.entity);
     }
   }
 
@@ -423,9 +431,53 @@ class Planner {
     }
   }
 
+  /// Frag targets: how task `task`'s kernel is wired when node `node` runs it
+  /// (FragPackageOptions): its data from quad layers where the value it reads is stored so and
+  /// the config can read them; its output as quad layers where its config can write them and a
+  /// reader of the output (a tuned kernel's data input) would read them.
+  FragPackageOptions quad_layer_wiring(const graph::Node& node, int task,
+                                       const std::string& out_name) const {
+    FragPackageOptions wiring;
+    if (!frag_ || !options_.quad_layers) return wiring;
+    const auto t = static_cast<size_t>(task);
+    const Workload& w = task_workloads_[t];
+    if (!node.inputs.empty() && !node.inputs[0].empty()) {
+      const auto it = tensor_value_.find(node.inputs[0]);
+      if (it != tensor_value_.end()) {
+        const Storage& in = values_[static_cast<size_t>(root(it->second))].storage;
+        if (root(it->second) == it->second && in.kind == Storage::Kind::kTargets &&
+            in.targets.quad_layers && frag_can_read_quad_layers(w, task_entities_[t], in.targets))
+          wiring.data_layers = in.targets;
+      }
+    }
+    if (!frag_can_write_quad_layers(w, task_entities_[t])) return wiring;
+    if (std::find(graph_.outputs.begin(), graph_.outputs.end(), out_name) != graph_.outputs.end())
+      return wiring;
+    OutputLayout written = task_artifacts_[t].output;
+    written.quad_layers = true;
+    for (size_t reader : graph_.consumers(out_name)) {
+      const graph::Node& r = graph_.nodes[reader];
+      const auto rt = task_of_node_.find(node_name(r));
+      if (rt == task_of_node_.end() || r.inputs.empty() || r.inputs[0] != out_name) continue;
+      const auto rtask = static_cast<size_t>(rt->second);
+      if (frag_can_read_quad_layers(task_workloads_[rtask], task_entities_[rtask], written)) {
+        wiring.quad_layers_out = true;
+        break;
+      }
+    }
+    return wiring;
+  }
+
   void plan_task(const graph::Node& node, size_t index, int task) {
     const std::string& out_name = single_output(node, index);
-    const KernelArtifact& artifact = task_artifacts_[static_cast<size_t>(task)];
+    const FragPackageOptions wiring = quad_layer_wiring(node, task, out_name);
+    KernelArtifact wired;
+    if (wiring.quad_layers_out || wiring.data_layers)
+      wired = emit_glsl_frag(task_workloads_[static_cast<size_t>(task)],
+                             task_entities_[static_cast<size_t>(task)], wiring);
+    const KernelArtifact& artifact = wiring.quad_layers_out || wiring.data_layers
+                                         ? wired
+                                         : task_artifacts_[static_cast<size_t>(task)];
     std::vector<std::string> inputs;
     for (const std::string& in : node.inputs)
       if (!in.empty()) inputs.push_back(in);
@@ -661,6 +713,8 @@ class Planner {
   DeviceLimits limits_;
   PlannedPackage out_;
   std::vector<KernelArtifact> task_artifacts_;              // per manifest task
+  std::vector<Workload> task_workloads_;                    // per manifest task
+  std::vector<ConfigEntity> task_entities_;                 // per manifest task
   std::map<std::string, int> task_of_node_;                 // node name → manifest task
   std::map<std::string, std::string> failed_task_of_node_;  // node → why its task has no kernel
   std::vector<PlanValue> values_;

@@ -95,7 +95,11 @@ Storage Storage::from_json(const bj::value& value) {
     s.targets = OutputLayout::from_json(json::field(o, "layout"));
     if (s.targets.feedback)
       throw std::invalid_argument("storage: a 'targets' layout cannot be transform feedback");
-    if (static_cast<int>(s.slots.size()) != s.targets.rows_per_item)
+    if (s.targets.quad_layers && s.slots.size() != 1)
+      throw std::invalid_argument(
+          "storage: quad layers 'targets' live in one slot (an array "
+          "texture)");
+    if (!s.targets.quad_layers && static_cast<int>(s.slots.size()) != s.targets.rows_per_item)
       throw std::invalid_argument("storage: 'targets' needs one slot per render target (" +
                                   std::to_string(s.targets.rows_per_item) + ")");
   } else if (kind == "alias") {
@@ -139,6 +143,7 @@ bool same_placement(const Storage& from, const TensorLayout& to) {
   };
   if (from.kind == Storage::Kind::kTexture) {
     const TensorLayout& a = from.texture;
+    if (a.layers != 0 || to.layers != 0) return false;  // layers live in quad-layer targets
     if (a.width != to.width || a.height != to.height || a.channels() != to.channels() ||
         shape_elements(a.shape) != elements)
       return false;
@@ -149,6 +154,14 @@ bool same_placement(const Storage& from, const TensorLayout& to) {
   }
   if (from.kind == Storage::Kind::kTargets) {
     const OutputLayout& out = from.targets;
+    if (out.quad_layers || to.layers != 0) {  // the same array texture, placed the same way
+      if (!out.quad_layers || to.layers == 0 || shape_elements(to.shape) != out.elements())
+        return false;
+      const OutputLayout need = OutputLayout::quad_layers_source(to);
+      return need.rows == out.rows && need.cols == out.cols &&
+             need.rows_per_item == out.rows_per_item && need.width == out.width &&
+             need.height == out.height;
+    }
     if (out.feedback || out.rows_per_item != 1 || out.width != to.width ||
         out.height != to.height || out.channels != to.channels() || out.elements() != elements)
       return false;

@@ -118,6 +118,14 @@ class ArtifactCheck {
       const TensorLayout& layout = artifact.inputs[i];
       std::string what = "input " + std::to_string(i);
       check_texture_size(what, layout.width, layout.height);
+      if (layout.layers > 0) {  // another kernel's quad layers, bound by a model package
+        try {
+          OutputLayout::quad_layers_source(layout);
+        } catch (const std::exception& e) {
+          instantiation(what + ": " + e.what());
+        }
+        continue;
+      }
       if (layout.width * layout.height < layout.packed_elements()) {
         instantiation(what + " has " + std::to_string(layout.packed_elements()) +
                       " packed elements but its " + std::to_string(layout.width) + "x" +
@@ -481,6 +489,22 @@ GLuint create_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t he
   return texture;
 }
 
+GLuint create_array_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t height,
+                            int layers) {
+  GLuint texture = 0;
+  glGenTextures(1, &texture);
+  objects.textures.push_back(texture);
+  glActiveTexture(unit);
+  glBindTexture(GL_TEXTURE_2D_ARRAY, texture);
+  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glTexStorage3D(GL_TEXTURE_2D_ARRAY, 1, GL_RGBA32F, static_cast<GLsizei>(width),
+                 static_cast<GLsizei>(height), layers);
+  return texture;
+}
+
 void upload_texture(GLuint texture, GLenum unit, int64_t width, int64_t height, int channels,
                     const float* data) {
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
@@ -558,6 +582,30 @@ GLuint create_framebuffer(GlObjects& objects, const std::vector<GLuint>& targets
                            (channels == 1 ? "R32F" : "RGBA32F") + " " + std::to_string(width) +
                            "x" + std::to_string(height) +
                            " render targets is incomplete: " + framebuffer_status_name(status));
+  }
+  return framebuffer;
+}
+
+GLuint create_layer_framebuffer(GlObjects& objects, GLuint array_texture, int layers, int64_t width,
+                                int64_t height) {
+  GLuint framebuffer = 0;
+  glGenFramebuffers(1, &framebuffer);
+  objects.framebuffers.push_back(framebuffer);
+  glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);
+  std::vector<GLenum> draw_buffers;
+  for (int j = 0; j < layers; ++j) {
+    const GLenum attachment = GL_COLOR_ATTACHMENT0 + static_cast<GLenum>(j);
+    glFramebufferTextureLayer(GL_FRAMEBUFFER, attachment, array_texture, 0, j);
+    draw_buffers.push_back(attachment);
+  }
+  glDrawBuffers(static_cast<GLsizei>(draw_buffers.size()), draw_buffers.data());
+  check_gl("creating the render target layers");
+  const GLenum status = glCheckFramebufferStatus(GL_FRAMEBUFFER);
+  if (status != GL_FRAMEBUFFER_COMPLETE) {
+    throw MeasureError(MeasureErrorNo::kRuntimeDevice,
+                       "the framebuffer of " + std::to_string(layers) + " RGBA32F " +
+                           std::to_string(width) + "x" + std::to_string(height) +
+                           " layers is incomplete: " + framebuffer_status_name(status));
   }
   return framebuffer;
 }

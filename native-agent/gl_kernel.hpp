@@ -86,6 +86,12 @@ GLuint create_vertex_array(GlObjects& objects);
 /// height · channels floats, texel order) it is filled. Registered in `objects`.
 GLuint create_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t height, int channels,
                       const float* data);
+/// A 2D array texture of `layers` layers of width × height RGBA32F texels, one level, NEAREST,
+/// clamped, created on texture `unit` and left bound there (GL_TEXTURE_2D_ARRAY): the quad
+/// layers a fragment kernel with OutputLayout::quad_layers renders into, read by the next kernel
+/// as a sampler2DArray. Registered in `objects`.
+GLuint create_array_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t height,
+                            int layers);
 /// Replaces the whole contents of `texture` (bound on texture `unit`) with width · height ·
 /// channels floats in texel order.
 void upload_texture(GLuint texture, GLenum unit, int64_t width, int64_t height, int channels,
@@ -117,6 +123,12 @@ void bind_scratch_buffers(const ScratchBuffers& scratch);
 /// bound to GL_FRAMEBUFFER. Throws MeasureError(RUNTIME_DEVICE) when it is incomplete.
 GLuint create_framebuffer(GlObjects& objects, const std::vector<GLuint>& targets, int64_t width,
                           int64_t height, int channels);
+
+/// A framebuffer with layers 0 … layers−1 of `array_texture` (create_array_texture) attached as
+/// color attachments 0, 1, … and drawn to all of them, left bound to GL_FRAMEBUFFER. Throws
+/// MeasureError(RUNTIME_DEVICE) when it is incomplete.
+GLuint create_layer_framebuffer(GlObjects& objects, GLuint array_texture, int layers, int64_t width,
+                                int64_t height);
 
 /// The fixed-function state a fragment kernel's draw needs: viewport width × height, no blend,
 /// depth, stencil, scissor, dither or rasterizer discard, all color channels written.

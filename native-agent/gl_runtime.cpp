@@ -162,6 +162,9 @@ class Trial {
     const std::vector<std::vector<float>> logical = seeded_inputs(workload, input_.seed);
     for (int i = 0; i < workload.input_count(); ++i) {
       const TensorLayout& layout = artifact_.inputs[static_cast<size_t>(i)];
+      if (layout.layers > 0)
+        instantiation("input " + std::to_string(i) +
+                      " is another kernel's quad layers, which only a model package binds");
       std::vector<float> packed = packed_input(i, logical[i]);
       if (fragment_) {
         size_t expected = static_cast<size_t>(layout.width * layout.height * layout.channels());

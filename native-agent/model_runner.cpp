@@ -119,6 +119,7 @@ struct Step {
   PackageStep::Kind kind = PackageStep::Kind::kAlias;
   const Kernel* kernel = nullptr;
   std::vector<GLuint> textures;  ///< frag kernel: texture on unit i; upload/download: the slot(s)
+  std::vector<bool> arrays;      ///< frag kernel: whether unit i's texture is a 2D array
   std::vector<GLuint> buffers;   ///< compute kernel: input i's buffer; upload/download: the slot
   GLuint framebuffer = 0;        ///< frag kernel: its render targets; download: to read them
   GLuint output_buffer = 0;      ///< compute kernel
@@ -222,14 +223,18 @@ struct ModelRunner::Impl {
         case PackageSlot::Kind::kTexture:
           if (!fragment) fail(-1, what + " is a texture in a gles-compute package");
           if (slot.width < 1 || slot.height < 1 || slot.width > max_size ||
-              slot.height > max_size || (slot.channels != 1 && slot.channels != 4)) {
+              slot.height > max_size || (slot.channels != 1 && slot.channels != 4) ||
+              slot.layers < 0 || slot.layers > 32 || (slot.layers > 0 && slot.channels != 4)) {
             fail(-1, what + " is a " + std::to_string(slot.width) + "x" +
                          std::to_string(slot.height) + "x" + std::to_string(slot.channels) +
                          " texture; this device takes 1.." + std::to_string(max_size) +
-                         " texels a side and 1 or 4 channels");
+                         " texels a side and 1 or 4 channels (layers: 0, or 1..32 of 4)");
           }
-          slot_textures[static_cast<size_t>(slot.id)] = gl::create_texture(
-              objects, GL_TEXTURE0, slot.width, slot.height, slot.channels, nullptr);
+          slot_textures[static_cast<size_t>(slot.id)] =
+              slot.layers > 0 ? gl::create_array_texture(objects, GL_TEXTURE0, slot.width,
+                                                         slot.height, slot.layers)
+                              : gl::create_texture(objects, GL_TEXTURE0, slot.width, slot.height,
+                                                   slot.channels, nullptr);
           break;
         case PackageSlot::Kind::kBuffer:
           if (fragment) fail(-1, what + " is a buffer in a gles-frag package");
@@ -353,6 +358,12 @@ struct ModelRunner::Impl {
         if (layout.elements() != step.elements)
           fail(index, "the render targets hold " + std::to_string(layout.elements()) +
                           " elements, the value " + std::to_string(step.elements));
+        if (layout.quad_layers) {
+          if (storage.slots.size() != 1) fail(index, "quad layers live in one slot");
+          step.textures = {slot_texture(index, storage.slots[0], layout.width, layout.height,
+                                        layout.channels, layout.rows_per_item)};
+          break;
+        }
         if (static_cast<int>(storage.slots.size()) != layout.rows_per_item)
           fail(index, "the value has " + std::to_string(storage.slots.size()) + " slots for " +
                           std::to_string(layout.rows_per_item) + " render targets");
@@ -371,23 +382,30 @@ struct ModelRunner::Impl {
           storage.kind == Storage::Kind::kTexture ? storage.texture.height : storage.targets.height;
       const int channels = storage.kind == Storage::Kind::kTexture ? storage.texture.channels()
                                                                    : storage.targets.channels;
-      step.framebuffer = gl::create_framebuffer(objects, step.textures, width, height, channels);
+      step.framebuffer =
+          storage.kind == Storage::Kind::kTargets && storage.targets.quad_layers
+              ? gl::create_layer_framebuffer(objects, step.textures[0],
+                                             storage.targets.rows_per_item, width, height)
+              : gl::create_framebuffer(objects, step.textures, width, height, channels);
       glBindFramebuffer(GL_FRAMEBUFFER, 0);
     }
     return step;
   }
 
-  /// The texture of `slot`, checked to be width × height with `channels`.
-  GLuint slot_texture(int index, int slot, int64_t width, int64_t height, int channels) const {
+  /// The texture of `slot`, checked to be width × height with `channels` (and `layers`: 0 for
+  /// a 2D texture).
+  GLuint slot_texture(int index, int slot, int64_t width, int64_t height, int channels,
+                      int layers = 0) const {
     if (slot < 0 || slot >= static_cast<int>(manifest.slots.size()) ||
         slot_textures[static_cast<size_t>(slot)] == 0)
       fail(index, "slot " + std::to_string(slot) + " is not a texture");
     const PackageSlot& s = manifest.slots[static_cast<size_t>(slot)];
-    if (s.width != width || s.height != height || s.channels != channels) {
+    if (s.width != width || s.height != height || s.channels != channels || s.layers != layers) {
       fail(index, "slot " + std::to_string(slot) + " is a " + std::to_string(s.width) + "x" +
-                      std::to_string(s.height) + "x" + std::to_string(s.channels) +
-                      " texture; the step needs " + std::to_string(width) + "x" +
-                      std::to_string(height) + "x" + std::to_string(channels));
+                      std::to_string(s.height) + "x" + std::to_string(s.channels) + " texture of " +
+                      std::to_string(s.layers) + " layers; the step needs " +
+                      std::to_string(width) + "x" + std::to_string(height) + "x" +
+                      std::to_string(channels) + " of " + std::to_string(layers));
     }
     return slot_textures[static_cast<size_t>(slot)];
   }
@@ -422,13 +440,23 @@ struct ModelRunner::Impl {
       const Storage& storage = out.storage;
       if (storage.kind != Storage::Kind::kTargets && storage.kind != Storage::Kind::kTexture)
         fail(index, "a fragment kernel's output value needs texture or targets storage");
-      if (static_cast<int>(storage.slots.size()) != o.rows_per_item)
+      if (o.quad_layers != (storage.kind == Storage::Kind::kTargets && storage.targets.quad_layers))
+        fail(index, "the kernel and its output value disagree on quad layers");
+      if (o.quad_layers) {
+        if (storage.slots.size() != 1) fail(index, "quad layers live in one slot");
+        targets = {
+            slot_texture(index, storage.slots[0], o.width, o.height, o.channels, o.rows_per_item)};
+        step.framebuffer =
+            gl::create_layer_framebuffer(objects, targets[0], o.rows_per_item, o.width, o.height);
+      } else if (static_cast<int>(storage.slots.size()) != o.rows_per_item)
         fail(index, "the kernel writes " + std::to_string(o.rows_per_item) +
                         " render targets; its output value has " +
                         std::to_string(storage.slots.size()) + " slots");
-      for (int slot : storage.slots)
-        targets.push_back(slot_texture(index, slot, o.width, o.height, o.channels));
-      step.framebuffer = gl::create_framebuffer(objects, targets, o.width, o.height, o.channels);
+      if (!o.quad_layers) {
+        for (int slot : storage.slots)
+          targets.push_back(slot_texture(index, slot, o.width, o.height, o.channels));
+        step.framebuffer = gl::create_framebuffer(objects, targets, o.width, o.height, o.channels);
+      }
     } else {
       const Storage& storage = out.storage;
       if (storage.kind != Storage::Kind::kBuffer)
@@ -461,6 +489,8 @@ struct ModelRunner::Impl {
         if (fragment) {
           if (storage.kind == Storage::Kind::kTexture) {
             textures = {slot_textures.at(static_cast<size_t>(storage.slots.at(0)))};
+          } else if (storage.kind == Storage::Kind::kTargets && storage.targets.quad_layers) {
+            textures = {slot_textures.at(static_cast<size_t>(storage.slots.at(0)))};
           } else if (storage.kind == Storage::Kind::kTargets) {
             for (int slot : storage.slots)
               textures.push_back(slot_textures.at(static_cast<size_t>(slot)));
@@ -484,11 +514,15 @@ struct ModelRunner::Impl {
             fail(index, what + " shares a texture with the kernel's output");
           // Each unit's texture must be what the artifact's input layout says.
           const size_t unit = step.textures.size();
+          bool array = false;
           if (unit < artifact.inputs.size()) {
             const TensorLayout& layout = artifact.inputs[unit];
-            check_texture(index, what, texture, layout.width, layout.height, layout.channels());
+            check_texture(index, what, texture, layout.width, layout.height, layout.channels(),
+                          layout.layers);
+            array = layout.layers > 0;
           }
           step.textures.push_back(texture);
+          step.arrays.push_back(array);
         }
       } else {
         if (buffer == 0) fail(index, what + " has no buffer");
@@ -517,15 +551,18 @@ struct ModelRunner::Impl {
 
   /// Checks that `texture` (a slot's or a weight's) is width × height × channels.
   void check_texture(int index, const std::string& what, GLuint texture, int64_t width,
-                     int64_t height, int channels) const {
+                     int64_t height, int channels, int layers = 0) const {
     int64_t w = 0, h = 0;
-    int c = 0;
+    int c = 0, l = 0;
     for (size_t s = 0; s < slot_textures.size(); ++s) {
       if (slot_textures[s] == texture) {
         const PackageSlot& slot = manifest.slots[s];
-        w = slot.width, h = slot.height, c = slot.channels;
+        w = slot.width, h = slot.height, c = slot.channels, l = slot.layers;
       }
     }
+    if (l != layers)
+      fail(index, what + " is a texture of " + std::to_string(l) + " layers; the kernel reads " +
+                      std::to_string(layers));
     for (size_t k = 0; k < weight_textures.size(); ++k) {
       if (weight_textures[k] == texture && manifest.weights[k].texture) {
         const auto& t = *manifest.weights[k].texture;
@@ -585,7 +622,11 @@ struct ModelRunner::Impl {
       for (int u = 0; u < std::max(units, bound_units); ++u) {
         glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(u));
         // Units past this step's inputs are emptied: one may hold this step's render target.
-        glBindTexture(GL_TEXTURE_2D, u < units ? step.textures[static_cast<size_t>(u)] : 0);
+        // Each unit binds its texture to its own target (2D or 2D array) and empties the other.
+        const GLuint texture = u < units ? step.textures[static_cast<size_t>(u)] : 0;
+        const bool array = u < units && step.arrays[static_cast<size_t>(u)];
+        glBindTexture(GL_TEXTURE_2D, array ? 0 : texture);
+        glBindTexture(GL_TEXTURE_2D_ARRAY, array ? texture : 0);
       }
       bound_units = units;
     } else {

@@ -117,6 +117,20 @@ export function unpack(output, targets) {
   }
   const { rows, cols, channels: ch, rows_per_item: rpi } = output;
   const colBlocks = Math.ceil(cols / ch);
+  if (output.quad_layers) {
+    // Layer 4·g + p holds, at item t, rows (t div colBlocks)·rpi + 4·g + i of column
+    // (t mod colBlocks)·4 + p as component i (OutputLayout::quad_layers in C++).
+    const out = new Float32Array(rows * cols).fill(NaN);
+    for (let row = 0; row < rows; ++row) {
+      const block = Math.floor(row / rpi), inBlock = row % rpi;
+      for (let col = 0; col < cols; ++col) {
+        const layer = targets[4 * Math.floor(inBlock / 4) + (col % 4)];
+        const at = (block * colBlocks + Math.floor(col / 4)) * 4 + (inBlock % 4);
+        if (at < layer.length) out[row * cols + col] = layer[at];
+      }
+    }
+    return out;
+  }
   const rowBlocks = Math.ceil(rows / rpi);
   const items = colBlocks * rowBlocks;
   // Float index of (item t, row j of its block) in its target (OutputLayout in C++).

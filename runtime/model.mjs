@@ -29,7 +29,7 @@
 import { ErrorNo, MeasureError, errorName } from './errors.mjs';
 import { pack, unpack, unpackTensor } from './layout.mjs';
 import { OP_TYPES, runOp } from './ops.mjs';
-import { GLKernel, checkGl, contextInfo, createContext, createTexture, readTextures, writeTexture } from './webgl2.mjs';
+import { GLKernel, checkGl, contextInfo, createArrayTexture, createContext, createTexture, readLayers, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
 import { CONTROL, PAGE_BYTES, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, startWorkers, storedTrap, writeFloats } from './wasm.mjs';
 
@@ -319,7 +319,9 @@ class GLModel extends Model {
     for (const slot of this.manifest.slots) {
       if (slot.kind !== 'texture') bad(`slot ${slot.id} has kind '${slot.kind}'; a webgl2 package has texture slots`);
       if (slot.channels !== 1 && slot.channels !== 4) bad(`slot ${slot.id} has ${slot.channels} channels, not 1 or 4`);
-      const texture = createTexture(gl, slot.width, slot.height, slot.channels);
+      if (slot.layers && !(slot.channels === 4 && slot.layers >= 1 && slot.layers <= 32)) bad(`slot ${slot.id} has ${slot.layers} layers; an array slot has 1 to 32 layers of 4 channels`);
+      const texture = slot.layers ? createArrayTexture(gl, slot.width, slot.height, slot.layers)
+        : createTexture(gl, slot.width, slot.height, slot.channels);
       this.owned.push(texture);
       this.textures.set(slot.id, texture);
     }
@@ -364,6 +366,10 @@ class GLModel extends Model {
   valueTextures(value) {
     const s = value.storage;
     if (s.kind === 'texture') return [this.slotTexture(s.slot, value)];
+    if (s.kind === 'targets' && s.layout.quad_layers) {
+      if (s.slots.length !== 1) bad(`value ${value.id} is stored as quad layers, which live in one slot, not ${s.slots.length}`);
+      return [this.slotTexture(s.slots[0], value)];
+    }
     if (s.kind === 'targets') return s.slots.map((slot) => this.slotTexture(slot, value));
     return bad(`value ${value.id} has storage '${s.kind}'; a webgl2 package stores values in textures`);
   }
@@ -397,7 +403,8 @@ class GLModel extends Model {
     const slots = value.storage.kind === 'targets' ? value.storage.slots : [value.storage.slot];
     for (const id of slots) {
       const slot = this.slots.get(id);
-      if (!slot || slot.width !== out.width || slot.height !== out.height || slot.channels !== (out.channels === 1 ? 1 : 4)) {
+      if (!slot || slot.width !== out.width || slot.height !== out.height || slot.channels !== (out.channels === 1 ? 1 : 4) ||
+          (slot.layers ?? 0) !== (out.quad_layers ? out.rows_per_item : 0)) {
         throw new MeasureError(ErrorNo.INSTANTIATION,
           `the kernel writes ${out.width}x${out.height}x${out.channels} render targets but value ${value.id} lives in slot ${id} (${slot ? `${slot.width}x${slot.height}x${slot.channels}` : 'missing'})`);
       }
@@ -433,6 +440,9 @@ class GLModel extends Model {
       const slot = this.slots.get(s.slot);
       const [texels] = readTextures(gl, [this.slotTexture(s.slot, owner)], slot.width, slot.height, slot.channels);
       out = unpackTensor(s.layout, texels);
+    } else if (s.kind === 'targets' && s.layout.quad_layers) {
+      const slot = this.slots.get(s.slots[0]);
+      out = unpack(s.layout, readLayers(gl, this.slotTexture(s.slots[0], owner), slot.layers, slot.width, slot.height));
     } else if (s.kind === 'targets') {
       const slots = s.slots.map((id) => this.slots.get(id));
       const targets = s.slots.map((id, j) => readTextures(gl, [this.slotTexture(id, owner)], slots[j].width, slots[j].height, slots[j].channels)[0]);

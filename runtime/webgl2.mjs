@@ -159,6 +159,32 @@ export function createTexture(gl, width, height, ch, data = null) {
   return texture;
 }
 
+/** The textures createArrayTexture made: bindInputs binds them to TEXTURE_2D_ARRAY. */
+const arrayTextures = new WeakSet();
+
+/**
+ * A 2D array texture of `layers` layers of width × height RGBA32F texels, NEAREST, no
+ * mipmaps: the quad layers a fragment kernel with output.quad_layers renders into, one layer per
+ * draw buffer, and the next kernel reads as a sampler2DArray (kernel_artifact.hpp). Binds it
+ * on the active unit.
+ */
+export function createArrayTexture(gl, width, height, layers) {
+  const texture = gl.createTexture();
+  gl.bindTexture(gl.TEXTURE_2D_ARRAY, texture);
+  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
+  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
+  gl.texStorage3D(gl.TEXTURE_2D_ARRAY, 1, gl.RGBA32F, width, height, layers);
+  arrayTextures.add(texture);
+  return texture;
+}
+
+/** Whether `texture` is a 2D array texture (createArrayTexture). */
+export function isArrayTexture(texture) {
+  return arrayTextures.has(texture);
+}
+
 /** Replaces the texels of `texture` (width·height·channels floats of `data`, texel order). */
 export function writeTexture(gl, texture, width, height, ch, data) {
   gl.pixelStorei(gl.UNPACK_ALIGNMENT, 4);
@@ -191,11 +217,21 @@ export function readAttachment(gl, attachment, width, height, ch) {
  * and deleted here: one Float32Array per texture.
  */
 export function readTextures(gl, textures, width, height, ch) {
+  return readImages(gl, textures.map((texture) => ({ texture, layer: -1 })), width, height, ch);
+}
+
+/** Reads each layer of an array texture (createArrayTexture) back: one Float32Array each. */
+export function readLayers(gl, texture, layers, width, height) {
+  return readImages(gl, Array.from({ length: layers }, (_, layer) => ({ texture, layer })), width, height, 4);
+}
+
+function readImages(gl, images, width, height, ch) {
   const framebuffer = gl.createFramebuffer();
   gl.bindFramebuffer(gl.FRAMEBUFFER, framebuffer);
   try {
-    return textures.map((texture) => {
-      gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
+    return images.map(({ texture, layer }) => {
+      if (layer < 0) gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
+      else gl.framebufferTextureLayer(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, texture, 0, layer);
       const status = gl.checkFramebufferStatus(gl.FRAMEBUFFER);
       if (status !== gl.FRAMEBUFFER_COMPLETE) {
         throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `a ${width}x${height} texture cannot be read back: framebuffer status 0x${status.toString(16)}`);
@@ -265,6 +301,10 @@ export class GLKernel {
     };
     artifact.inputs.forEach((layout, i) => {
       checkSize(`input ${i}`, layout.width, layout.height);
+      if (layout.layers) {  // another kernel's quad layers: an array texture the runtime binds
+        if (!(layout.layers >= 4 && layout.layers <= 32 && layout.layers % 4 === 0)) this.instantiation(`input ${i} has ${layout.layers} layers, not a multiple of 4 up to 32`);
+        return;
+      }
       if (layout.width * layout.height < shapeSize(packedShape(layout))) {
         this.instantiation(`input ${i} has ${shapeSize(packedShape(layout))} packed elements but its ${layout.width}x${layout.height} texture holds fewer`);
       }
@@ -344,6 +384,7 @@ export class GLKernel {
   createInputTextures(packed) {
     const gl = this.gl;
     return this.artifact.inputs.map((layout, i) => {
+      if (layout.layers) this.instantiation(`input ${i} is another kernel's quad layers, which only a model package binds`);
       const ch = channels(layout);
       const expected = layout.width * layout.height * ch;
       if (packed[i].length !== expected) {
@@ -364,7 +405,7 @@ export class GLKernel {
     const gl = this.gl;
     textures.forEach((texture, i) => {
       gl.activeTexture(gl.TEXTURE0 + i);
-      gl.bindTexture(gl.TEXTURE_2D, texture);
+      gl.bindTexture(arrayTextures.has(texture) ? gl.TEXTURE_2D_ARRAY : gl.TEXTURE_2D, texture);
     });
   }
 
@@ -386,8 +427,9 @@ export class GLKernel {
    */
   useOutputTextures(textures, samplerCount) {
     if (this.feedback) this.instantiation('a vertex-stage kernel cannot write into textures');
-    if (textures.length !== this.artifact.output.rows_per_item) {
-      this.instantiation(`the kernel writes ${this.artifact.output.rows_per_item} render targets, ${textures.length} textures given`);
+    const expected = this.artifact.output.quad_layers ? 1 : this.artifact.output.rows_per_item;
+    if (textures.length !== expected) {
+      this.instantiation(`the kernel writes ${this.artifact.output.rows_per_item} render targets${this.artifact.output.quad_layers ? ' as the layers of one array texture' : ''}, ${textures.length} textures given`);
     }
     this.prepareRenderTargets(textures);
     this.prepareProgram(samplerCount);
@@ -440,7 +482,20 @@ export class GLKernel {
     // The first unit past the inputs for the targets, so that binding them never disturbs the
     // inputs in0 … on units 0 ….
     gl.activeTexture(gl.TEXTURE0 + this.artifact.inputs.length);
-    for (let j = 0; j < out.rows_per_item; ++j) {
+    if (out.quad_layers) {  // draw buffer j renders into layer j of one array texture
+      let texture = given?.[0];
+      if (!texture) {
+        texture = createArrayTexture(gl, out.width, out.height, out.rows_per_item);
+        this.objects.textures.push(texture);
+      }
+      this.outputTextures.push(texture);
+      for (let j = 0; j < out.rows_per_item; ++j) {
+        gl.framebufferTextureLayer(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0 + j, texture, 0, j);
+        drawBuffers.push(gl.COLOR_ATTACHMENT0 + j);
+      }
+      gl.bindTexture(gl.TEXTURE_2D_ARRAY, null);
+    }
+    for (let j = 0; j < out.rows_per_item && !out.quad_layers; ++j) {
       let texture = given?.[j];
       if (!texture) {
         texture = createTexture(gl, out.width, out.height, out.channels === 1 ? 1 : 4);

@@ -158,12 +158,12 @@ void check_package(const PlannedPackage& p, const graph::Graph& g, bool reuse = 
     const KernelArtifact& a = p.kernels[k];
     EXPECT_EQ(a.target, m.artifact_target);
     // A value in render targets binds one texture per target (relayout and op steps read
-    // them in place); anything else one texture or buffer.
+    // them in place), quad layers one array texture; anything else one texture or buffer.
     size_t textures = 0;
     for (const StepInput& in : s.inputs) {
       const Storage* st =
           in.kind == StepInput::Kind::kValue ? &m.values[root_of(m, in.id)].storage : nullptr;
-      textures += st && st->kind == Storage::Kind::kTargets
+      textures += st && st->kind == Storage::Kind::kTargets && !st->targets.quad_layers
                       ? static_cast<size_t>(st->targets.rows_per_item)
                       : 1;
     }
@@ -530,7 +530,9 @@ void check_frag_bindings(const PlannedPackage& p) {
       if (s.role == PackageStep::Role::kTask || plain)
         EXPECT_TRUE(same_placement(st, a.inputs[k]))
             << "step " << i << " (" << s.node << ") input " << j << " value " << v;
-      k += st.kind == Storage::Kind::kTargets ? static_cast<size_t>(st.targets.rows_per_item) : 1;
+      k += st.kind == Storage::Kind::kTargets && !st.targets.quad_layers
+               ? static_cast<size_t>(st.targets.rows_per_item)
+               : 1;
     }
     EXPECT_EQ(k, a.inputs.size()) << "step " << i;
   }

@@ -41,6 +41,7 @@
 #include "deploy/storage.hpp"
 #include "graph/executor.hpp"
 #include "graph/onnx_import.hpp"
+#include "support/quad_layer_records.hpp"
 
 namespace webtune {
 namespace {
@@ -509,6 +510,38 @@ TEST_P(ZooModel, SharedExportMatchesItsLogits) {
   ASSERT_FALSE(pkg.empty());
   const std::vector<float> expected = read_floats(logits_file);
   const PageRun r = run_page(pkg, read_floats(input_file), work.path(), c.target);
+  ASSERT_EQ(r.outcome.status, 0) << r.outcome.err;
+  ASSERT_EQ(r.output.size(), expected.size());
+  const auto [err, scale] = max_errors(r.output, expected);
+  EXPECT_LE(err, 1e-3 * scale) << "max |error| " << err << " over max |logit| " << scale;
+}
+
+/// The zoo's MobileNet-v2 on webgl2 with records whose convolutions chain through quad layers
+/// (OutputLayout::quad_layers: array textures written by one kernel's draw buffers and read by
+/// the next as a sampler2DArray), in headless Chromium against the reference executor.
+TEST(QuadLayersPage, MobileNetWithQuadLayerRecordsMatchesTheReferenceExecutor) {
+  TempDir work("model_runtime_quad_layers");
+  const fs::path onnx = work.path() / "mobilenet_v2.onnx";
+  const Outcome zoo =
+      shell(std::string(WEBTUNE_BINARY) + " zoo mobilenet_v2 -o " + quote(onnx), work.path());
+  ASSERT_EQ(zoo.status, 0) << zoo.err;
+  const fs::path records = work.path() / "records.db";
+  ASSERT_EQ(
+      testing_support::write_quad_layer_records(onnx.string(), records.string(), "webgl2:test", 16),
+      30);
+  const fs::path pkg = work.path() / "pkg";
+  const Outcome built =
+      shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) + " --db " +
+                quote(records) + " --target webgl2 --device-key webgl2:test -o " + quote(pkg),
+            work.path());
+  ASSERT_EQ(built.status, 0) << built.err << built.out;
+  // Only the residuals' relayouts and the pool's are left (62 without quad layers).
+  const size_t at = built.out.find("layout transforms: ");
+  ASSERT_NE(at, std::string::npos) << built.out;
+  EXPECT_LE(std::stoi(built.out.substr(at + 19)), 11) << built.out;
+  const std::vector<float> input = seeded_tensor(5, 0, 3 * 224 * 224);
+  const std::vector<float> expected = reference_logits(onnx, input);
+  const PageRun r = run_page(pkg, input, work.path(), "webgl2");
   ASSERT_EQ(r.outcome.status, 0) << r.outcome.err;
   ASSERT_EQ(r.output.size(), expected.size());
   const auto [err, scale] = max_errors(r.output, expected);

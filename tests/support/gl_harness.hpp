@@ -30,7 +30,8 @@ class GlHarness {
 
   /// Runs a fragment kernel (gles-frag, not feedback): input i is a texture of
   /// artifact.inputs[i].width × height × channels() holding `texels[i]` (at least that many
-  /// floats); returns each render target's width·height·channels floats.
+  /// floats; with TensorLayout::layers a 2D array texture, layer by layer); returns each render
+  /// target's width·height·channels floats (quad layers come back as one target per layer).
   std::vector<std::vector<float>> run_fragment(const KernelArtifact& artifact,
                                                const std::vector<std::vector<float>>& texels) {
     Objects objects;
@@ -38,6 +39,23 @@ class GlHarness {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     for (size_t i = 0; i < artifact.inputs.size(); ++i) {
       const TensorLayout& l = artifact.inputs[i];
+      if (l.layers > 0) {  // quad layers: a 2D array texture, texels layer by layer
+        if (texels.at(i).size() < static_cast<size_t>(l.width * l.height * 4 * l.layers))
+          throw std::runtime_error("input " + std::to_string(i) + " has too few texels");
+        GLuint texture = 0;
+        glGenTextures(1, &texture);
+        objects.textures.push_back(texture);
+        glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(i));
+        glBindTexture(GL_TEXTURE_2D_ARRAY, texture);
+        glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+        glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+        glTexStorage3D(GL_TEXTURE_2D_ARRAY, 1, GL_RGBA32F, static_cast<GLsizei>(l.width),
+                       static_cast<GLsizei>(l.height), l.layers);
+        glTexSubImage3D(GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, static_cast<GLsizei>(l.width),
+                        static_cast<GLsizei>(l.height), l.layers, GL_RGBA, GL_FLOAT,
+                        texels[i].data());
+        continue;
+      }
       const bool rgba = l.channels() == 4;
       const size_t needed = static_cast<size_t>(l.width * l.height * l.channels());
       if (texels.at(i).size() < needed)

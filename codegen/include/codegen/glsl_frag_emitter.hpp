@@ -31,6 +31,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "codegen/config_space.hpp"
 #include "codegen/kernel_artifact.hpp"
@@ -45,6 +46,34 @@ std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload);
 /// The fragment shader and layouts for one entity of glsl_frag_space(workload).
 /// Throws MeasureError(kInstantiation) when the entity cannot be built.
 KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& entity);
+
+/// How a model package wires a tuned kernel to its neighbours (deploy/planner.cpp). Neither
+/// changes the arithmetic of the config, only where the output goes and where the data comes
+/// from, so a kernel costs what its record measured (same fetches, same multiply-adds).
+struct FragPackageOptions {
+  /// Store the output as channel quads in the layers of one 2D array texture
+  /// (OutputLayout::quad_layers). Needs frag_can_write_quad_layers.
+  bool quad_layers_out = false;
+  /// Read the data (input 0, sampler2DArray in0) from another kernel's quad_layers output of
+  /// this layout instead of the data texture the config names (KernelArtifact::inputs[0] then
+  /// has TensorLayout::layers). Needs frag_can_read_quad_layers.
+  std::optional<OutputLayout> data_layers;
+};
+
+/// Whether the kernel of `entity` can store its output as quad layers: a fragment-stage conv2d
+/// or depthwise_conv2d of batch 1 with K (C) a multiple of 4, out_cols 4 and out_rows 4 or 8.
+bool frag_can_write_quad_layers(const Workload& workload, const ConfigEntity& entity);
+
+/// Whether the kernel of `entity` can read its data from `source`, a quad_layers output: a
+/// fragment-stage conv2d or depthwise_conv2d of batch 1 with packing c, whose data [1, C, H, W]
+/// is `source`'s [C, H·W].
+bool frag_can_read_quad_layers(const Workload& workload, const ConfigEntity& entity,
+                               const OutputLayout& source);
+
+/// emit_glsl_frag with a package's wiring. Throws std::invalid_argument when an option does not
+/// fit (see the two predicates above), MeasureError(kInstantiation) as emit_glsl_frag.
+KernelArtifact emit_glsl_frag(const Workload& workload, const ConfigEntity& entity,
+                              const FragPackageOptions& options);
 
 /// The untuned default: one output per fragment, R32F textures, no unroll, direct convolution
 /// loops (c, r, s), and the natural 2d layout for every texture whose 2d form fits the space's

@@ -25,18 +25,27 @@ namespace webtune {
 /// (t mod width, t div width); so width = packed last dim gives the natural 2D layout, and any
 /// other width a linear ("wrapped") layout for tensors wider than the max texture size.
 /// Buffers (compute targets) ignore width/height and store packed elements contiguously.
+///
+/// Layers (`layers` > 0, gles-frag model packages only): the tensor is a convolution's output
+/// kept where a fragment kernel with OutputLayout::quad_layers wrote it, one 2D array texture of
+/// `layers` layers of width × height RGBA32F texels; it is placed as that OutputLayout says with
+/// rows = shape[0]·shape[1], cols = the product of the other dims, rows_per_item = layers and
+/// channels = 4 (OutputLayout::quad_layers_source). pack_axis is then 1: every texel holds a
+/// channel quad.
 struct TensorLayout {
   std::vector<int64_t> shape;
   int pack_axis = -1;
   int64_t width = 0;   ///< texels per texture row
   int64_t height = 0;  ///< texture rows
+  int layers = 0;      ///< 0: a 2D texture; else the layers of a 2D array texture (see above)
 
   int channels() const { return pack_axis >= 0 ? 4 : 1; }
   /// The shape with the packed axis divided (rounded up) by 4.
   std::vector<int64_t> packed_shape() const;
   int64_t packed_elements() const;
   /// Rearranges a row-major tensor into width·height·channels floats (zero-filled tail) in
-  /// texel order, ready for glTexImage2D / a buffer upload.
+  /// texel order, ready for glTexImage2D / a buffer upload; with `layers`, layers·width·height·4
+  /// floats, layer by layer (glTexImage3D order).
   std::vector<float> pack(const std::vector<float>& logical) const;
 
   boost::json::object to_json() const;
@@ -53,6 +62,15 @@ struct TensorLayout {
 /// sits at texel (t mod width, t div width). Positions past rows or cols are padding.
 /// For compute targets rows_per_item = channels = 1 and the buffer is the plain tensor.
 ///
+/// Quad layers (`quad_layers`, gles-frag kernels in model packages only; never with feedback):
+/// the rows_per_item render targets are the layers of one 2D array texture, and a block's values
+/// are stored transposed, as channel quads: layer 4·g + p (0 ≤ g < rows_per_item/4, 0 ≤ p < 4)
+/// holds at item t the vec4 of rows (row block · rows_per_item + 4·g + i, i = 0…3) at column
+/// (col block · 4 + p). For a convolution (rows = channels, cols = output pixels) every texel is
+/// then the channel quad of one pixel, what the next kernel's packed data reads, so no layout
+/// transform goes between them (deploy/planner.cpp). Needs channels = 4 and rows_per_item a
+/// multiple of 4.
+///
 /// Transform feedback (`feedback`, target gles-frag with a vertex-stage kernel): the source is a
 /// vertex shader run once per item (gl_VertexID = t, 0 ≤ t < width·height, drawn as GL_POINTS
 /// with GL_RASTERIZER_DISCARD), and its outputs o0 … o(varyings()−1) are captured in one buffer
@@ -66,7 +84,8 @@ struct OutputLayout {
   int rows_per_item = 1;  ///< draw buffers used (fragment targets), or varyings (feedback)
   int channels = 1;       ///< 1 (R32F) or 4 (RGBA32F); with feedback also 8 (two vec4s)
   int64_t width = 0, height = 0;
-  bool feedback = false;  ///< outputs come back through transform feedback (see above)
+  bool feedback = false;     ///< outputs come back through transform feedback (see above)
+  bool quad_layers = false;  ///< render targets are layers holding channel quads (see above)
 
   int64_t elements() const { return rows * cols; }
   /// Items (fragments or vertices): ceil(rows / rows_per_item) · ceil(cols / channels).
@@ -80,6 +99,12 @@ struct OutputLayout {
   /// the one captured buffer. Positions no item covers are NaN. Throws std::invalid_argument
   /// for the wrong number of targets.
   std::vector<float> unpack(const std::vector<std::vector<float>>& targets) const;
+  /// The inverse of unpack for render targets (not feedback): `logical` (elements() floats)
+  /// as rows_per_item targets of width·height·channels floats, padding zero. Throws
+  /// std::invalid_argument for the wrong element count.
+  std::vector<std::vector<float>> pack_targets(const std::vector<float>& logical) const;
+  /// The layout a TensorLayout with `layers` describes (see TensorLayout): quad_layers set.
+  static OutputLayout quad_layers_source(const TensorLayout& layout);
 
   boost::json::object to_json() const;
   static OutputLayout from_json(const boost::json::value& value);

@@ -73,7 +73,10 @@ struct PackageSlot {
   int64_t floats = 0;             ///< kBuffer, kArray: capacity in floats
   int64_t width = 0, height = 0;  ///< kTexture
   int channels = 1;               ///< kTexture: 1 or 4
-  /// Bytes it takes: floats · 4, or width · height · channels · 4.
+  /// kTexture: 0 for a 2D texture, else a 2D array texture of this many layers (the quad
+  /// layers of OutputLayout::quad_layers; JSON "layers", absent when 0).
+  int layers = 0;
+  /// Bytes it takes: floats · 4, or width · height · channels · max(layers, 1) · 4.
   int64_t bytes() const;
 };
 /// "buffer", "array" or "texture".

@@ -52,6 +52,11 @@ struct PlanOptions {
   const RecordStore* records = nullptr;  ///< null: every task takes its default config
   PackageModel model;                    ///< written to the manifest as it is
   int64_t opset = 13;                    ///< the model's default-domain opset (Softmax)
+  /// Frag targets: a tuned convolution whose next convolution reads channel quads writes its
+  /// output as quad layers (OutputLayout::quad_layers) and that reader takes them as they are,
+  /// with no relayout between (docs/package.md, "Quad layers"). false: every tuned kernel
+  /// writes its render targets as tuned, relayouts between (the layout of earlier builds).
+  bool quad_layers = true;
 };
 
 /// Per task, what the report says beside the manifest's task entry.
@@ -96,6 +101,7 @@ struct BuildOptions {
   std::string device_key;
   std::map<std::string, int64_t> symbolic_dims;  ///< --dim bindings (graph::ImportOptions)
   bool fuse = true;                              ///< false: --no-fusion
+  bool quad_layers = true;                       ///< false: --no-quad-layers (PlanOptions)
   std::string out_dir;
 };
 

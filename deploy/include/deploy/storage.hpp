@@ -19,11 +19,13 @@ struct Storage {
     kBuffer,   ///< gles-compute, webgpu: plain row-major floats in one storage buffer
     kArray,    ///< wasm: plain row-major floats in one JavaScript-side Float32Array
     kTexture,  ///< gles-frag / webgl2: one texture placed as `texture` says
-    kTargets,  ///< gles-frag / webgl2: the render targets a fragment kernel wrote (`targets`)
+    kTargets,  ///< gles-frag / webgl2: the render targets a fragment kernel wrote (`targets`);
+               ///< with targets.quad_layers the layers of one array texture (one slot)
     kAlias,    ///< the storage of value `alias_of`
   };
   Kind kind = Kind::kBuffer;
-  std::vector<int> slots;  ///< pool slots: one, or one per render target for kTargets
+  std::vector<int> slots;  ///< pool slots: one, or one per render target for kTargets (one
+                           ///< for quad layers)
   TensorLayout texture;    ///< kTexture
   OutputLayout targets;    ///< kTargets (never `feedback`)
   int alias_of = -1;       ///< kAlias
