@@ -894,7 +894,7 @@ TEST(GlueOpStorage, ReadsAnyStorageAndWritesAnyLayoutLikeRelayoutsAroundThePlain
       "AddChannels",      "MulBothStretch",     "ConcatChannels", "SoftmaxMiddleAxis",
       "TransposeNHWC",    "BatchNormalization", "GemmTransB"};
   std::mt19937 gen(21);
-  int targets_inputs = 0, packed_outputs = 0, next_pick = 0;
+  int targets_inputs = 0, quad_layer_inputs = 0, packed_outputs = 0, next_pick = 0;
   for (const OpCase& c : op_cases()) {
     if (std::find(subset.begin(), subset.end(), c.name) == subset.end()) continue;
     {
@@ -909,8 +909,9 @@ TEST(GlueOpStorage, ReadsAnyStorageAndWritesAnyLayoutLikeRelayoutsAroundThePlain
       std::string plan;
       for (const std::string& name : bound) {
         const std::vector<int64_t>& shape = b.graph.tensor(name).shape;
-        const int pick = next_pick++ % 3;  // plain, any texture, render targets in turn
-        if (pick == 0 || shape.empty()) {
+        // Plain, any texture, render targets, quad layers (OutputLayout::quad_layers) in turn.
+        const int pick = next_pick++ % 4;
+        if (pick == 0 || shape.empty() || (pick == 3 && shape.size() < 2)) {
           options.input_storage.push_back(std::nullopt);
           texels.push_back(plain_texture_layout(shape, test_limits()).pack(b.data[name]));
           plan += " plain";
@@ -922,6 +923,27 @@ TEST(GlueOpStorage, ReadsAnyStorageAndWritesAnyLayoutLikeRelayoutsAroundThePlain
           texels.push_back(st.texture.pack(b.data[name]));
           plan += " " + layout_text(st.texture);
           options.input_storage.push_back(st);
+        } else if (pick == 3) {
+          Storage st;
+          st.kind = Storage::Kind::kTargets;
+          st.slots = {0};
+          OutputLayout& o = st.targets;
+          o.rows = shape[0] * shape[1];
+          o.cols = product(shape) / o.rows;
+          o.rows_per_item = std::uniform_int_distribution<int>(0, 1)(gen) ? 8 : 4;
+          o.channels = 4;
+          o.quad_layers = true;
+          o.width = std::uniform_int_distribution<int>(0, 1)(gen)
+                        ? (o.cols + 3) / 4
+                        : std::uniform_int_distribution<int64_t>(1, o.items())(gen);
+          o.height = (o.items() + o.width - 1) / o.width;
+          std::vector<float> layers;
+          for (const auto& layer : o.pack_targets(b.data[name]))
+            layers.insert(layers.end(), layer.begin(), layer.end());
+          texels.push_back(std::move(layers));
+          plan += " quad_layers(" + std::to_string(o.rows_per_item) + ")";
+          options.input_storage.push_back(st);
+          ++quad_layer_inputs;
         } else {
           Storage st;
           st.kind = Storage::Kind::kTargets;
@@ -966,6 +988,7 @@ TEST(GlueOpStorage, ReadsAnyStorageAndWritesAnyLayoutLikeRelayoutsAroundThePlain
     }
   }
   EXPECT_GE(targets_inputs, 3);
+  EXPECT_GE(quad_layer_inputs, 3);
   EXPECT_GE(packed_outputs, 3);
 }
 
