@@ -470,19 +470,29 @@ GLuint create_vertex_array(GlObjects& objects) {
   return vertex_array;
 }
 
-GLuint create_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t height, int channels,
-                      const float* data) {
+namespace {
+
+/// A new texture registered in `objects`, bound to `target` on texture `unit`, NEAREST and
+/// clamped: kernels read with texelFetch, and float textures are not filterable without
+/// OES_texture_float_linear anyway (incomplete otherwise, with mipmaps expected).
+GLuint new_sampled_texture(GlObjects& objects, GLenum unit, GLenum target) {
   GLuint texture = 0;
   glGenTextures(1, &texture);
   objects.textures.push_back(texture);
   glActiveTexture(unit);
-  glBindTexture(GL_TEXTURE_2D, texture);
-  // NEAREST and no mipmaps: kernels read with texelFetch, and float textures are not
-  // filterable without OES_texture_float_linear anyway (incomplete otherwise).
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glBindTexture(target, texture);
+  glTexParameteri(target, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(target, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(target, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(target, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  return texture;
+}
+
+}  // namespace
+
+GLuint create_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t height, int channels,
+                      const float* data) {
+  const GLuint texture = new_sampled_texture(objects, unit, GL_TEXTURE_2D);
   glTexStorage2D(GL_TEXTURE_2D, 1, channels == 4 ? GL_RGBA32F : GL_R32F,
                  static_cast<GLsizei>(width), static_cast<GLsizei>(height));
   if (data != nullptr) upload_texture(texture, unit, width, height, channels, data);
@@ -491,15 +501,7 @@ GLuint create_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t he
 
 GLuint create_array_texture(GlObjects& objects, GLenum unit, int64_t width, int64_t height,
                             int layers) {
-  GLuint texture = 0;
-  glGenTextures(1, &texture);
-  objects.textures.push_back(texture);
-  glActiveTexture(unit);
-  glBindTexture(GL_TEXTURE_2D_ARRAY, texture);
-  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  const GLuint texture = new_sampled_texture(objects, unit, GL_TEXTURE_2D_ARRAY);
   glTexStorage3D(GL_TEXTURE_2D_ARRAY, 1, GL_RGBA32F, static_cast<GLsizei>(width),
                  static_cast<GLsizei>(height), layers);
   return texture;

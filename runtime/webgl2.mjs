@@ -148,14 +148,20 @@ export function checkGl(gl, what, lost = () => false) {
  * floats) when given. Binds it on the active unit.
  */
 export function createTexture(gl, width, height, ch, data = null) {
-  const texture = gl.createTexture();
-  gl.bindTexture(gl.TEXTURE_2D, texture);
-  gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
-  gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
-  gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
-  gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
+  const texture = sampledTexture(gl, gl.TEXTURE_2D);
   gl.texStorage2D(gl.TEXTURE_2D, 1, ch === 1 ? gl.R32F : gl.RGBA32F, width, height);
   if (data) writeTexture(gl, texture, width, height, ch, data);
+  return texture;
+}
+
+/** A new texture bound to `target` on the active unit, NEAREST and clamped. */
+function sampledTexture(gl, target) {
+  const texture = gl.createTexture();
+  gl.bindTexture(target, texture);
+  gl.texParameteri(target, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+  gl.texParameteri(target, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+  gl.texParameteri(target, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
+  gl.texParameteri(target, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
   return texture;
 }
 
@@ -169,12 +175,7 @@ const arrayTextures = new WeakSet();
  * on the active unit.
  */
 export function createArrayTexture(gl, width, height, layers) {
-  const texture = gl.createTexture();
-  gl.bindTexture(gl.TEXTURE_2D_ARRAY, texture);
-  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
-  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
-  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
-  gl.texParameteri(gl.TEXTURE_2D_ARRAY, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
+  const texture = sampledTexture(gl, gl.TEXTURE_2D_ARRAY);
   gl.texStorage3D(gl.TEXTURE_2D_ARRAY, 1, gl.RGBA32F, width, height, layers);
   arrayTextures.add(texture);
   return texture;

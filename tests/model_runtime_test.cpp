@@ -41,12 +41,14 @@
 #include "deploy/storage.hpp"
 #include "graph/executor.hpp"
 #include "graph/onnx_import.hpp"
+#include "support/model_reference.hpp"
 #include "support/quad_layer_records.hpp"
 
 namespace webtune {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::reference_logits;
 namespace bj = boost::json;
 
 /// A command's exit status, stdout and stderr.
@@ -442,17 +444,6 @@ fs::path build_package(const fs::path& onnx, const std::string& target, const fs
                               dir);
   EXPECT_EQ(built.status, 0) << built.err << built.out;
   return built.status == 0 ? pkg : fs::path{};
-}
-
-/// The reference executor's output of the (single-input, single-output) model on `input`.
-std::vector<float> reference_logits(const fs::path& onnx, const std::vector<float>& input) {
-  graph::ImportReport report;
-  const graph::Graph g = graph::import_onnx_file(onnx.string(), {}, &report);
-  graph::ExecuteOptions options;
-  options.opset = report.opset;
-  const auto& name = g.inputs.at(0);
-  graph::ValueMap inputs{{name, graph::Value::floats(g.tensor(name).shape, input)}};
-  return graph::execute(g, inputs, options).at(g.outputs.at(0)).data;
 }
 
 /// Why a ResNet-18 case is left out, or "" to run it. Measured on SwiftShader (2 busy cores,

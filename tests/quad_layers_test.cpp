@@ -35,12 +35,14 @@
 #include "native_agent/egl_context.hpp"
 #include "native_agent/model_runner.hpp"
 #include "support/gl_harness.hpp"
+#include "support/model_reference.hpp"
 #include "support/quad_layer_records.hpp"
 
 namespace webtune {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::reference_logits;
 namespace bj = boost::json;
 using deploy::Storage;
 
@@ -322,16 +324,6 @@ int quad_layer_values(const deploy::PlannedPackage& p) {
   for (const auto& v : p.manifest.values)
     n += v.storage.kind == Storage::Kind::kTargets && v.storage.targets.quad_layers ? 1 : 0;
   return n;
-}
-
-std::vector<float> reference_logits(const fs::path& onnx, const std::vector<float>& input) {
-  graph::ImportReport report;
-  const graph::Graph g = graph::import_onnx_file(onnx.string(), {}, &report);
-  graph::ExecuteOptions options;
-  options.opset = report.opset;
-  const auto& name = g.inputs.at(0);
-  graph::ValueMap inputs{{name, graph::Value::floats(g.tensor(name).shape, input)}};
-  return graph::execute(g, inputs, options).at(g.outputs.at(0)).data;
 }
 
 TEST(QuadLayersPackage, MobileNetChainsItsConvolutionsWithoutRelayoutsAndMatches) {

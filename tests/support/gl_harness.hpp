@@ -42,13 +42,7 @@ class GlHarness {
       if (l.layers > 0) {  // quad layers: a 2D array texture, texels layer by layer
         if (texels.at(i).size() < static_cast<size_t>(l.width * l.height * 4 * l.layers))
           throw std::runtime_error("input " + std::to_string(i) + " has too few texels");
-        GLuint texture = 0;
-        glGenTextures(1, &texture);
-        objects.textures.push_back(texture);
-        glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(i));
-        glBindTexture(GL_TEXTURE_2D_ARRAY, texture);
-        glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-        glTexParameteri(GL_TEXTURE_2D_ARRAY, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+        new_input_texture(objects, i, GL_TEXTURE_2D_ARRAY);
         glTexStorage3D(GL_TEXTURE_2D_ARRAY, 1, GL_RGBA32F, static_cast<GLsizei>(l.width),
                        static_cast<GLsizei>(l.height), l.layers);
         glTexSubImage3D(GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, static_cast<GLsizei>(l.width),
@@ -60,13 +54,7 @@ class GlHarness {
       const size_t needed = static_cast<size_t>(l.width * l.height * l.channels());
       if (texels.at(i).size() < needed)
         throw std::runtime_error("input " + std::to_string(i) + " has too few texels");
-      GLuint texture = 0;
-      glGenTextures(1, &texture);
-      objects.textures.push_back(texture);
-      glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(i));
-      glBindTexture(GL_TEXTURE_2D, texture);
-      glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-      glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+      new_input_texture(objects, i, GL_TEXTURE_2D);
       glTexStorage2D(GL_TEXTURE_2D, 1, rgba ? GL_RGBA32F : GL_R32F, static_cast<GLsizei>(l.width),
                      static_cast<GLsizei>(l.height));
       glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, static_cast<GLsizei>(l.width),
@@ -191,6 +179,17 @@ class GlHarness {
       }
     }
   };
+
+  /// A NEAREST-filtered texture for input `i`, bound to `target` on unit i and kept in `objects`.
+  static void new_input_texture(Objects& objects, size_t i, GLenum target) {
+    GLuint texture = 0;
+    glGenTextures(1, &texture);
+    objects.textures.push_back(texture);
+    glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(i));
+    glBindTexture(target, texture);
+    glTexParameteri(target, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(target, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  }
 
   static void check(const std::string& what) {
     const GLenum error = glGetError();
