@@ -612,6 +612,67 @@ export class GLKernel {
     }
   }
 
+  /**
+   * Queues the read of every render target into one pixel-pack buffer, behind the draws issued
+   * so far, and returns at once; after a fence (or any wait for those draws)
+   * finishReadOutput() returns what readOutput() would. One buffer and one getBufferSubData
+   * for all targets: a synchronous readPixels per target is one round trip to the GPU process
+   * each, and each waits. TensorFlow.js's data() reads through a pixel-pack buffer likewise.
+   * Transform-feedback kernels already write a buffer: nothing to queue.
+   */
+  startReadOutput() {
+    if (this.feedback) return;
+    const gl = this.gl;
+    const out = this.artifact.output;
+    const texels = out.width * out.height;
+    if (!this.packBuffer) {
+      this.packBuffer = gl.createBuffer();
+      this.objects.buffers.push(this.packBuffer);
+      gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+      gl.bufferData(gl.PIXEL_PACK_BUFFER, texels * 16 * out.rows_per_item, gl.STREAM_READ);
+    }
+    gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
+    gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+    gl.pixelStorei(gl.PACK_ALIGNMENT, 4);
+    for (let j = 0; j < out.rows_per_item; ++j) {
+      // RGBA/FLOAT: the read format EXT_color_buffer_float always allows (as readAttachment).
+      gl.readBuffer(gl.COLOR_ATTACHMENT0 + j);
+      gl.readPixels(0, 0, out.width, out.height, gl.RGBA, gl.FLOAT, j * texels * 16);
+    }
+    gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+    gl.readBuffer(gl.COLOR_ATTACHMENT0);
+  }
+
+  /** The row-major output of the reads startReadOutput() queued (readOutput() for feedback). */
+  finishReadOutput() {
+    const gl = this.gl;
+    const out = this.artifact.output;
+    if (this.feedback) return this.readOutput();
+    if (!this.packBuffer) throw new Error('finishReadOutput() without startReadOutput()');
+    const texels = out.width * out.height;
+    const rgba = new Float32Array(texels * 4 * out.rows_per_item);
+    gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+    gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, rgba);
+    gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+    this.checkGl('reading the render targets back');
+    const targets = [];
+    for (let j = 0; j < out.rows_per_item; ++j) {
+      const target = rgba.subarray(j * texels * 4, (j + 1) * texels * 4);
+      if (out.channels === 4) {
+        targets.push(target);
+        continue;
+      }
+      const red = new Float32Array(texels);
+      for (let t = 0; t < texels; ++t) red[t] = target[4 * t];
+      targets.push(red);
+    }
+    try {
+      return unpack(out, targets);
+    } catch (e) {
+      this.instantiation(e.message);
+    }
+  }
+
   /** Deletes every object this kernel made (not textures given to useOutputTextures). */
   release() {
     const gl = this.gl;
@@ -636,6 +697,7 @@ export class GLKernel {
     if (o.feedback) gl.deleteTransformFeedback(o.feedback);
     this.objects = { shaders: [], textures: [], framebuffers: [], vertexArrays: [], program: null,
                      buffers: [], feedback: null };
+    this.packBuffer = null;
     drainErrors(gl);
   }
 }

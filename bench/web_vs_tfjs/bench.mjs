@@ -5,14 +5,16 @@
 //   node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
 //        [--workloads configs/workloads/matmul.json,configs/workloads/resnet18.json]
 //        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--rounds 6] [--repeat 5]
-//        [--tfjs-wasm-threads match|default|N]
+//        [--tfjs-wasm-threads match|default|N] [--batch 16]
 //
 // Tasks are looked up by name in the --workloads files (--tasks all: every task of them;
 // webtune's workload JSON; a task's
 // optional "epilogue" — bias, activation, residual — is run by tfjs with the same semantics,
-// page.mjs says how). Every row is timed two ways, printed as two column groups:
-// "fence" (each sample ends when the device has finished the op) and "read-back" (each sample
-// also reads the whole output back into a Float32Array), the same way on both sides (page.mjs).
+// page.mjs says how). Every row is timed three ways, printed as three column groups:
+// "fence" (each sample ends when the device has finished the op), "read-back" (each sample
+// also reads the whole output back into a Float32Array) and "batched" (--batch runs back to
+// back, one wait, the time per run: the kernels without the latency of one submission), the
+// same way on both sides (page.mjs).
 //
 // Each row takes --rounds rounds; each round times, for each mode, webtune's kernel (--repeat
 // samples) and TensorFlow.js's op (--repeat samples), the side that goes first alternating
@@ -55,6 +57,8 @@ const { values: opts } = parseArgs({
     targets: { type: 'string', default: 'webgl2,webgpu,wasm' },
     rounds: { type: 'string', default: '6' },
     repeat: { type: 'string', default: '5' },
+    // Runs per sample of the "batched" mode (both sides).
+    batch: { type: 'string', default: '16' },
     // tfjs wasm's thread count: match (webtune's kernel's), default (tfjs's own choice), or N.
     'tfjs-wasm-threads': { type: 'string', default: 'match' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
@@ -66,6 +70,11 @@ if (!opts.artifacts) {
 }
 const repeat = Number.parseInt(opts.repeat, 10);
 const rounds = Number.parseInt(opts.rounds, 10);
+const batch = Number.parseInt(opts.batch, 10);
+if (!(batch >= 2)) {
+  console.error('bench: --batch N needs N ≥ 2 (runs per sample of the batched mode)');
+  process.exit(2);
+}
 const tfjsThreads = opts['tfjs-wasm-threads'];
 if (!/^(match|default|[1-9][0-9]*)$/.test(tfjsThreads)) {
   console.error(`bench: --tfjs-wasm-threads takes match, default or a count, not '${tfjsThreads}'`);
@@ -157,7 +166,7 @@ function mergeRounds(results, flops) {
   };
 }
 
-const MODES = ['fence', 'readback'];
+const MODES = ['fence', 'readback', 'batched'];
 
 function ratioCell(m) {
   if (!m || m.ratio === null) return '-';
@@ -168,17 +177,16 @@ function spreadCell(m) {
   return m?.round_ratios?.length ? `${fmt(Math.min(...m.round_ratios))}–${fmt(Math.max(...m.round_ratios))}×` : '-';
 }
 
-/** The table: per row, the fence-only figures and the read-back figures side by side. */
+/** The table: per row, the fence-only, read-back and batched figures side by side. */
 function printTable(rows) {
   const head = ['task', 'target', 'fence: webtune', 'tfjs', 'ratio', 'rounds',
-    'read-back: webtune', 'tfjs', 'ratio', 'rounds', 'target', 'met (fence / read-back)'];
+    'read-back: webtune', 'tfjs', 'ratio', 'rounds', `batched ×${batch}: webtune`, 'tfjs', 'ratio', 'rounds',
+    'target', 'met (fence / read-back / batched)'];
   const lines = [head, ...rows.map((r) => {
-    const f = r.modes.fence;
-    const b = r.modes.readback;
+    const group = (m) => [fmt(m.webtune?.gflops), fmt(m.tfjs?.gflops), ratioCell(m), spreadCell(m)];
     return [
       `${r.task}${r.epilogue}`, `${r.target} vs tfjs ${r.tfjs_backend}${r.tfjs_threads ? ` (${r.tfjs_threads}t)` : ''}`,
-      fmt(f.webtune?.gflops), fmt(f.tfjs?.gflops), ratioCell(f), spreadCell(f),
-      fmt(b.webtune?.gflops), fmt(b.tfjs?.gflops), ratioCell(b), spreadCell(b),
+      ...group(r.modes.fence), ...group(r.modes.readback), ...group(r.modes.batched),
       `≥ ${r.target_ratio}×`,
       r.skipped ? `skipped: ${r.skipped}` : MODES.map((m) => (r.modes[m].met ? 'yes' : 'no')).join(' / '),
     ];
@@ -284,8 +292,8 @@ async function main() {
           if (!record || row.skipped) return;
           await settle();
           try {
-            ours[mode].push(await page.evaluate((rec, n, md) => window.bench.runWebtune(rec, { repeat: n, mode: md }),
-              record, repeat, mode));
+            ours[mode].push(await page.evaluate((rec, n, md, b) => window.bench.runWebtune(rec, { repeat: n, mode: md, batch: b }),
+              record, repeat, mode, batch));
           } catch (e) {
             row.skipped = `webtune run failed (${mode}): ${e.message}`;
           }
@@ -296,9 +304,9 @@ async function main() {
           try {
             // The first run warms the op up (shader compiles, tier-up); later ones only a little.
             const warmup = tfjsRuns++ === 0 ? 5 : 2;
-            theirs[mode].push(await page.evaluate((b, wl, f, n, wu, md, t) =>
-              window.bench.runTfjs(b, wl, f, { repeat: n, warmup: wu, mode: md, threads: t }),
-            backend, w, flops, repeat, warmup, mode, threads));
+            theirs[mode].push(await page.evaluate((b, wl, f, n, wu, md, t, bt) =>
+              window.bench.runTfjs(b, wl, f, { repeat: n, warmup: wu, mode: md, threads: t, batch: bt }),
+            backend, w, flops, repeat, warmup, mode, threads, batch));
           } catch (e) {
             tfjsError = e.message;
             row.skipped = row.skipped || `tfjs ${backend} failed: ${e.message}`;
@@ -352,7 +360,7 @@ async function main() {
   printTable(rows);
   const result = {
     date: new Date().toISOString(), host: { cpus: os.cpus().length, platform: os.platform(), release: os.release() },
-    env, rounds, repeat, modes: MODES, workloads: opts.workloads, rows,
+    env, rounds, repeat, batch, modes: MODES, workloads: opts.workloads, rows,
   };
   if (opts.out) {
     fs.mkdirSync(path.dirname(opts.out), { recursive: true });

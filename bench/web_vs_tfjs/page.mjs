@@ -17,7 +17,7 @@
 // inside one tf.tidy: the residual (tfjs's fused ops take none) as tf.add, before or after the
 // activation as the workload says, and other activations (hard-swish, clip of another range).
 //
-// Two timings per side, chosen by `mode` (bench.mjs prints both):
+// Three timings per side, chosen by `mode` (bench.mjs prints all three):
 // - "readback": each sample is the op plus the output read back into a Float32Array:
 //   tfjs `await y.data()`; webtune the executor's options.readback (webgl2: fence, then
 //   readPixels of every render target and the unpacking to the logical layout, as tfjs's data()
@@ -32,6 +32,12 @@
 //   buffer), so its open pass is ended and submitted (backend.submitQueue(), as its data() does)
 //   and then `await device.queue.onSubmittedWorkDone()` on tfjs's own device; wasm: tfjs runs
 //   ops synchronously on the page's thread, so the op's return is the end.
+// - "batched": `batch` (16) runs back to back, then one wait as in "fence"; each sample is the
+//   batch's time / batch (TVM time_evaluator's `number`). On SwiftShader one draw or dispatch
+//   waited for alone takes 1–5 ms more than its share of a batch, on both sides (a 1×1 draw
+//   polled through MessageChannel turns: 1.2 ms; onSubmittedWorkDone after an empty dispatch:
+//   2.7 ms; tfjs's fence after a 1-element add: 4.4 ms): "fence" times that latency, "batched"
+//   the kernels. tfjs's outputs go back to its pool between the runs, as in a model.
 //
 // tfjs wasm threads: tf.wasm.setThreadsCount(T) alone does not give T threads. tfjs's
 // init_with_threads_count (tfjs-backend-wasm/src/cc/backend.cc) caps the count at
@@ -42,6 +48,9 @@
 // checks tf.wasm.getThreadsCount() === T (and throws otherwise).
 
 const tf = globalThis.tf;
+
+/** The ways a sample can end (see the top of the file). */
+const MODES = ['fence', 'readback', 'batched'];
 
 /** Executor modules of the browser agent, tried in order for an artifact target. */
 const EXECUTOR_MODULES = ['/agent/webgl2.mjs', '/agent/webgpu.mjs', '/agent/wasm.mjs'];
@@ -78,8 +87,10 @@ async function executorFor(target) {
  * says ("fence": as tuned; "readback": options.readback, the output read back too). Resolves
  * to {costs_s, median_s, gflops, mode, device, key} or throws (the MeasureError's errorNo kept).
  */
-async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mode = 'fence' } = {}) {
-  if (!['readback', 'fence'].includes(mode)) throw new Error(`mode is readback or fence, not '${mode}'`);
+async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mode = 'fence', batch = 16 } = {}) {
+  if (!MODES.includes(mode)) throw new Error(`mode is ${MODES.join(', ')}, not '${mode}'`);
+  // "batched": `batch` runs back to back per sample, one wait at the end (TVM's `number`).
+  if (mode === 'batched') number = batch;
   const executor = await executorFor(record.artifact.target);
   const input = {
     workload: record.workload,
@@ -91,7 +102,7 @@ async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mod
   const { costs } = await executor.measure(input);
   const m = median(costs);
   return {
-    costs_s: costs, median_s: m, gflops: record.flops / m / 1e9, mode,
+    costs_s: costs, median_s: m, gflops: record.flops / m / 1e9, mode, runs: number,
     key: executor.key(), device: executor.device(),
   };
 }
@@ -266,13 +277,17 @@ async function tfjsFence(backend) {
  * thread count (0: its own choice). Resolves to {costs_s, median_s, gflops, backend, mode,
  * ops, threads, ...}.
  */
-async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5, mode = 'readback', threads = 0 } = {}) {
-  if (!['readback', 'fence'].includes(mode)) throw new Error(`mode is readback or fence, not '${mode}'`);
+async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5, mode = 'readback', threads = 0, batch = 16 } = {}) {
+  if (!MODES.includes(mode)) throw new Error(`mode is ${MODES.join(', ')}, not '${mode}'`);
   await useBackend(backend, { threads });
   const { inputs, run, ops } = tfjsOp(w);
   // Inputs on the device before timing: one read forces the upload (and the random kernel).
   for (const t of inputs) await t.data();
+  // Runs per sample: "batched" issues `batch` ops back to back (each output given back to
+  // tfjs's texture / buffer pool as a model's intermediate would be) and waits once.
+  const runs = mode === 'batched' ? batch : 1;
   const once = async () => {
+    for (let j = 0; j < runs - 1; ++j) run().dispose();
     const y = run();
     if (mode === 'readback') await y.data();
     else await tfjsFence(backend);
@@ -283,11 +298,11 @@ async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5, mode = 'rea
   for (let i = 0; i < repeat; ++i) {
     const t0 = performance.now();
     await once();
-    costs.push((performance.now() - t0) / 1e3);
+    costs.push((performance.now() - t0) / 1e3 / runs);
   }
   for (const t of inputs) t.dispose();
   const m = median(costs);
-  const out = { costs_s: costs, median_s: m, gflops: flops / m / 1e9, backend: tf.getBackend(), mode, ops };
+  const out = { costs_s: costs, median_s: m, gflops: flops / m / 1e9, backend: tf.getBackend(), mode, ops, runs };
   if (backend === 'wasm') {
     out.threads = tf.wasm.getThreadsCount();
     out.threads_requested = threads > 0 ? threads : 'default';

@@ -126,21 +126,44 @@ test('the bench page in headless Chromium', async (t) => {
     assert.equal(hc, (await page.evaluate(() => window.bench.environment())).hardware_concurrency);
   });
 
-  await t.test('runTfjs times both modes and refuses an unknown one', async () => {
+  await t.test('runTfjs times every mode and refuses an unknown one', async () => {
     const w = { name: 'd', op: 'dense', M: 64, N: 64, K: 64, epilogue: { bias: true, activation: 'relu' } };
     for (const backend of ['webgl', 'webgpu', 'wasm']) {
-      for (const mode of ['fence', 'readback']) {
-        const r = await page.evaluate((b, wl, md) => window.bench.runTfjs(b, wl, 2 * 64 ** 3, { repeat: 3, warmup: 1, mode: md }),
+      for (const mode of ['fence', 'readback', 'batched']) {
+        const r = await page.evaluate((b, wl, md) => window.bench.runTfjs(b, wl, 2 * 64 ** 3, { repeat: 3, warmup: 1, mode: md, batch: 4 }),
           backend, w, mode);
         assert.equal(r.mode, mode);
+        assert.equal(r.runs, mode === 'batched' ? 4 : 1);
         assert.equal(r.costs_s.length, 3);
         assert.ok(r.costs_s.every((c) => c > 0), `${backend} ${mode}: ${r.costs_s}`);
         assert.equal(r.ops, 'tf.fused.matMul(bias, relu)');
       }
     }
     await assert.rejects(page.evaluate(() => window.bench.runTfjs('wasm', { op: 'dense', M: 4, N: 4, K: 4 }, 128, { mode: 'sync' })),
-      /mode is readback or fence/);
+      /mode is fence, readback, batched, not 'sync'/);
   });
+});
+
+// A stored fragment-stage kernel with 8 render targets (MobileNet-v2's DW9, 2026-11-28): its
+// read-back goes through one pixel-pack buffer (runtime/webgl2.mjs startReadOutput), and the
+// executor checks the first timed read-back against the reference samples, so a target read to
+// the wrong offset fails here as WRONG_ANSWER.
+const MRT = path.join(root, 'bench/results/web-2026-11-28-webgl2/artifacts/webgl2-DW9.json');
+
+test('webgl2 read-back of 8 render targets through one pixel-pack buffer', { skip: fs.existsSync(MRT) ? false : `no ${MRT}` }, async () => {
+  const session = await openSession();
+  try {
+    const record = JSON.parse(fs.readFileSync(MRT, 'utf8'));
+    assert.equal(record.artifact.output.rows_per_item, 8);
+    for (const mode of ['readback', 'fence', 'batched']) {
+      const r = await session.page.evaluate((rec, md) => window.bench.runWebtune(rec, { repeat: 3, mode: md, batch: 4 }), record, mode);
+      assert.equal(r.costs_s.length, 3, mode);
+      assert.equal(r.runs, mode === 'batched' ? 4 : 1, mode);
+      assert.ok(r.costs_s.every((c) => c > 0), `${mode}: ${r.costs_s}`);
+    }
+  } finally {
+    await session.close();
+  }
 });
 
 // Stored artifacts of dense 512 (tuned on 2026-11-22; the wasm kernel uses 2 threads): bench.mjs
@@ -157,16 +180,17 @@ test('bench.mjs end to end on a plain row', { skip: TARGETS.every((t) => fs.exis
     const { stdout } = await promisify(execFile)(process.execPath, [
       path.join(root, 'bench/web_vs_tfjs/bench.mjs'), '--artifacts', dir, '--out', out,
       '--tasks', 'dense512', '--targets', TARGETS.join(','), '--rounds', '2', '--repeat', '5'], { timeout: 800000 });
-    assert.match(stdout, /fence: webtune .* read-back: webtune/);
+    assert.match(stdout, /fence: webtune .* read-back: webtune .* batched ×16: webtune/);
     const result = JSON.parse(fs.readFileSync(out, 'utf8'));
     assert.deepEqual(result.rows.map((r) => r.target), TARGETS);
     for (const row of result.rows) {
       assert.equal(row.skipped, null, row.target);
       const threads = JSON.parse(fs.readFileSync(stored(row.target), 'utf8')).artifact.wasm?.threads;
       if (row.target === 'wasm') assert.equal(row.tfjs_threads, threads);
-      for (const mode of ['fence', 'readback']) {
+      for (const mode of ['fence', 'readback', 'batched']) {
         const m = row.modes[mode];
         assert.equal(m.webtune.costs_s.length, 10, `${row.target} ${mode}`);
+        assert.equal(m.webtune.runs, mode === 'batched' ? 16 : 1, `${row.target} ${mode}`);
         assert.equal(m.tfjs.costs_s.length, 10, `${row.target} ${mode}`);
         if (row.target === 'wasm') assert.equal(m.tfjs.threads, threads, mode);
         assert.ok(m.ratio > 0 && Number.isFinite(m.ratio), `${row.target} ${mode} ratio ${m.ratio}`);
