@@ -207,6 +207,11 @@ export function readAttachment(gl, attachment, width, height, ch) {
   const rgba = new Float32Array(texels * 4);
   gl.readBuffer(gl.COLOR_ATTACHMENT0 + attachment);
   gl.readPixels(0, 0, width, height, gl.RGBA, gl.FLOAT, rgba);
+  return keepChannels(rgba, texels, ch);
+}
+
+/** `texels` RGBA texels read back, as `ch` floats a texel: all four, or the red one. */
+function keepChannels(rgba, texels, ch) {
   if (ch === 4) return rgba;
   const red = new Float32Array(texels);
   for (let t = 0; t < texels; ++t) red[t] = rgba[4 * t];
@@ -657,14 +662,8 @@ export class GLKernel {
     this.checkGl('reading the render targets back');
     const targets = [];
     for (let j = 0; j < out.rows_per_item; ++j) {
-      const target = rgba.subarray(j * texels * 4, (j + 1) * texels * 4);
-      if (out.channels === 4) {
-        targets.push(target);
-        continue;
-      }
-      const red = new Float32Array(texels);
-      for (let t = 0; t < texels; ++t) red[t] = target[4 * t];
-      targets.push(red);
+      targets.push(keepChannels(rgba.subarray(j * texels * 4, (j + 1) * texels * 4), texels,
+                                out.channels === 4 ? 4 : 1));
     }
     try {
       return unpack(out, targets);
