@@ -34,10 +34,11 @@
 //   ops synchronously on the page's thread, so the op's return is the end.
 // - "batched": `batch` (16) runs back to back, then one wait as in "fence"; each sample is the
 //   batch's time / batch (TVM time_evaluator's `number`). On SwiftShader one draw or dispatch
-//   waited for alone takes 1–5 ms more than its share of a batch, on both sides (a 1×1 draw
-//   polled through MessageChannel turns: 1.2 ms; onSubmittedWorkDone after an empty dispatch:
-//   2.7 ms; tfjs's fence after a 1-element add: 4.4 ms): "fence" times that latency, "batched"
-//   the kernels. tfjs's outputs go back to its pool between the runs, as in a model.
+//   waited for alone takes 1–5 ms more than its share of a batch, on both sides (latency_floor.mjs:
+//   an 8×8 draw and its fence polled on MessageChannel turns 1.2 ms; onSubmittedWorkDone after
+//   a 1-invocation dispatch 2.8 ms; tfjs's fence after a 4096-element add 4.4 ms): "fence" times
+//   that latency, "batched" the kernels. tfjs's outputs go back to its pool between the runs, as
+//   in a model.
 //
 // tfjs wasm threads: tf.wasm.setThreadsCount(T) alone does not give T threads. tfjs's
 // init_with_threads_count (tfjs-backend-wasm/src/cc/backend.cc) caps the count at
