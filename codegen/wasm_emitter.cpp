@@ -74,10 +74,12 @@
 /// scratch slice (so the R·S loop has no bounds checks and the padding costs one pass over the
 /// input), then sweeps micro-tiles of tile_h rows × tile_w columns of Y_p. A tile keeps
 /// tile_h·tile_w sums in locals; with simd these are tile_w/4 f32x4 per row over 4 adjacent
-/// ow. Stride 1 loads the 4 inputs as one unaligned v128; stride 2 loads two v128 (8
-/// consecutive floats) and keeps the even lanes with one shuffle, as XNNPACK's stride-2
-/// wasmsimd depthwise kernels deinterleave (wasm SIMD128 has no strided load or gather);
-/// a larger stride inserts 4 scalar loads into a vector. Knobs:
+/// ow, each tap one unaligned v128 load. With stride s > 1 the copy splits each padded row into
+/// s phase rows (polyphase: phase φ holds the padded columns φ, φ+s, φ+2s, ...), so the inputs
+/// of 4 adjacent outputs for tap q are contiguous in phase q mod s from column ow + q div s.
+/// The deinterleave (stride 2 with simd: two v128 loads and one shuffle per 4 copied floats;
+/// wasm SIMD128 has no strided load) is paid once per input element in the copy instead of
+/// once per tap in the R·S loop, where it would cost R·S/s² times more. Knobs:
 ///  - tile_c {1, 2, 4, 8}: planes per task (the thread split's unit; <= N·C).
 ///  - tile_h {1, 2, 4}, tile_w {1, 2, 4, 8, 16}: the micro-tile; simd needs tile_w % 4 == 0,
 ///    scalar tile_w <= 8; accumulators as for the GEMM; tile_h <= OH, tile_w <= OW rounded up
@@ -91,8 +93,8 @@
 /// 64 KiB, each 64-byte aligned with 256 bytes of slack after it (a micro-tile past column N
 /// reads up to NR−1 floats beyond its row without packing, and so do bias and residual loads),
 /// then T scratch slices: with pack_b K·NR·ceil(nb/T) floats rows_outer, K·NR cols_outer;
-/// depthwise one padded plane. The module's stack is 4 KiB below 64 KiB, so every offset is
-/// past __heap_base.
+/// depthwise one padded plane (padded_w rounded up to a multiple of the stride). The module's stack
+/// is 4 KiB below 64 KiB, so every offset is past __heap_base.
 #include "codegen/wasm_emitter.hpp"
 
 #include <span>
@@ -177,7 +179,9 @@ WasmPlan decode_depthwise(const Workload& wl, const ConfigEntity& e) {
   const int64_t oh = wl.out_h(), ow = wl.out_w();
   p.padded_h = ((oh + p.tile_h - 1) / p.tile_h * p.tile_h - 1) * wl.stride + wl.kernel_h;
   p.padded_w = ((ow + p.tile_w - 1) / p.tile_w * p.tile_w - 1) * wl.stride + wl.kernel_w;
-  // 4 floats of slack: stride 2's pair of v128 loads reads one float past the last needed.
+  // Rounded up to a multiple of the stride: the plane is stored as `stride` phase planes of
+  // padded_w / stride columns each (the module builder's polyphase layout).
+  p.padded_w = (p.padded_w + wl.stride - 1) / wl.stride * wl.stride;
   lay_out(wl, (p.padded_h * p.padded_w + 4) * 4, p);
   return p;
 }

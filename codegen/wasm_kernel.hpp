@@ -54,7 +54,9 @@ struct WasmKernelSpec {
   int threads = 1;
   int64_t scratch_offset = 0, scratch_bytes_per_thread = 0;
   // Depthwise schedule: planes per task, output micro-tile rows × cols, R·S fully unrolled;
-  // the padded input plane in scratch is padded_h × padded_w floats.
+  // the padded input plane in scratch is padded_h × padded_w floats, padded_w a multiple of
+  // stride; each padded row is stored as `stride` phase rows of padded_w / stride floats, phase
+  // φ holding the padded columns φ, φ + stride, φ + 2·stride, ... (polyphase).
   int tile_c = 1, tile_h = 1, tile_w = 1;
   bool unroll_rs = false;
   /// kDepthwise as a max pool (a package's MaxPool op, emit_wasm_max_pool_placed): Y[p][oh][ow] =

@@ -238,11 +238,12 @@ class KernelWriter {
   }
 
   /// Depthwise conv2d: thread tid owns tasks [tid·nt/T, (tid+1)·nt/T) of nt = ceil(P/tile_c)
-  /// tasks, task t the planes [t·tile_c, min((t+1)·tile_c, P)) of the P = N·C planes. Per plane:
-  /// copy X_p into the thread's zero-padded scratch plane (padded_h × padded_w, the halo and the
-  /// part past the last whole micro-tile zero, so the tiles read without bounds checks), then
-  /// micro-tiles of tile_h rows × tile_w columns of Y_p, each accumulating over R·S in locals
-  /// and storing with the epilogue (rows past OH and columns past OW skipped).
+  /// tasks, task t the planes [t·tile_c, min((t+1)·tile_c, P)) of the P = N·C planes. The
+  /// thread's scratch plane (padded_h × padded_w) is filled with the padding value once per
+  /// run: the halo and the part past the last whole micro-tile are the same for every plane
+  /// and no copy writes them. Per plane: copy X_p into the plane's interior, then micro-tiles
+  /// of tile_h rows × tile_w columns of Y_p, each accumulating over R·S in locals and storing
+  /// with the epilogue (rows past OH and columns past OW skipped).
   void write_depthwise(Value* tid) {
     const int64_t planes = s_.batch * s_.channels;
     const int64_t tasks = (planes + s_.tile_c - 1) / s_.tile_c;
@@ -255,6 +256,7 @@ class KernelWriter {
     const bool vec = s_.simd;
     llvm::Type* acc_type = vec ? static_cast<llvm::Type*>(v4_) : f32_;
     const int nv = s_.tile_w / width();
+    fill_padded_plane(padded);
     loop(t0, t1, 1, [&](Value* task) {
       Value* p_begin = b_.CreateMul(task, c(s_.tile_c));
       Value* p_end = b_.CreateAdd(p_begin, c(s_.tile_c));
@@ -291,95 +293,99 @@ class KernelWriter {
     });
   }
 
-  /// The padded copy: padded[y][x] = X_p[y − pad][x − pad], 0 outside X_p. Row by row without
-  /// per-element selects: an input row is zeros (left halo), the row copied (v128 loads and
-  /// stores with simd, a scalar tail), zeros (right halo and past the last whole tile); other
-  /// rows are zeros. The kernel carries "no-builtins", so these loops stay loops and never
-  /// become calls to memcpy/memset, which a module without libc cannot link.
+  /// The padding value: 0 for a convolution, −∞ for a max pool (no padded element can be the
+  /// max of a window that holds an input element, which every window does: pad < kernel).
+  Value* padding_value() { return llvm::ConstantFP::get(f32_, s_.max_pool ? -INFINITY : 0.0); }
+
+  /// Fills the whole scratch plane with the padding value (v128 stores with simd). The kernel
+  /// carries "no-builtins", so this loop stays a loop and never becomes a call to memset, which
+  /// a module without libc cannot link.
+  void fill_padded_plane(Value* padded) {
+    const int64_t n = s_.padded_h * s_.padded_w;
+    int64_t v_end = 0;
+    if (s_.simd) {
+      v_end = n / 4 * 4;
+      Value* v = b_.CreateVectorSplat(4, padding_value());
+      loop(c(0), c(v_end), 4,
+           [&](Value* i) { b_.CreateAlignedStore(v, at(padded, i), llvm::Align(4)); });
+    }
+    if (v_end < n)
+      loop(c(v_end), c(n), 1, [&](Value* i) { store_f32(padding_value(), padded, i); });
+  }
+
+  /// The padded copy: padded[y][x] = X_p[y − pad][x − pad] for the x, y inside X_p, each padded
+  /// row stored as `stride` phase rows (phase φ, element k: padded column k·stride + φ); every
+  /// other element keeps the padding of fill_padded_plane. Per input row and phase, the
+  /// elements [k_lo, k_hi) of that phase that hold input columns are copied: stride 1 by v128
+  /// loads and stores; stride 2 with simd by two v128 loads of 8 consecutive floats and one
+  /// shuffle keeping the lanes of the phase (the deinterleave of XNNPACK's stride-2 wasmsimd
+  /// kernels); both in chunks of 4 elements, the last chunk ending at k_hi and overlapping the
+  /// one before instead of a scalar tail (a small plane's rows are a few chunks long). Other
+  /// strides, scalar kernels and runs shorter than 4 copy element by element.
   void write_padded_plane(Value* x, Value* xplane, Value* padded) {
+    const int64_t st = s_.stride;
+    const int64_t pw = s_.padded_w, phase_w = pw / st, pad = std::min(s_.pad, pw);
     // A row copies at most the columns the tiles read: with stride > 1 the padded width can
-    // end before the input row does.
-    const int64_t pw = s_.padded_w, pad = std::min(s_.pad, pw);
+    // end before the input row does; likewise the rows.
     const int64_t w = std::min(s_.width, pw - pad);
-    // The padding: 0 for a convolution, −∞ for a max pool (no padded element can be the max of
-    // a window that holds an input element, which every window does: pad < kernel).
-    Value* zero = llvm::ConstantFP::get(f32_, s_.max_pool ? -INFINITY : 0.0);
-    Value* zero4 = b_.CreateVectorSplat(4, zero);
-    // dst[from .. to) = 0 (with simd: v128 stores, then a scalar tail).
-    auto zeros = [&](Value* dst, int64_t from, int64_t to) {
-      int64_t v_end = from;
-      if (s_.simd && to - from >= 4) {
-        v_end = from + (to - from) / 4 * 4;
-        loop(c(from), c(v_end), 4,
-             [&](Value* i) { b_.CreateAlignedStore(zero4, at(dst, i), llvm::Align(4)); });
-      }
-      if (v_end < to) loop(c(v_end), c(to), 1, [&](Value* i) { store_f32(zero, dst, i); });
-    };
-    loop(c(0), c(s_.padded_h), 1, [&](Value* y) {
-      Value* iy = b_.CreateSub(y, c(pad));
-      Value* dst = at(padded, b_.CreateMul(y, c(pw)));
-      BasicBlock* copy = BasicBlock::Create(ctx_, "copy_row", fn_);
-      BasicBlock* blank = BasicBlock::Create(ctx_, "zero_row", fn_);
-      BasicBlock* done = BasicBlock::Create(ctx_, "row_done", fn_);
-      b_.CreateCondBr(b_.CreateICmpULT(iy, c(s_.height)), copy, blank);
-      b_.SetInsertPoint(copy);
+    const int64_t rows = std::min(s_.height, s_.padded_h - pad);
+    if (w <= 0 || rows <= 0) return;
+    loop(c(0), c(rows), 1, [&](Value* iy) {
       Value* src = at(x, b_.CreateAdd(xplane, b_.CreateMul(iy, c(s_.width))));
-      Value* inner = at(dst, c(pad));
-      zeros(dst, 0, pad);
-      int64_t v_end = 0;
-      if (s_.simd && w >= 4) {
-        v_end = w / 4 * 4;
-        loop(c(0), c(v_end), 4, [&](Value* i) {
-          b_.CreateAlignedStore(b_.CreateAlignedLoad(v4_, at(src, i), llvm::Align(4)), at(inner, i),
-                                llvm::Align(4));
-        });
+      Value* dst_row = at(padded, b_.CreateMul(b_.CreateAdd(iy, c(pad)), c(pw)));
+      for (int64_t phase = 0; phase < st; ++phase) {
+        Value* dst = at(dst_row, c(phase * phase_w));
+        // Element k holds input column k·st + phase − pad: the copied k are [k_lo, k_hi).
+        const int64_t k_lo = std::min(phase_w, (pad - phase + st - 1) / st);
+        const int64_t k_hi = std::max(
+            k_lo, std::min(phase_w, pad + w - phase <= 0 ? 0 : (pad + w - 1 - phase) / st + 1));
+        auto src_col = [&](Value* k) {
+          return b_.CreateSub(b_.CreateMul(k, c(st)), c(pad - phase));
+        };
+        if (s_.simd && (st == 1 || st == 2) && k_hi - k_lo >= 4) {
+          auto chunk = [&](Value* k) {
+            Value* from = at(src, src_col(k));
+            Value* v = b_.CreateAlignedLoad(v4_, from, llvm::Align(4));
+            if (st == 2) {
+              // The 8th float may lie one past the row: the next row's first, or the tensor's
+              // slack after the last row of the last plane.
+              Value* hi = b_.CreateAlignedLoad(v4_, at(from, c(4)), llvm::Align(4));
+              v = b_.CreateShuffleVector(v, hi, llvm::ArrayRef<int>{0, 2, 4, 6});
+            }
+            b_.CreateAlignedStore(v, at(dst, k), llvm::Align(4));
+          };
+          const int64_t whole = k_lo + (k_hi - k_lo) / 4 * 4;
+          loop(c(k_lo), c(whole), 4, chunk);
+          if (whole < k_hi) chunk(c(k_hi - 4));
+        } else {
+          loop(c(k_lo), c(k_hi), 1,
+               [&](Value* k) { store_f32(load_f32(src, src_col(k)), dst, k); });
+        }
       }
-      if (v_end < w)
-        loop(c(v_end), c(w), 1, [&](Value* i) { store_f32(load_f32(src, i), inner, i); });
-      zeros(dst, pad + w, pw);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(blank);
-      zeros(dst, 0, pw);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
     });
   }
 
   /// One tile_h × tile_w micro-tile of Y_p at (oh0, ow0). With simd each row holds tile_w/4
-  /// f32x4 accumulators over 4 adjacent ow: stride 1 loads them as one v128 (unaligned) from
-  /// the padded plane; stride 2 loads two v128 and keeps the even lanes (one shuffle); larger
-  /// strides build the vector from 4 scalar loads (wasm SIMD128 has no strided load or
-  /// gather). The weight is splat.
+  /// f32x4 accumulators over 4 adjacent ow. The inputs of tap (r, q) for 4 adjacent outputs are
+  /// contiguous in the padded plane's phase q mod stride, from element ow + q div stride
+  /// (write_padded_plane's polyphase layout): one unaligned v128 load at any stride. The weight
+  /// is splat.
   void write_depthwise_tile(Value* padded, Value* yplane, Value* oh0, Value* ow0,
                             const std::vector<Value*>& weights,
                             const std::function<Value*(Value*, Value*)>& weight, Value* bias,
                             llvm::Type* acc_type, int nv) {
     const int w = width();
+    const int64_t st = s_.stride, phase_w = s_.padded_w / st;
     auto step = [&](Value* r, Value* q, Value* wv, std::vector<Value*>& acc) {
+      // Tap q reads phase q mod st at element offset q div st (both constant when unrolled).
+      Value* phase_col =
+          b_.CreateAdd(b_.CreateMul(b_.CreateURem(q, c(st)), c(phase_w)), b_.CreateUDiv(q, c(st)));
       for (int i = 0; i < s_.tile_h; ++i) {
-        Value* row = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(oh0, c(i)), c(s_.stride)), r);
-        Value* rowbase = b_.CreateAdd(b_.CreateMul(row, c(s_.padded_w)), q);
+        Value* row = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(oh0, c(i)), c(st)), r);
+        Value* rowbase = b_.CreateAdd(b_.CreateMul(row, c(s_.padded_w)), phase_col);
         for (int j = 0; j < nv; ++j) {
-          Value* col = b_.CreateMul(b_.CreateAdd(ow0, c(j * w)), c(s_.stride));
-          Value* index = b_.CreateAdd(rowbase, col);
-          Value* in;
-          if (!s_.simd || s_.stride == 1) {
-            in = b_.CreateAlignedLoad(acc_type, at(padded, index), llvm::Align(4));
-          } else if (s_.stride == 2) {
-            // Two v128 loads of 8 consecutive floats, the even lanes kept (i8x16.shuffle): the
-            // deinterleave of XNNPACK's stride-2 wasmsimd kernels. The 8th float may lie one
-            // past the plane: the scratch slice has 4 floats of slack for it.
-            Value* lo = b_.CreateAlignedLoad(v4_, at(padded, index), llvm::Align(4));
-            Value* hi =
-                b_.CreateAlignedLoad(v4_, at(padded, b_.CreateAdd(index, c(4))), llvm::Align(4));
-            in = b_.CreateShuffleVector(lo, hi, llvm::ArrayRef<int>{0, 2, 4, 6});
-          } else {
-            in = llvm::UndefValue::get(acc_type);
-            for (int l = 0; l < 4; ++l)
-              in = b_.CreateInsertElement(in,
-                                          load_f32(padded, b_.CreateAdd(index, c(l * s_.stride))),
-                                          static_cast<uint64_t>(l));
-          }
+          Value* index = b_.CreateAdd(rowbase, b_.CreateAdd(ow0, c(j * w)));
+          Value* in = b_.CreateAlignedLoad(acc_type, at(padded, index), llvm::Align(4));
           Value*& slot = acc[static_cast<size_t>(i * nv + j)];
           slot = s_.max_pool ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, slot, in)
                              : madd(in, wv, slot);

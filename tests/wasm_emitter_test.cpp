@@ -117,8 +117,9 @@ TEST(WasmEmitter, DepthwiseSpaceAndPlan) {
       EXPECT_EQ(p.tile_w % 4, 0) << e.to_string();
     }
     has_simd_unrolled |= p.simd && p.unroll_rs && p.tile_w == 8;
-    // The padded plane covers the whole tiles: (ceil(5/t)·t − 1)·2 + 3.
-    EXPECT_EQ(p.padded_w, ((5 + p.tile_w - 1) / p.tile_w * p.tile_w - 1) * 2 + 3);
+    // The padded plane covers the whole tiles, (ceil(5/t)·t − 1)·2 + 3, rounded up to a
+    // multiple of the stride (two phase rows of equal length).
+    EXPECT_EQ(p.padded_w, ((5 + p.tile_w - 1) / p.tile_w * p.tile_w - 1) * 2 + 3 + 1);
     EXPECT_EQ(p.scratch_bytes_per_thread % 64, 0);
     EXPECT_GE(p.scratch_bytes_per_thread, p.padded_h * p.padded_w * 4);
   }
@@ -525,7 +526,12 @@ INSTANTIATE_TEST_SUITE_P(
         // Stride 2 without padding over an even width: the last input column is never read,
         // the padded plane is narrower than the input row.
         FusedCase{"OddDepthwise_12ch_s2_p0",
-                  with(Workload::depthwise_conv2d(1, 12, 12, 12, 3, 2, 0), kBiasResidualRelu)}),
+                  with(Workload::depthwise_conv2d(1, 12, 12, 12, 3, 2, 0), kBiasResidualRelu)},
+        // Stride 3 (three phase rows per padded row; taps 0 and 3 of a 5-wide kernel share
+        // phase 0) over a non-square input whose width no stride divides.
+        FusedCase{
+            "OddDepthwise_10ch_5x5_s3",
+            with(Workload::depthwise_conv2d(1, 10, 17, 16, 5, 3, 1), kBiasHardSwishResidual)}),
     [](const testing::TestParamInfo<FusedCase>& info) { return std::string(info.param.label); });
 
 TEST_F(WasmModules, RelinksManyTimesInOneProcess) {
@@ -641,7 +647,7 @@ TEST_F(WasmModules, FmaConfigsMatchTheReference) {
 
 // A package's max pool (emit_wasm_max_pool_placed): the depthwise kernel with −∞ padding and
 // max, placed at given offsets; every output equals the max over its window's input elements,
-// for strides 1 and 2, pads 0 and 1, odd sizes, and configs with and without SIMD and threads.
+// for strides 1, 2 and 3, pads 0 and 1, odd sizes, and configs with and without SIMD and threads.
 TEST_F(WasmModules, MaxPoolKernelsMatchAWindowScan) {
   struct Case {
     int64_t n, c, h, w, k, stride, pad;
@@ -649,7 +655,8 @@ TEST_F(WasmModules, MaxPoolKernelsMatchAWindowScan) {
   const std::vector<Case> cases = {{1, 8, 13, 13, 3, 2, 1},
                                    {2, 5, 12, 12, 2, 2, 0},
                                    {1, 4, 9, 11, 3, 1, 1},
-                                   {1, 6, 7, 7, 3, 2, 1}};
+                                   {1, 6, 7, 7, 3, 2, 1},
+                                   {1, 3, 11, 10, 3, 3, 1}};
   std::mt19937_64 rng(9);
   std::uniform_real_distribution<float> value(-50.0f, 50.0f);
   for (const Case& c : cases) {
