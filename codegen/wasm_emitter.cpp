@@ -63,10 +63,12 @@
 /// (guarded) store: f32x4 where the tile is vectorised, f32 otherwise. Bias: dense's bias[n] is
 /// loaded like the row of C it goes with (v128 over 4 columns); conv2d's bias[k] is one value
 /// per row of C_b, loaded once per tile row and splat. Residual: loaded at the output's index
-/// (v128 with simd). relu = f32x4.max(v, 0), clip = f32x4.min(f32x4.max(v, lo), hi),
-/// hard-swish = v · min(max(v + 3, 0), 6) · (1/6) (llvm.maximum/minimum, which the backend
-/// lowers to wasm's f32(x4).max/min). An empty epilogue emits no IR: plain modules are
-/// byte-for-byte those from before epilogues.
+/// (v128 with simd). relu = f32x4.pmax(v, 0), clip = f32x4.pmin(f32x4.pmax(v, lo), hi),
+/// hard-swish = v · pmin(pmax(v + 3, 0), 6) · (1/6): the pseudo-min/max (a < b ? b : a), one
+/// maxps/minps on x86 where f32x4.max/min take about eight instructions; they keep a NaN and
+/// a −0 of v as std::max/std::min in the CPU reference do. Scalars: the same compare and
+/// select. An empty epilogue emits no IR: plain modules are byte-for-byte those from before
+/// epilogues.
 ///
 /// ## depthwise_conv2d: a direct micro-tiled convolution
 /// Planes p = n·C + c are split in tasks of tile_c planes, thread tid owning tasks

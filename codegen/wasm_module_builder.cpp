@@ -464,18 +464,26 @@ class KernelWriter {
   }
 
   /// The epilogue (epilogue.hpp) on `v` (f32 or f32x4), with bias `bias` and residual `res` of
-  /// the same type (null where the epilogue has none). relu and clip use llvm.maximum /
-  /// llvm.minimum, which the wasm backend lowers to f32.max / f32x4.max (and min) directly;
-  /// hard-swish is v · min(max(v + 3, 0), 6) · (1/6).
+  /// the same type (null where the epilogue has none). relu = pmax(v, 0), clip =
+  /// pmin(pmax(v, lo), hi), hard-swish = v · pmin(pmax(v + 3, 0), 6) · (1/6).
   Value* epilogue(Value* v, Value* bias, Value* res) {
     const WasmEpilogueSpec& e = s_.epilogue;
     llvm::Type* t = v->getType();
     auto k = [&](float x) { return llvm::ConstantFP::get(t, static_cast<double>(x)); };
-    auto max = [&](Value* a, Value* b) {
-      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
+    // The activations clamp with wasm's pseudo-min/max, pmax(a, b) = a < b ? b : a and
+    // pmin(a, b) = b < a ? b : a, always with v first: a NaN in v stays NaN (the compare is
+    // false) and −0 stays −0, as std::max/std::min in the CPU reference. f32x4.max/min would
+    // also propagate NaN but order −0 below +0, and V8 lowers each to about eight x86
+    // instructions for those corner cases; f32x4.pmax/pmin are one maxps/minps, as in
+    // XNNPACK's "x86" wasmsimd kernels. An epilogue's clamp otherwise costs as much as the
+    // whole reduction of a small-K pointwise layer. Scalars use the same compare and select.
+    auto max = [&](Value* a, Value* b) -> Value* {
+      if (t->isVectorTy()) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::wasm_pmax, a, b);
+      return b_.CreateSelect(b_.CreateFCmpOLT(a, b), b, a);
     };
-    auto min = [&](Value* a, Value* b) {
-      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
+    auto min = [&](Value* a, Value* b) -> Value* {
+      if (t->isVectorTy()) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::wasm_pmin, a, b);
+      return b_.CreateSelect(b_.CreateFCmpOLT(b, a), b, a);
     };
     if (e.bias) v = b_.CreateFAdd(v, bias);
     if (e.residual == WasmEpilogueSpec::kBeforeActivation) v = b_.CreateFAdd(v, res);
