@@ -534,6 +534,47 @@ INSTANTIATE_TEST_SUITE_P(
             with(Workload::depthwise_conv2d(1, 10, 17, 16, 5, 3, 1), kBiasHardSwishResidual)}),
     [](const testing::TestParamInfo<FusedCase>& info) { return std::string(info.param.label); });
 
+// The activations clamp with f32x4.pmax/pmin, v first: a NaN in the sum must come out NaN
+// (as the CPU reference's std::max/std::min give), never be clamped to a bound. The weight is
+// all ones and the bias 0, so each output row is its input row's sum: NaN, −5, 3 or 10.
+TEST_F(WasmModules, ActivationsKeepANaNSumAndClampTheRest) {
+  const int64_t m = 8, n = 12, k = 5;
+  std::vector<float> a(static_cast<size_t>(m * k), 0.0f);
+  const float sums[4] = {NAN, -5.0f, 3.0f, 10.0f};
+  for (int64_t i = 0; i < m; ++i) a[static_cast<size_t>(i * k + 1)] = sums[i % 4];
+  const std::vector<float> ones(static_cast<size_t>(n * k), 1.0f), bias(n, 0.0f);
+  std::mt19937_64 rng(11);
+  for (const std::vector<std::string>& tokens :
+       {std::vector<std::string>{"bias", "relu"}, std::vector<std::string>{"bias", "clip(0,6)"},
+        std::vector<std::string>{"bias", "hard_swish"}}) {
+    const Workload wl = with(Workload::dense(m, n, k), tokens);
+    const Task task = Task::create(wl, Target::kWasm, threads_limit(2));
+    std::vector<ConfigEntity> configs = task.space->sample_distinct(rng, 10);
+    configs.push_back(task.default_config());  // scalar
+    int simd = 0;
+    for (const ConfigEntity& e : configs) {
+      simd += e.get_int("simd") != 0;
+      const std::vector<float> got = run_inputs({a, ones, bias}, task.build(e));
+      ASSERT_EQ(got.size(), static_cast<size_t>(m * n)) << e.to_string();
+      for (int64_t i = 0; i < m; ++i) {
+        const double v = sums[i % 4];
+        const double want = tokens[1] == "relu" ? std::max(v, 0.0)
+                            : tokens[1] == "hard_swish"
+                                ? v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0
+                                : std::min(std::max(v, 0.0), 6.0);
+        for (int64_t j = 0; j < n; ++j) {
+          const float out = got[static_cast<size_t>(i * n + j)];
+          if (std::isnan(want))
+            EXPECT_TRUE(std::isnan(out)) << tokens[1] << " " << e.to_string() << ": " << out;
+          else
+            EXPECT_NEAR(out, want, 1e-5) << tokens[1] << " of " << v << ", " << e.to_string();
+        }
+      }
+    }
+    EXPECT_GT(simd, 0) << "no simd config sampled";
+  }
+}
+
 TEST_F(WasmModules, RelinksManyTimesInOneProcess) {
   // lld's in-process link keeps global state: it must stay usable over hundreds of links.
   const Task task = Task::create(Workload::dense(16, 16, 16), Target::kWasm, threads_limit(8));
