@@ -60,7 +60,16 @@ function nextTask() {
 
 /**
  * How a timed batch waits for the GPU in this browser when the page does not say (`sync=`):
- * "finish" in Firefox, "fence" elsewhere.
+ * "finish" in Firefox, "readpixels" elsewhere.
+ *
+ * Chromium (156, SwiftShader): a blocking 1-texel readPixels is a synchronous round trip to the
+ * GPU process that returns once the draws before it are done, with no task turns in between.
+ * A fence polled between tasks is seen signaled late: WebGL refreshes a sync object's status
+ * only between tasks, and once the 2 ms of MessageChannel polls are over, the 1 ms timers
+ * wake up in steps of about 4 ms. Measured 2026-11-28 with the same tuned kernels, ms a run
+ * (median of 15, number = 1 / 16): MobileNet-v2 DW4 fence 5.71 / 1.42, readpixels 1.67 / 1.17;
+ * DW9 4.53 / 0.68 against 0.95 / 0.41; PW9 4.57 / 1.31 against 1.26 / 0.98. Polling on
+ * MessageChannel turns only (2.96 / 2.00 on DW4) takes a core from the CPU renderer that draws.
  *
  * Firefox (153 ESR, remoted WebGL on Mesa llvmpipe under Xvfb) reports a fence signaled only
  * about one frame after the draws end, however often it is polled: an empty clear took 8 to 16
@@ -72,7 +81,7 @@ function nextTask() {
  */
 export function defaultSync(env = globalThis) {
   const ua = env.navigator?.userAgent || '';
-  return /\bFirefox\//.test(ua) ? 'finish' : 'fence';
+  return /\bFirefox\//.test(ua) ? 'finish' : 'readpixels';
 }
 
 export class WebGL2Executor {
@@ -83,13 +92,15 @@ export class WebGL2Executor {
 
   /**
    * Creates the executor and its context; throws when the browser has no usable WebGL2.
-   * `options.sync`: how a timed batch waits for the GPU: "fence" (fenceSync polled between
-   * tasks), "readpixels" (a blocking 1-texel read of target 0, which waits for the draws), or
-   * "finish" (gl.finish). The default is the browser's (defaultSync): in Chromium 156 on
-   * SwiftShader finish returns before the draws are done (dense 256³ "times" at 503 GFLOP/s
-   * with finish, 0.44 GFLOP/s with the fence; native llvmpipe does 1.6); in Firefox a fence is
-   * seen signaled only about a frame later (8 to 16 ms for a clear), while finish is a
-   * synchronous round trip that waits for the draws.
+   * `options.sync`: how a timed batch waits for the GPU: "readpixels" (a blocking 1-texel read
+   * of target 0, or of the first captured vec4 of a vertex-stage kernel, which waits for the
+   * draws), "fence" (fenceSync polled between tasks, so the page stays responsive during a
+   * long batch), or "finish" (gl.finish). The default is the browser's (defaultSync): in
+   * Chromium 156 a polled fence is seen 1–4 ms late, and on SwiftShader finish returns before
+   * the draws are done (dense 256³ "times" at 503 GFLOP/s with finish, 0.44 GFLOP/s with the
+   * fence; native llvmpipe does 1.6); in Firefox a fence is seen signaled only about a frame
+   * later (8 to 16 ms for a clear), while finish is a synchronous round trip that waits for the
+   * draws.
    */
   constructor(options = {}) {
     this.sync = ['fence', 'finish', 'readpixels'].includes(options.sync) ? options.sync : defaultSync();
@@ -243,15 +254,18 @@ class Trial {
   /** Waits until every command issued so far has finished on the GPU. */
   async sync() {
     const gl = this.gl;
-    if (this.executor.sync === 'readpixels' && this.kernel.feedback) {
-      // Reading the first captured vec4 must wait for every draw that writes the buffer.
-      this.kernel.readFeedback(this.texel || (this.texel = new Float32Array(4)));
-      return;
-    }
     if (this.executor.sync === 'readpixels') {
-      // Reading one texel of target 0 must wait for every draw that writes it.
-      gl.readBuffer(gl.COLOR_ATTACHMENT0);
-      gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, this.texel || (this.texel = new Float32Array(4)));
+      if (this.kernel.feedback) {
+        // Reading the first captured vec4 must wait for every draw that writes the buffer.
+        this.kernel.readFeedback(this.texel || (this.texel = new Float32Array(4)));
+      } else {
+        // Reading one texel of target 0 must wait for every draw that writes it.
+        gl.readBuffer(gl.COLOR_ATTACHMENT0);
+        gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, this.texel || (this.texel = new Float32Array(4)));
+      }
+      // A lost context returns from the read at once, having waited for nothing: that batch's
+      // time must not become a cost.
+      this.kernel.checkLost('waiting for the kernel');
       return;
     }
     const fence = this.executor.sync === 'fence' ? gl.fenceSync(gl.SYNC_GPU_COMMANDS_COMPLETE, 0) : null;
@@ -308,8 +322,14 @@ class Trial {
         if (!checkedReadback) requireSamplesMatch(output, this.input);
         checkedReadback = true;
       }
-      return (performance.now() - begin) / 1e3;
+      const seconds = (performance.now() - begin) / 1e3;
+      // One turn of the event loop between batches, untimed: a blocking wait (readpixels,
+      // finish) gives none, and the page must still see its socket, a cancel, the watchdog and
+      // a lost context while a job times hundreds of batches.
+      await nextTask();
+      return seconds;
     }, (timedRuns, perRunS) => {
+      this.kernel.checkLost('timing the kernel');
       this.kernel.checkGl('timing the kernel');
       this.checkDeadline(timedRuns, perRunS);
     });

@@ -135,6 +135,18 @@ export function unpack(output, targets) {
   const items = colBlocks * rowBlocks;
   // Float index of (item t, row j of its block) in its target (OutputLayout in C++).
   const itemStride = feedback ? rpi * ch : ch;
+  if (!feedback && targets.every((pixels) => pixels.length >= items * ch)) {
+    // Render targets hold the items of a block row one after another, ch floats each, so
+    // output row (block·rpi + j) is one contiguous run of target j: a copy per row, not per
+    // float (PW1's 16 × 12544 output: 1.3 ms of the read-back in a loop per float). Every
+    // output element is covered, so no NaN fill.
+    const out = new Float32Array(rows * cols);
+    for (let row = 0; row < rows; ++row) {
+      const from = Math.floor(row / rpi) * colBlocks * ch;
+      out.set(targets[row % rpi].subarray(from, from + cols), row * cols);
+    }
+    return out;
+  }
   const out = new Float32Array(rows * cols).fill(NaN);
   for (let j = 0; j < rpi; ++j) {
     const pixels = targets[feedback ? 0 : j];

@@ -655,7 +655,11 @@ export class GLKernel {
     if (this.feedback) return this.readOutput();
     if (!this.packBuffer) throw new Error('finishReadOutput() without startReadOutput()');
     const texels = out.width * out.height;
-    const rgba = new Float32Array(texels * 4 * out.rows_per_item);
+    // The staging array is kept between reads (unpack copies out of it): allocating and
+    // zeroing hundreds of KiB each time was a quarter of the JavaScript side of a read-back.
+    const floats = texels * 4 * out.rows_per_item;
+    if (this.packStaging?.length !== floats) this.packStaging = new Float32Array(floats);
+    const rgba = this.packStaging;
     gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
     gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, rgba);
     gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
@@ -697,6 +701,7 @@ export class GLKernel {
     this.objects = { shaders: [], textures: [], framebuffers: [], vertexArrays: [], program: null,
                      buffers: [], feedback: null };
     this.packBuffer = null;
+    this.packStaging = null;
     drainErrors(gl);
   }
 }

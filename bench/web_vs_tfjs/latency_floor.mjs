@@ -4,10 +4,12 @@
 // bench.mjs costs before any kernel work. Prints JSON, median ms of 40 samples per row (second
 // of two rounds):
 //   webgl2 <wait>: an 8×8 draw, then a fence polled on MessageChannel turns ("message"), the
-//     browser agent's wait (2 ms of those, then 1 ms timers: "hybrid"), setTimeout(0) turns
-//     ("timeout0"), or a synchronous 1-texel readPixels ("readpixels");
+//     browser agent's sync=fence wait (2 ms of those, then 1 ms timers: "hybrid"), setTimeout(0) turns
+//     ("timeout0"), or a synchronous 1-texel readPixels ("readpixels", the agent's default in Chromium);
 //   webgpu done / map: a 1-invocation dispatch, then onSubmittedWorkDone or a 16-byte mapAsync;
-//   tfjs webgl / webgpu: a 4096-element tf.add, then the fence bench.mjs's tfjs side waits on.
+//   tfjs webgl / webgpu: a 4096-element tf.add, then tfjs's own fence (webgl: createAndWaitForFence,
+//     polled on setTimeout turns), a blocking 1-texel read of its output (webgl; what bench.mjs's
+//     webgl2 rows wait on since 2026-11-28), or onSubmittedWorkDone (webgpu).
 //
 //   node bench/web_vs_tfjs/latency_floor.mjs
 import { openSession } from './session.mjs';
@@ -66,6 +68,26 @@ try {
       const t = [];
       for (let i = 0; i < 40; ++i) { const b = performance.now(); const y = tf.add(a, a); await tf.backend().getGPGPUContext().createAndWaitForFence(); t.push(performance.now() - b); y.dispose(); }
       out['tfjs webgl add+fence'] = med(t).toFixed(3);
+    }
+    // The wait bench.mjs's webgl2 rows use on both sides since 2026-11-28 (page.mjs tfjsFence):
+    // a blocking read of one texel of the output, on tfjs's own context.
+    const tgl = tf.backend().gpgpu.gl;
+    const tfb = tgl.createFramebuffer();
+    for (let round = 0; round < 2; ++round) {
+      const t = [];
+      for (let i = 0; i < 40; ++i) {
+        const b = performance.now();
+        const y = tf.add(a, a);
+        const d = tf.backend().texData.get(y.dataId);
+        const prev = tgl.getParameter(tgl.FRAMEBUFFER_BINDING);
+        tgl.bindFramebuffer(tgl.FRAMEBUFFER, tfb);
+        tgl.framebufferTexture2D(tgl.FRAMEBUFFER, tgl.COLOR_ATTACHMENT0, tgl.TEXTURE_2D, d.texture.texture ?? d.texture, 0);
+        tgl.readPixels(0, 0, 1, 1, tgl.RGBA, tgl.FLOAT, new Float32Array(4));
+        tgl.bindFramebuffer(tgl.FRAMEBUFFER, prev);
+        t.push(performance.now() - b);
+        y.dispose();
+      }
+      out['tfjs webgl add+readpixels'] = med(t).toFixed(3);
     }
     await tf.setBackend('webgpu'); await tf.ready();
     const a2 = tf.ones([4096]);

@@ -18,26 +18,28 @@
 // activation as the workload says, and other activations (hard-swish, clip of another range).
 //
 // Three timings per side, chosen by `mode` (bench.mjs prints all three):
-// - "readback": each sample is the op plus the output read back into a Float32Array:
-//   tfjs `await y.data()`; webtune the executor's options.readback (webgl2: fence, then
-//   readPixels of every render target and the unpacking to the logical layout, as tfjs's data()
-//   fences, then downloads; webgpu: copy to a MAP_READ buffer, mapAsync, copy out; wasm: the
-//   output copied out of the module's memory after each run).
-// - "fence": each sample stops when the device has finished the op, nothing read back:
-//   webtune as tuned (webgl2: fenceSync polled with clientWaitSync; webgpu:
-//   queue.onSubmittedWorkDone(); wasm: the run returns). tfjs: webgl: its own fence,
-//   backend.getGPGPUContext().createAndWaitForFence() (fenceSync + flush, polled with
-//   clientWaitSync on setTimeout turns: the fence its data() waits on before downloading);
-//   webgpu: tfjs defers submits (WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE dispatches per command
-//   buffer), so its open pass is ended and submitted (backend.submitQueue(), as its data() does)
-//   and then `await device.queue.onSubmittedWorkDone()` on tfjs's own device; wasm: tfjs runs
-//   ops synchronously on the page's thread, so the op's return is the end.
+// - "readback": each sample is the op plus the output read back into a Float32Array. webgl2:
+//   both sides block: tfjs `y.dataSync()`; webtune the executor's options.readback (every
+//   render target's readPixels queued into a pixel-pack buffer, the executor's blocking wait,
+//   then one download and the unpacking to the logical layout). webgpu: tfjs `await y.data()`;
+//   webtune copies to a MAP_READ buffer, mapAsync, copy out. wasm: tfjs `await y.data()`;
+//   webtune copies the output out of the module's memory after each run.
+// - "fence": each sample stops when the device has finished the op, nothing read back but what
+//   the wait needs. webgl2: both sides wait the same way, a blocking readPixels of one texel of
+//   the output on their own context (webtune: the executor's default in Chromium, see
+//   browser-agent/webgl2.mjs defaultSync; tfjs: tfjsFence). A fence polled between tasks,
+//   which both sides used until 2026-11-28 (tfjs's createAndWaitForFence on setTimeout turns),
+//   is seen 1–4 ms late, more than many of these kernels take. webgpu: tfjs defers submits
+//   (WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE dispatches per command buffer), so its open pass is
+//   ended and submitted (backend.submitQueue(), as its data() does) and then
+//   `await device.queue.onSubmittedWorkDone()` on tfjs's own device; webtune waits on
+//   onSubmittedWorkDone too. wasm: both run synchronously, so the run's return is the end.
 // - "batched": `batch` (16) runs back to back, then one wait as in "fence"; each sample is the
 //   batch's time / batch (TVM time_evaluator's `number`). On SwiftShader one draw or dispatch
-//   waited for alone takes 1–5 ms more than its share of a batch, on both sides (latency_floor.mjs:
-//   an 8×8 draw and its fence polled on MessageChannel turns 1.2 ms; onSubmittedWorkDone after
-//   a 1-invocation dispatch 2.8 ms; tfjs's fence after a 4096-element add 4.4 ms): "fence" times
-//   that latency, "batched" the kernels. tfjs's outputs go back to its pool between the runs, as
+//   waited for alone takes more than its share of a batch, on both sides (latency_floor.mjs:
+//   an 8×8 draw and a blocking 1-texel read 0.2 ms, its fence polled on MessageChannel turns
+//   1.2 ms; onSubmittedWorkDone after a 1-invocation dispatch 2.8 ms): "fence" times that
+//   latency too, "batched" the kernels. tfjs's outputs go back to its pool between the runs, as
 //   in a model.
 //
 // tfjs wasm threads: tf.wasm.setThreadsCount(T) alone does not give T threads. tfjs's
@@ -257,11 +259,36 @@ function tfjsOp(w) {
   return { inputs, run, ops: ops.join(' + ') };
 }
 
-/** Waits until tfjs's `backend` has finished every op issued so far (see the top of the file). */
-async function tfjsFence(backend) {
+// A framebuffer on tfjs's WebGL context for the 1-texel reads of tfjsFence, and that context.
+let waitFramebuffer = null;
+let waitContext = null;
+const waitTexel = new Float32Array(4);
+
+/**
+ * Waits until tfjs's `backend` has finished every op issued so far, `y` the last op's output
+ * (see the top of the file). webgl: a blocking read of one texel of y's texture on tfjs's own
+ * context, the wait webtune's executor uses in Chromium (browser-agent/webgl2.mjs defaultSync).
+ */
+async function tfjsFence(backend, y) {
   const b = tf.backend();
   if (backend === 'webgl') {
-    await b.getGPGPUContext().createAndWaitForFence();
+    const gl = b.gpgpu.gl;
+    const data = b.texData.get(y.dataId);
+    const texture = data?.texture?.texture ?? data?.texture;
+    if (!texture) throw new Error(`tfjs's output ${y.shape} has no texture on the webgl backend`);
+    if (waitContext !== gl) {
+      waitContext = gl;
+      waitFramebuffer = gl.createFramebuffer();
+    }
+    const previous = gl.getParameter(gl.FRAMEBUFFER_BINDING);
+    gl.bindFramebuffer(gl.FRAMEBUFFER, waitFramebuffer);
+    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
+    gl.readBuffer(gl.COLOR_ATTACHMENT0);
+    gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, waitTexel);
+    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, null, 0);
+    gl.bindFramebuffer(gl.FRAMEBUFFER, previous);
+    const error = gl.getError();
+    if (error !== gl.NO_ERROR) throw new Error(`reading one texel of tfjs's output failed: GL error 0x${error.toString(16)}`);
   } else if (backend === 'webgpu') {
     if (b.commandEncoder) {
       b.endComputePassEncoder();
@@ -290,8 +317,11 @@ async function runTfjs(backend, w, flops, { repeat = 15, warmup = 5, mode = 'rea
   const once = async () => {
     for (let j = 0; j < runs - 1; ++j) run().dispose();
     const y = run();
-    if (mode === 'readback') await y.data();
-    else await tfjsFence(backend);
+    // webgl read-back is the synchronous dataSync(), as webtune's is (a blocking wait, then
+    // the download); webgpu's and wasm's are data().
+    if (mode === 'readback' && backend === 'webgl') y.dataSync();
+    else if (mode === 'readback') await y.data();
+    else await tfjsFence(backend, y);
     y.dispose();
   };
   for (let i = 0; i < warmup; ++i) await once();

@@ -51,6 +51,31 @@ test('unpack: rows_per_item render targets back to row-major', () => {
   assert.deepEqual([...unpack(out, [target0, target1])], [...Array(12).keys()]);
 });
 
+test('unpack: ragged column blocks, R targets, and a short target leaves NaN', () => {
+  // 5x6 output, 2 rows per item, 4 channels: 2 col blocks (the second holds cols 4, 5 and two
+  // padding floats), 3 row blocks; target j holds rows 2b + j, item t at floats 4t .. 4t + 3.
+  const out = { rows: 5, cols: 6, rows_per_item: 2, channels: 4, width: 6, height: 1 };
+  const targets = [0, 1].map((j) => {
+    const t = new Float32Array(6 * 4).fill(-1);
+    for (let b = 0; b < 3; ++b) {
+      const row = 2 * b + j;
+      for (let col = 0; col < 6 && row < 5; ++col) t[(b * 2 + (col >> 2)) * 4 + (col & 3)] = row * 6 + col;
+    }
+    return t;
+  });
+  assert.deepEqual([...unpack(out, targets)], [...Array(30).keys()]);
+  // The same with one float a texel (R targets): 6 items of 1 col per row block.
+  const red = { rows: 3, cols: 2, rows_per_item: 2, channels: 1, width: 4, height: 1 };
+  assert.deepEqual([...unpack(red, [new Float32Array([0, 1, 4, 5]), new Float32Array([2, 3, -1, -1])])],
+                   [0, 1, 2, 3, 4, 5]);
+  // Target 1 three items short: row 3's second block (cols 4, 5) was never read back, so it
+  // stays NaN (item 5 would be row 5, past the output).
+  const short = unpack(out, [targets[0], targets[1].subarray(0, 3 * 4)]);
+  assert.deepEqual([...short.subarray(0, 22)], [...Array(22).keys()]);
+  assert.ok(short.subarray(22, 24).every(Number.isNaN));
+  assert.deepEqual([...short.subarray(24)], [24, 25, 26, 27, 28, 29]);
+});
+
 test('unpack: a transform feedback buffer interleaves the rows of each item', () => {
   // 3x8 output from a vertex-stage kernel: items of 2 rows x 4 cols, 2 row blocks x 2 col blocks;
   // row j of item t at floats (t*2 + j)*4 .. +3 of the one buffer (OutputLayout in C++).
