@@ -31,7 +31,7 @@ import { pack, unpack, unpackTensor } from './layout.mjs';
 import { OP_TYPES, runOp } from './ops.mjs';
 import { GLKernel, checkGl, contextInfo, createArrayTexture, createContext, createTexture, readLayers, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
-import { CONTROL, PAGE_BYTES, WasmKernel, claimTid, createMemory, defaultWorkerFactory, hasThreads, openClaims, startWorkers, storedTrap, writeFloats } from './wasm.mjs';
+import { CONTROL, PAGE_BYTES, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, startWorkers, storedTrap, writeFloats } from './wasm.mjs';
 
 /** The package format this runtime reads (manifest "format" and "version"). */
 export const FORMAT = 'webtune-package';
@@ -865,39 +865,26 @@ class WasmModel extends Model {
 
   /**
    * One execution of a threaded kernel: the helpers are started through the control block, this
-   * thread runs run(0) and then every tid no helper has claimed yet (claimTid in wasm.mjs), then
-   * waits for the helpers' tids by polling (a page may not Atomics.wait).
+   * thread runs run(0), then waits for every helper by polling (a page may not Atomics.wait).
    * A trap on any thread is RUNTIME_DEVICE; helpers that are not done after HELPER_WAIT_MS
    * (a kernel that hangs) end the model: its workers are terminated and it is disposed.
    */
   runThreaded(entry) {
     const ctl = this.ctl;
-    const threads = entry.kernel.plan.threads;
     Atomics.store(ctl, CONTROL.TRAP_TID, 0);
     Atomics.store(ctl, CONTROL.KERNEL, entry.key);
     Atomics.store(ctl, CONTROL.DONE, 0);
-    openClaims(ctl, threads);
     Atomics.add(ctl, CONTROL.GEN, 1);
     Atomics.notify(ctl, CONTROL.GEN);
     let trap = null;
     try {
       entry.kernel.runHere();
-      // The tids no helper has claimed yet run here (claimTid: a helper woken late would
-      // otherwise hold the step for a scheduler tick).
-      for (let tid; (tid = claimTid(ctl)) >= 0;) {
-        try {
-          entry.kernel.runHere(tid);
-        } finally {
-          Atomics.add(ctl, CONTROL.DONE, 1);
-        }
-      }
     } catch (e) {
       trap = e;
-      // Count the tids nobody took, so that the wait below ends when the helpers' do.
-      while (claimTid(ctl) >= 0) Atomics.add(ctl, CONTROL.DONE, 1);
     }
+    const helpers = this.pool.length;
     const start = performance.now();
-    while (Atomics.load(ctl, CONTROL.DONE) < threads - 1) {
+    while (Atomics.load(ctl, CONTROL.DONE) < helpers) {
       if (performance.now() - start > HELPER_WAIT_MS) {
         this.dispose();
         throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `a helper thread of the kernel did not finish within ${HELPER_WAIT_MS / 1000} s; the model was disposed`);

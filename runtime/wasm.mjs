@@ -22,44 +22,14 @@ import { ErrorNo, MeasureError, refuseScratch } from './errors.mjs';
  */
 export const CONTROL = Object.freeze({
   GEN: 0,          // execution generation: the leader bumps it to start one execution
-  DONE: 1,         // tids ≥ 1 of the current execution that have finished (whoever ran them)
+  DONE: 1,         // helpers that finished the current generation
   STOP: 2,         // 1: helpers leave their loop
   TRAP_TID: 3,     // tid + 1 of the first helper that trapped, 0 if none
   MESSAGE_LEN: 4,  // bytes of its message, in MESSAGE_AT
   KERNEL: 5,       // shared pools (the model runtime): the key of the kernel to execute
-  CLAIM: 6,        // T · 256 + the next unclaimed tid ≥ 1 of the current execution (claimTid)
   MESSAGE_AT: 32,  // byte offset of the message bytes (past the words above)
   BYTES: 32 + 1024,
 });
-
-/**
- * Makes tids 1 … threads − 1 of the next execution claimable (claimTid). The caller, tid 0,
- * stores this after DONE = 0 (and KERNEL) and before it bumps GEN: one store, so that a claim
- * never sees a count of one execution with the thread count of another.
- */
-export function openClaims(ctl, threads) {
-  Atomics.store(ctl, CONTROL.CLAIM, threads * 256 + 1);
-}
-
-/**
- * Claims one tid ≥ 1 of the current execution: returns it, or −1 when every tid is taken. Any
- * thread of the kernel may claim, the one that started the execution too: tids are static parts
- * of the output (docs/wasm_abi.md), so whoever runs run(tid) computes the same values, and a
- * helper that wakes late (a thread woken from Atomics.wait often lands on its waker's core and
- * waits a scheduler tick, about 4 ms, to run) finds its share done instead of stalling the
- * execution. Whoever runs a claimed tid adds 1 to DONE once it has returned; the execution is
- * over when DONE = T − 1 (after tid 0). A compare-exchange: a stale read cannot claim a tid
- * twice, and a claim that succeeds is one of the current execution, which cannot end before
- * that tid is done.
- */
-export function claimTid(ctl) {
-  for (;;) {
-    const word = Atomics.load(ctl, CONTROL.CLAIM);
-    const tid = word & 255;
-    if (tid >= word >> 8) return -1;
-    if (Atomics.compareExchange(ctl, CONTROL.CLAIM, word, word + 1) === word) return tid;
-  }
-}
 
 /** The trap a helper stored in control block `ctl` ("thread T: message"), or null. */
 export function storedTrap(ctl) {
@@ -380,14 +350,10 @@ export class WasmKernel {
     }
   }
 
-  /**
-   * run(tid) on this thread (instantiateHere): one execution of a 1-thread kernel, or tid's
-   * share of a threaded one (the model runtime's tid 0, and the tids it claims). A trap is
-   * RUNTIME_DEVICE.
-   */
-  runHere(tid = 0) {
+  /** One execution on this thread (instantiateHere); a trap is RUNTIME_DEVICE. */
+  runHere() {
     try {
-      this.instance.exports.run(tid);
+      this.instance.exports.run(0);
     } catch (e) {
       throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${e?.name || 'Error'}: ${e?.message || e}`);
     }

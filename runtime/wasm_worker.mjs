@@ -9,12 +9,11 @@
 //
 // Roles, given by the 'load' message:
 // - leader (tid 0): answers 'run' messages with {seconds, output}; one execution is run(0) here
-//   plus, for T > 1, one call of run(tid) for each tid 1 … T − 1, by the helper that claims it
-//   or, when no helper has yet, by the leader after its own (claimTid in wasm.mjs), started and
-//   joined through Atomics on the control block. Workers may block (Atomics.wait), the page may not: so the leader, not the
+//   plus, for T > 1, one call of run(tid) in each helper, started and joined through Atomics on
+//   the control block. Workers may block (Atomics.wait), the page may not: so the leader, not the
 //   page, drives the executions and the page pays one message per timed batch.
 // - helper (tid ≥ 1, T > 1 only): after loading it sits in a loop — poll for up to DEFAULT_SPIN_US, then
-//   Atomics.wait on the generation word — running the tids it claims once per new generation, until the
+//   Atomics.wait on the generation word — running run(tid) once per new generation, until the
 //   page sets STOP (then it returns to its event loop and can load the next job's module).
 //
 // Control block (Int32Array over a SharedArrayBuffer, layout: CONTROL in wasm.mjs): a trap in a helper
@@ -24,12 +23,11 @@
 // commands: 'add' instantiates one kernel (its key, module, shared memory and T) in this worker
 // and keeps it beside the others; then 'serve' makes this worker a helper (tid ≥ 1) that loops
 // like the one above but runs, per generation, the kernel whose key the page stored in
-// CONTROL.KERNEL, as many of its tids 1 … T − 1 as it can claim (claimTid in wasm.mjs). The
-// page itself is tid 0 of every kernel and runs the tids no helper has claimed when its own
-// share is done (model.mjs runThreaded). Once serving, helpers take no message until STOP:
-// every 'add' comes first.
+// CONTROL.KERNEL (a helper whose tid is ≥ that kernel's T only counts itself done). The page
+// itself is tid 0 of every kernel (model.mjs runThreaded). Once serving, helpers take no
+// message until STOP: every 'add' comes first.
 
-import { CONTROL, claimTid, openClaims, storedTrap } from './wasm.mjs';
+import { CONTROL, storedTrap } from './wasm.mjs';
 
 /**
  * Microseconds a waiting thread polls a shared word before it blocks in Atomics.wait (0: block
@@ -92,9 +90,13 @@ function waitChange(ctl, index, value, spinUs) {
   while (Atomics.load(ctl, index) === value) Atomics.wait(ctl, index, value);
 }
 
-/** Runs every tid this thread can still claim in the current execution (claimTid). */
-function runClaimed(ctl, run) {
-  for (let tid; (tid = claimTid(ctl)) >= 0;) {
+function helperLoop(generation) {
+  const { ctl, run, tid, spinUs } = job;
+  let seen = generation;
+  for (;;) {
+    waitChange(ctl, CONTROL.GEN, seen, spinUs);
+    seen = Atomics.load(ctl, CONTROL.GEN);
+    if (Atomics.load(ctl, CONTROL.STOP)) return;
     try {
       run(tid);
     } catch (e) {
@@ -105,21 +107,7 @@ function runClaimed(ctl, run) {
   }
 }
 
-function helperLoop(generation) {
-  const { ctl, run, spinUs } = job;
-  let seen = generation;
-  for (;;) {
-    waitChange(ctl, CONTROL.GEN, seen, spinUs);
-    seen = Atomics.load(ctl, CONTROL.GEN);
-    if (Atomics.load(ctl, CONTROL.STOP)) return;
-    runClaimed(ctl, run);
-  }
-}
-
-/**
- * One execution: open tids 1 … T − 1 to the helpers, run(0) here, run here whatever tids no
- * helper has claimed yet (claimTid says why), then join. Throws the first trap.
- */
+/** One execution: start the helpers, run(0) here, join them. Throws the first trap. */
 function execute() {
   const { ctl, run, threads, spinUs } = job;
   if (threads === 1) {
@@ -127,7 +115,6 @@ function execute() {
     return;
   }
   Atomics.store(ctl, CONTROL.DONE, 0);
-  openClaims(ctl, threads);
   Atomics.add(ctl, CONTROL.GEN, 1);
   Atomics.notify(ctl, CONTROL.GEN);
   let trap = null;
@@ -136,16 +123,8 @@ function execute() {
   } catch (e) {
     trap = e;
   }
-  if (!trap) runClaimed(ctl, run);
   // Join even after a trap: helpers must be idle before the page reads or reuses the memory.
-  for (let done; (done = Atomics.load(ctl, CONTROL.DONE)) < threads - 1;) {
-    if (trap && claimTid(ctl) >= 0) {
-      // tid 0 trapped: a tid nobody took is counted, not run, so that the join can end.
-      Atomics.add(ctl, CONTROL.DONE, 1);
-      continue;
-    }
-    waitChange(ctl, CONTROL.DONE, done, spinUs);
-  }
+  for (let done; (done = Atomics.load(ctl, CONTROL.DONE)) < threads - 1;) waitChange(ctl, CONTROL.DONE, done, spinUs);
   if (trap) throw trap;
   const helperTrap = storedTrap(ctl);
   if (helperTrap) throw new Error(helperTrap);
@@ -196,25 +175,22 @@ function add(m) {
 }
 
 function serveLoop(generation) {
-  const { ctl, spinUs } = pool;
+  const { ctl, tid, spinUs } = pool;
   let seen = generation;
   for (;;) {
     waitChange(ctl, CONTROL.GEN, seen, spinUs);
     seen = Atomics.load(ctl, CONTROL.GEN);
     if (Atomics.load(ctl, CONTROL.STOP)) return;
-    // KERNEL is read after a claim succeeds: the execution the claim belongs to cannot end
-    // before that tid is done, so the key is that execution's.
-    for (let claimed; (claimed = claimTid(ctl)) >= 0;) {
-      const kernel = kernels.get(Atomics.load(ctl, CONTROL.KERNEL));
+    const kernel = kernels.get(Atomics.load(ctl, CONTROL.KERNEL));
+    if (kernel && tid < kernel.threads) {
       try {
-        if (!kernel) throw new Error(`kernel ${Atomics.load(ctl, CONTROL.KERNEL)} was never added to this worker`);
-        kernel.run(claimed);
+        kernel.run(tid);
       } catch (e) {
-        storeTrap(ctl, claimed, errorText(e));
+        storeTrap(ctl, tid, errorText(e));
       }
-      Atomics.add(ctl, CONTROL.DONE, 1);
-      Atomics.notify(ctl, CONTROL.DONE);
     }
+    Atomics.add(ctl, CONTROL.DONE, 1);
+    Atomics.notify(ctl, CONTROL.DONE);
   }
 }
 

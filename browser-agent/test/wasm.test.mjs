@@ -9,7 +9,6 @@ import test from 'node:test';
 import { ErrorNo } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
 import { CONTROL, PAGE_BYTES, POOL_RECYCLE, WARM_UP, WasmExecutor, createMemory, decodeBase64, memoryPlan, warmUpUntilSteady, writeFloats } from '../wasm.mjs';
-import { claimTid, openClaims } from '../../runtime/wasm.mjs';
 import { denseWat, haveWat2wasm, loopWat, trapWat, wat2wasm } from './wasm_modules.mjs';
 
 const skip = haveWat2wasm() ? false : 'wat2wasm (wabt) is not installed';
@@ -210,63 +209,6 @@ test('the executor runs T = 1 and T = 2 dense kernels, and survives traps, bad m
   });
 });
 
-test('claimTid hands out tids 1 … T − 1 once each, and a stale word claims nothing twice', () => {
-  const ctl = new Int32Array(new SharedArrayBuffer(CONTROL.BYTES));
-  openClaims(ctl, 3);
-  assert.deepEqual([claimTid(ctl), claimTid(ctl), claimTid(ctl), claimTid(ctl)], [1, 2, -1, -1]);
-  // The next execution opens its own tids, whatever failed claims did to the word meanwhile.
-  openClaims(ctl, 2);
-  assert.deepEqual([claimTid(ctl), claimTid(ctl)], [1, -1]);
-  // A claimer that read the word before another took the tid loses the compare-exchange.
-  openClaims(ctl, 2);
-  const stale = Atomics.load(ctl, CONTROL.CLAIM);
-  assert.equal(claimTid(ctl), 1);
-  assert.notEqual(Atomics.compareExchange(ctl, CONTROL.CLAIM, stale, stale + 1), stale);
-  assert.equal(claimTid(ctl), -1);
-});
-
-test('a leader whose helper never starts runs the helper\'s tid itself, and the output is right', { skip, timeout: 60000 }, async () => {
-  const { Worker } = await import('node:worker_threads');
-  const M = 12, N = 10, K = 9, seed = 42;
-  const input = denseInput({ M, N, K, threads: 2, seed });
-  const offsets = input.artifact.wasm.offsets;
-  const module = new WebAssembly.Module(wat2wasm(denseWat({ M, N, K, threads: 2, pages: 1, offsets })));
-  const worker = new Worker(new URL('../../runtime/wasm_worker.mjs', import.meta.url));
-  const replies = [];
-  let wake = null;
-  worker.on('message', (m) => { replies.push(m); wake?.(); });
-  const next = async () => {
-    const start = performance.now();
-    while (!replies.length) {
-      if (performance.now() - start > 10000) throw new Error('the leader did not answer within 10 s');
-      await Promise.race([new Promise((resolve) => { wake = resolve; }), new Promise((resolve) => setTimeout(resolve, 100))]);
-    }
-    return replies.shift();
-  };
-  try {
-    assert.deepEqual(await next(), { ready: true });
-    const memory = createMemory({ pages: 1, threads: 2 });
-    writeFloats(memory, offsets[0], seededTensor(seed, 0, M * K));
-    writeFloats(memory, offsets[1], seededTensor(seed, 1, K * N));
-    new Float32Array(memory.buffer, offsets[2], M * N).fill(NaN);
-    const control = new SharedArrayBuffer(CONTROL.BYTES);
-    // Only tid 0 is loaded: no helper will ever claim tid 1 (rows 1, 3, 5, ...).
-    worker.postMessage({ cmd: 'load', module, pages: 1, threads: 2, tid: 0, memory, control });
-    assert.deepEqual(await next(), { ok: true });
-    worker.postMessage({ cmd: 'run', number: 3, output: { offset: offsets[2], count: M * N } });
-    const reply = await next();
-    assert.equal(reply.error, undefined, reply.error);
-    const ctl = new Int32Array(control);
-    assert.equal(Atomics.load(ctl, CONTROL.DONE), 1);
-    for (const [index, value, , tolerance] of input.samples) {
-      assert.ok(Math.abs(reply.output[index] - value) <= tolerance, `output[${index}] = ${reply.output[index]}, expected ${value}`);
-    }
-    assert.ok(reply.output.every(Number.isFinite), 'every output element was written');
-  } finally {
-    await worker.terminate();
-  }
-});
-
 test('a waiting helper polls for spinUs µs before it blocks (runtime/wasm_worker.mjs DEFAULT_SPIN_US)', { skip, timeout: 60000 }, async () => {
   const { Worker } = await import('node:worker_threads');
   const offsets = denseInput({ threads: 2 }).artifact.wasm.offsets;
@@ -291,7 +233,6 @@ test('a waiting helper polls for spinUs µs before it blocks (runtime/wasm_worke
       worker.postMessage({ cmd: 'load', module, pages: 1, threads: 2, spinUs, tid: 1, memory, control });
       assert.deepEqual(await next(), { ok: true });
       await sleep(200);  // the helper is past its first poll window only when spinUs < 200 ms
-      openClaims(ctl, 2);  // tid 1 is there to claim
       Atomics.add(ctl, CONTROL.GEN, 1);  // no notify
       const start = performance.now();
       while (Atomics.load(ctl, CONTROL.DONE) < 1 && performance.now() - start < 400) await sleep(5);
