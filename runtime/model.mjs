@@ -273,7 +273,7 @@ class Model {
         }
         if (checked) await this.check(`running step ${i}`);
         if (timings) {
-          await this.settle();
+          await this.settle(i, step);
           timings.push({ step: i, kind: step.kind, role: step.role ?? null, node: step.node ?? null,
             task: step.task ?? null, ms: performance.now() - begin });
         }
@@ -292,8 +292,11 @@ class Model {
 
   async check() {}
 
-  /** Waits until the device has finished every command issued so far (profile() only). */
-  async settle() {}
+  /**
+   * Waits until the device has finished every command issued so far (profile() only); `index`
+   * and `step`: the step just issued, if any (a backend may wait on its output).
+   */
+  async settle(index = -1, step = null) {}
 }
 
 // ---- WebGL2 (artifact target gles-frag) ----
@@ -460,14 +463,28 @@ class GLModel extends Model {
     checkGl(this.gl, what, () => this.lost);
   }
 
-  async settle() {
-    // A fence polled between tasks; Firefox sees a fence signaled only about a frame late
-    // (browser-agent/webgl2.mjs, defaultSync), and its gl.finish() does wait for the draws.
+  async settle(index = -1, step = null) {
+    // Firefox sees a fence signaled only about a frame late (browser-agent/webgl2.mjs,
+    // defaultSync), and its gl.finish() does wait for the draws. Elsewhere a step is waited for
+    // with a blocking read of one element of what it wrote: a fence polled on setTimeout turns
+    // is seen late (8.6 ms for a trivial draw in Chromium 156, bench/web_vs_tfjs/latency_floor.mjs).
+    // Downloads read synchronously already; the wait before the first step polls a fence.
     const gl = this.gl;
     if (/\bFirefox\//.test(globalThis.navigator?.userAgent ?? '')) {
       gl.finish();
       return;
     }
+    if (step?.kind === 'kernel') {
+      this.steps.get(index).kernel.waitForDraws();
+      checkGl(gl, 'waiting for the device', () => this.lost);
+      return;
+    }
+    if (step?.kind === 'upload') {
+      readTextures(gl, [this.slotTexture(this.owner(step.value).storage.slot, this.owner(step.value))], 1, 1, 4);
+      checkGl(gl, 'waiting for the device', () => this.lost);
+      return;
+    }
+    if (step) return;
     const fence = gl.fenceSync(gl.SYNC_GPU_COMMANDS_COMPLETE, 0);
     try {
       let status = gl.clientWaitSync(fence, gl.SYNC_FLUSH_COMMANDS_BIT, 0);

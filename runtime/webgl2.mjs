@@ -581,6 +581,25 @@ export class GLKernel {
   }
 
   // ---- reading back ----
+  /**
+   * Returns once the draws of this kernel issued so far are done: a blocking read of one
+   * output element (a texel of target 0, or the first captured vec4), as the browser agent's
+   * default wait in Chromium (browser-agent/webgl2.mjs defaultSync says why a polled fence is
+   * not used there).
+   */
+  waitForDraws() {
+    const texel = this.waitTexel || (this.waitTexel = new Float32Array(4));
+    if (this.feedback) {
+      this.readFeedback(texel);
+      return;
+    }
+    const gl = this.gl;
+    gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
+    gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+    gl.readBuffer(gl.COLOR_ATTACHMENT0);
+    gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, texel);
+  }
+
   /** Reads `floats.length` floats from the start of the feedback buffer (waits for the draws). */
   readFeedback(floats) {
     const gl = this.gl;
