@@ -255,14 +255,8 @@ class Trial {
   async sync() {
     const gl = this.gl;
     if (this.executor.sync === 'readpixels') {
-      if (this.kernel.feedback) {
-        // Reading the first captured vec4 must wait for every draw that writes the buffer.
-        this.kernel.readFeedback(this.texel || (this.texel = new Float32Array(4)));
-      } else {
-        // Reading one texel of target 0 must wait for every draw that writes it.
-        gl.readBuffer(gl.COLOR_ATTACHMENT0);
-        gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, this.texel || (this.texel = new Float32Array(4)));
-      }
+      // Reading one output element must wait for every draw that writes it.
+      this.kernel.waitForDraws();
       // A lost context returns from the read at once, having waited for nothing: that batch's
       // time must not become a cost.
       this.kernel.checkLost('waiting for the kernel');
