@@ -480,7 +480,8 @@ class GLModel extends Model {
       return;
     }
     if (step?.kind === 'upload') {
-      readTextures(gl, [this.slotTexture(this.owner(step.value).storage.slot, this.owner(step.value))], 1, 1, 4);
+      const owner = this.owner(step.value);
+      readTextures(gl, [this.slotTexture(owner.storage.slot, owner)], 1, 1, 4);
       checkGl(gl, 'waiting for the device', () => this.lost);
       return;
     }

@@ -71,19 +71,12 @@ try {
     }
     // The wait bench.mjs's webgl2 rows use on both sides since 2026-11-28 (page.mjs tfjsFence):
     // a blocking read of one texel of the output, on tfjs's own context.
-    const tgl = tf.backend().gpgpu.gl;
-    const tfb = tgl.createFramebuffer();
     for (let round = 0; round < 2; ++round) {
       const t = [];
       for (let i = 0; i < 40; ++i) {
         const b = performance.now();
         const y = tf.add(a, a);
-        const d = tf.backend().texData.get(y.dataId);
-        const prev = tgl.getParameter(tgl.FRAMEBUFFER_BINDING);
-        tgl.bindFramebuffer(tgl.FRAMEBUFFER, tfb);
-        tgl.framebufferTexture2D(tgl.FRAMEBUFFER, tgl.COLOR_ATTACHMENT0, tgl.TEXTURE_2D, d.texture.texture ?? d.texture, 0);
-        tgl.readPixels(0, 0, 1, 1, tgl.RGBA, tgl.FLOAT, new Float32Array(4));
-        tgl.bindFramebuffer(tgl.FRAMEBUFFER, prev);
+        await window.bench.tfjsFence('webgl', y);
         t.push(performance.now() - b);
         y.dispose();
       }

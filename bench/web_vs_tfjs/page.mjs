@@ -457,4 +457,4 @@ async function environment() {
   return env;
 }
 
-window.bench = { runWebtune, runTfjs, checkTfjs, environment, ready: true };
+window.bench = { runWebtune, runTfjs, checkTfjs, tfjsFence, environment, ready: true };
