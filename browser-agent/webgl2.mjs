@@ -296,9 +296,8 @@ class Trial {
 
   /**
    * TVM time_evaluator over the kernel. With `options.readback` (bench/web_vs_tfjs only; the
-   * tuner never sets it) each timed batch also reads the whole output back after the fence, as
-   * TensorFlow.js's `await y.data()` does (fence, then download), so both sides can be timed
-   * with read-back.
+   * tuner never sets it) each timed batch also reads the whole output back, as TensorFlow.js's
+   * `dataSync()` does, so both sides can be timed with read-back.
    */
   async timeRuns() {
     const readback = Boolean(this.input.options?.readback);
@@ -306,11 +305,19 @@ class Trial {
     return timeEvaluator(this.input.options || {}, async (number) => {
       const begin = performance.now();
       for (let j = 0; j < number; ++j) this.kernel.runOnce();
-      // The read is queued behind the draws, so one wait covers both (as tfjs's data()).
+      // The read is queued behind the draws. Its getBufferSubData blocks until the draws and
+      // the read are done, as the 1-texel read of the "readpixels" wait would: that wait before
+      // it was one more round trip to the GPU process, 0.1–0.4 ms of a read-back sample
+      // (bench/web_vs_tfjs/probe_readback.mjs). A fence or finish wait still comes first.
       if (readback) this.kernel.startReadOutput();
-      await this.sync();
+      if (!readback || this.executor.sync !== 'readpixels') await this.sync();
       if (readback) {
-        const output = this.kernel.finishReadOutput();
+        // getError after the read is a round trip too: the first batch checks it here, so a
+        // failed read is RUNTIME_DEVICE rather than WRONG_ANSWER; later batches leave it to the
+        // check after every batch (untimed, below), which runs before any cost is kept.
+        const output = this.kernel.finishReadOutput({ checkErrors: !checkedReadback });
+        // A lost context returns from the read at once, having waited for nothing.
+        this.kernel.checkLost('reading the output back');
         // The first batch's read-back is checked as the untimed run was: a wrong offset in the
         // pixel-pack buffer is a wrong answer, not a silently faster sample.
         if (!checkedReadback) requireSamplesMatch(output, this.input);
