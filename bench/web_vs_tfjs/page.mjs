@@ -20,8 +20,10 @@
 // Three timings per side, chosen by `mode` (bench.mjs prints all three):
 // - "readback": each sample is the op plus the output read back into a Float32Array. webgl2:
 //   both sides block: tfjs `y.dataSync()`; webtune the executor's options.readback (every
-//   render target's readPixels queued into a pixel-pack buffer, the executor's blocking wait,
-//   then one download and the unpacking to the logical layout). webgpu: tfjs `await y.data()`;
+//   render target's readPixels queued into a pixel-pack buffer, then one getBufferSubData,
+//   which blocks until the draws and reads are done, and the unpacking to the logical layout;
+//   until 2026-11-28 13:00 UTC a 1-texel read waited before the download, one more round trip).
+//   webgpu: tfjs `await y.data()`;
 //   webtune copies to a MAP_READ buffer, mapAsync, copy out. wasm: tfjs `await y.data()`;
 //   webtune copies the output out of the module's memory after each run.
 // - "fence": each sample stops when the device has finished the op, nothing read back but what
