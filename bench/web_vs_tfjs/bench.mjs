@@ -199,12 +199,16 @@ function printTable(rows) {
 /**
  * The fastest of the tuner's finalists (its best records, measured minutes apart on a machine
  * whose speed drifts up to 2×), re-measured here side by side: FINALIST_ROUNDS rounds, each
- * timing every finalist FINALIST_REPEAT times; the pick has the lowest median. Resolves to
- * {record, finalists: [{rank, config_index, tuned_gflops, gflops}]}; a finalist that fails is
- * left out (and listed with its error).
+ * timing every finalist FINALIST_REPEAT times in batches of `batch` runs (the "batched" mode:
+ * as the tuner times a trial, and the steadiest of the three); the pick has the lowest median.
+ * Until 2026-11-28 the finalists were timed fence-only, 3 samples a round: on wasm that pick
+ * flipped between runs (PW17's configs 6317 and 6422 ran at 67–74 and 46–53 GFLOP/s batched, and
+ * 6422 was kept in 4 of 17 runs; PW6's 5837 and 5864 at 56–82 and 34–65). Resolves to {record,
+ * finalists: [{rank, config_index, tuned_gflops, gflops}]}; a finalist that fails is left out
+ * (and listed with its error).
  */
 const FINALIST_ROUNDS = 3;
-const FINALIST_REPEAT = 3;
+const FINALIST_REPEAT = 5;
 async function pickFinalist(page, records) {
   if (records.length === 1) return { record: records[0], finalists: [] };
   const samples = records.map(() => []);
@@ -213,7 +217,8 @@ async function pickFinalist(page, records) {
     for (let i = 0; i < records.length; ++i) {
       if (errors[i]) continue;
       try {
-        const r = await page.evaluate((rec, n) => window.bench.runWebtune(rec, { repeat: n }), records[i], FINALIST_REPEAT);
+        const r = await page.evaluate((rec, n, b) => window.bench.runWebtune(rec, { repeat: n, mode: 'batched', batch: b }),
+          records[i], FINALIST_REPEAT, batch);
         samples[i].push(...r.costs_s);
       } catch (e) {
         errors[i] = e.message;
