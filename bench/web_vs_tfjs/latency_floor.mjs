@@ -19,14 +19,9 @@ try {
   const r = await s.page.evaluate(async () => {
     const ch = new MessageChannel(); let res = null; ch.port1.onmessage = () => { const f = res; res = null; f(); };
     const nextTask = () => new Promise((r) => { res = r; ch.port2.postMessage(0); });
-    const med = (a) => { a = a.slice().sort((x, y) => x - y); return a[a.length >> 1]; };
+    const { gl, program, median: med } = window.bench.glProbe();
     const out = {};
-    const canvas = new OffscreenCanvas(64, 64);
-    const gl = canvas.getContext('webgl2');
-    gl.getExtension('EXT_color_buffer_float');
-    const vs = gl.createShader(gl.VERTEX_SHADER); gl.shaderSource(vs, '#version 300 es\nvoid main(){vec2 p=vec2((gl_VertexID&1)*4-1,(gl_VertexID>>1)*4-1);gl_Position=vec4(p,0,1);}'); gl.compileShader(vs);
-    const fs = gl.createShader(gl.FRAGMENT_SHADER); gl.shaderSource(fs, '#version 300 es\nprecision highp float;out vec4 o;void main(){o=vec4(gl_FragCoord.xy,0,1);}'); gl.compileShader(fs);
-    const p = gl.createProgram(); gl.attachShader(p, vs); gl.attachShader(p, fs); gl.linkProgram(p); gl.useProgram(p);
+    gl.useProgram(program('#version 300 es\nprecision highp float;out vec4 o;void main(){o=vec4(gl_FragCoord.xy,0,1);}'));
     const tex = gl.createTexture(); gl.bindTexture(gl.TEXTURE_2D, tex); gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA32F, 64, 64);
     const fb = gl.createFramebuffer(); gl.bindFramebuffer(gl.FRAMEBUFFER, fb); gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, tex, 0);
     gl.viewport(0, 0, 8, 8);

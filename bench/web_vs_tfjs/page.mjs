@@ -459,4 +459,32 @@ async function environment() {
   return env;
 }
 
-window.bench = { runWebtune, runTfjs, checkTfjs, tfjsFence, environment, ready: true };
+/**
+ * A WebGL2 context for the probes (latency_floor.mjs, probe_readback.mjs): an OffscreenCanvas of
+ * 64×64 with EXT_color_buffer_float on, and `program(fragmentSource)`, which links that shader
+ * with a vertex shader whose one triangle covers the viewport (3 vertices, no attributes); it
+ * throws the compile log of a shader that fails. `median(values)` as the bench's own.
+ */
+function glProbe() {
+  const gl = new OffscreenCanvas(64, 64).getContext('webgl2');
+  gl.getExtension('EXT_color_buffer_float');
+  const shader = (type, source) => {
+    const s = gl.createShader(type);
+    gl.shaderSource(s, source);
+    gl.compileShader(s);
+    if (!gl.getShaderParameter(s, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(s));
+    return s;
+  };
+  const vertex = shader(gl.VERTEX_SHADER,
+    '#version 300 es\nvoid main(){vec2 p=vec2((gl_VertexID&1)*4-1,(gl_VertexID>>1)*4-1);gl_Position=vec4(p,0,1);}');
+  const program = (fragmentSource) => {
+    const p = gl.createProgram();
+    gl.attachShader(p, vertex);
+    gl.attachShader(p, shader(gl.FRAGMENT_SHADER, fragmentSource));
+    gl.linkProgram(p);
+    return p;
+  };
+  return { gl, program, median };
+}
+
+window.bench = { runWebtune, runTfjs, checkTfjs, tfjsFence, glProbe, environment, ready: true };

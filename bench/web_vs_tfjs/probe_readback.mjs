@@ -19,13 +19,8 @@ import { openSession } from './session.mjs';
 const s = await openSession();
 try {
   const r = await s.page.evaluate(async () => {
-    const med = (a) => { a = a.slice().sort((x, y) => x - y); return a[a.length >> 1]; };
+    const { gl, program: mk, median: med } = window.bench.glProbe();
     const out = {};
-    const canvas = new OffscreenCanvas(64, 64);
-    const gl = canvas.getContext('webgl2');
-    gl.getExtension('EXT_color_buffer_float');
-    const vs = gl.createShader(gl.VERTEX_SHADER); gl.shaderSource(vs, '#version 300 es\nvoid main(){vec2 p=vec2((gl_VertexID&1)*4-1,(gl_VertexID>>1)*4-1);gl_Position=vec4(p,0,1);}'); gl.compileShader(vs);
-    const mk = (fsrc) => { const fs = gl.createShader(gl.FRAGMENT_SHADER); gl.shaderSource(fs, fsrc); gl.compileShader(fs); if (!gl.getShaderParameter(fs, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(fs)); const p = gl.createProgram(); gl.attachShader(p, vs); gl.attachShader(p, fs); gl.linkProgram(p); return p; };
     for (const [W, H, T] of [[49, 8, 8], [3136, 4, 4], [13, 120, 8]]) {
       // T targets of W x H, written by one MRT draw
       let outs = ''; let body = '';
