@@ -54,6 +54,16 @@
 ///           GL_MAX_TEXTURE_SIZE; flat: width min(elements, kFlatWidth), always fits for
 ///           tensors up to kFlatWidth·max_texture_size texels, costs a shift and a mask per
 ///           fetch. One knob per texture, because usually only one of them is too large.
+/// out_wrap  {2048,sqrt}  Where a flat output texture wraps: at kFlatWidth texels (or at the
+///           item count, if smaller: one row), or at ceil(√items) texels, a near-square texture
+///           (a division and a modulo per fragment, by constants). The 2d layout of a
+///           convolution with few output channels, and the flat one of up to 2048 items, are a
+///           few texels tall: MobileNet-v2's 96→24 pointwise layer at out_rows 4 draws 784×6
+///           (2d) or 2048×3 (flat). SwiftShader ran such a draw alone (draw, then a blocking
+///           1-texel read) 1.3–1.7× slower than the same shader drawn into 98×48 or 64×74; any
+///           height from 12 to 96 did as well, and batches of draws ran the same in every
+///           shape (docs/benchmarks.md, "Output textures a few texels tall"). Last, and absent
+///           in older records (2048), so that their indices and kernels stay what they were.
 /// fetch     {texel,lod,texture}  How ldN reads a texel: texelFetch(ivec2, 0), or textureLod
 ///           (level 0) or texture() at the texel's centre in normalized coordinates (NEAREST
 ///           filtering, one level: the same value). Same result, different code in the
@@ -92,6 +102,7 @@
 /// - rows_scale > 1 needs stage = vertex; stage = vertex needs layout_out = 2d (a feedback buffer
 ///   has one layout, so flat would only repeat the kernel); col_scale = 2 needs stage = vertex
 ///   and out_cols = 4.
+/// - out_wrap sqrt needs layout_out = flat (with 2d it would only repeat the kernel).
 /// In the constraints below "out_rows" and "out_cols" mean the rows and columns of an item,
 /// out_rows · rows_scale and out_cols · col_scale.
 ///
@@ -148,6 +159,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -172,6 +184,14 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+/// The least w ≥ 1 with w·w ≥ n (n ≥ 1), in integers: a double's sqrt may be one off.
+int64_t ceil_sqrt(int64_t n) {
+  auto w = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  while (w * w < n) ++w;
+  while (w > 1 && (w - 1) * (w - 1) >= n) --w;
+  return std::max<int64_t>(w, 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Knobs
 // ---------------------------------------------------------------------------------------------
@@ -187,6 +207,7 @@ struct FragKnobs {
   bool data_2d = true;
   bool weight_2d = true;
   bool out_2d = true;
+  bool out_sqrt = false;        // knob out_wrap: a flat output wraps at ceil(√items) texels
   std::string fetch = "texel";  // knob fetch: texelFetch, textureLod or texture
   bool vertex = false;          // knob stage: vertex (transform feedback) or fragment
   int rows_scale = 1;
@@ -215,6 +236,7 @@ FragKnobs read_knobs(const ConfigEntity& entity) {
   if (has_knob(entity, "stage")) k.vertex = entity.get_string("stage") == "vertex";
   if (has_knob(entity, "rows_scale")) k.rows_scale = static_cast<int>(entity.get_int("rows_scale"));
   if (has_knob(entity, "col_scale")) k.col_scale = static_cast<int>(entity.get_int("col_scale"));
+  if (has_knob(entity, "out_wrap")) k.out_sqrt = entity.get_string("out_wrap") == "sqrt";
   k.out_rows *= k.rows_scale;
   k.out_cols *= k.col_scale;
   return k;
@@ -414,7 +436,9 @@ FragPlan make_plan(const Workload& w, const FragKnobs& k) {
     p.out.height = 1;
     return p;
   }
-  p.out.width = k.out_2d ? p.col_blocks : std::min(items, kFlatWidth);
+  p.out.width = k.out_2d     ? p.col_blocks
+                : k.out_sqrt ? ceil_sqrt(items)
+                             : std::min(items, kFlatWidth);
   p.out.height = ceil_div(items, p.out.width);
   return p;
 }
@@ -1279,6 +1303,10 @@ void add_constraints(ConfigSpace& space, const Workload& w) {
     const FragKnobs k = read_knobs(e);
     return !k.vertex || k.out_2d;
   });
+  space.add_constraint("out_wrap sqrt needs layout_out = flat", [](const ConfigEntity& e) {
+    const FragKnobs k = read_knobs(e);
+    return !k.out_sqrt || !k.out_2d;
+  });
   const int64_t rows = output_rows(w), cols = output_cols(w);
   space.add_constraint("out_rows < 2 * output rows",
                        [rows](const ConfigEntity& e) { return read_knobs(e).out_rows < 2 * rows; });
@@ -1340,7 +1368,7 @@ const std::vector<std::pair<std::string, KnobValue>>& default_values() {
       {"layout_data", std::string("2d")}, {"layout_weight", std::string("2d")},
       {"layout_out", std::string("2d")},  {"fetch", std::string("texel")},
       {"stage", std::string("fragment")}, {"rows_scale", int64_t{1}},
-      {"col_scale", int64_t{1}},
+      {"col_scale", int64_t{1}},          {"out_wrap", std::string("2048")},
   };
   return kDefaults;
 }
@@ -1389,6 +1417,9 @@ std::shared_ptr<ConfigSpace> glsl_frag_space(const Workload& workload) {
     space->define_knob("col_scale", std::vector<int64_t>{1, 2});
     space->allow_absent("col_scale");
   }
+  // Last of all: records without it wrapped a flat output at kFlatWidth.
+  space->define_knob("out_wrap", std::vector<std::string>{"2048", "sqrt"});
+  space->allow_absent("out_wrap");
   add_constraints(*space, workload);
   add_device_limits(*space, workload);
   return space;

@@ -593,10 +593,13 @@ TEST(FragTarget, DeviceLimitsComeFromTheRecords) {
   EXPECT_GT(widest, 2048);
 }
 
-// Under a 1024-texel limit the frag template's default for ResNet-18's stem is a vertex-stage
-// kernel (its fallback, the lowest valid index) and no fragment-stage config fits: the choice
-// refuses it, naming the workload, rather than packaging a transform-feedback kernel. (When a
-// fragment-stage config fits, choose_config takes the first one, with a note.)
+// Under a 1024-texel limit the frag template's default for a 3→64 convolution over a
+// 1024×1024 image is a vertex-stage kernel (its fallback, the lowest valid index) and no
+// fragment-stage config fits: its output needs at least 8 × 262144 items, more than 1024² even
+// when wrapped near-square (out_wrap sqrt). The choice refuses it, naming the workload, rather
+// than packaging a transform-feedback kernel. (When a fragment-stage config fits, choose_config
+// takes the first one, with a note. ResNet-18's stem was this test's workload until out_wrap:
+// its 25088 items wrap into 159 × 158 texels.)
 TEST(FragTarget, NoVertexStageDefaultUnderTightLimits) {
   const std::string key = "gles:tight";
   const std::string path = (temp_dir() / "tight.db").string();
@@ -608,7 +611,7 @@ TEST(FragTarget, NoVertexStageDefaultUnderTightLimits) {
     store.upsert_device(key, bj::serialize(bj::object{{"limits", tight.to_json()}}));
   }
   RecordStore store(path);
-  const Workload stem = graph::extract_tasks(zoo_graph("resnet18")).tasks.at(0).workload;
+  const Workload stem = Workload::conv2d(1, 3, 1024, 1024, 64, 3, 1, 1, "big_stem");
   const Task task = Task::create(stem, Target::kGlesFrag, stored_limits(&store, key));
   ASSERT_EQ(task.default_config().get_string("stage"), "vertex")
       << "the template's default changed: this test needs another workload or limit";

@@ -270,6 +270,52 @@ TEST(FragVertexStage, ConstraintsAndDeviceLimits) {
   EXPECT_FALSE(task.build(old).output.feedback);
 }
 
+/// out_wrap sqrt (the frag template's last knob): a flat output wraps at ceil(sqrt(items))
+/// texels instead of 2048; records without the knob build the kernels they built before; and a
+/// near-square output whose last row is partly padding runs right on llvmpipe.
+TEST(FragOutputWrap, SqrtWrapsNearSquareAndOldRecordsKeepTheirKernel) {
+  // MobileNet-v2's 96→24 pointwise layer: 6 row blocks × 784 column blocks = 4704 items.
+  const Workload w = Workload::conv2d(1, 96, 56, 56, 24, 1, 1, 0, "pw96to24");
+  Task task = Task::create(w, Target::kGlesFrag, runtime().info().limits);
+  const auto entity = [&](const char* out, const char* wrap) {
+    std::string json =
+        std::string(
+            R"({"entity":[["out_rows","ot",4],["out_cols","ot",4],["packing","ot","c"],)"
+            R"(["algo","ot","igemm"],["order","ot","rsc"],["unroll","ot",2],)"
+            R"(["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot",")") +
+        out + R"("],["fetch","ot","texture"],["stage","ot","fragment"],["rows_scale","ot",1])";
+    if (wrap) json += std::string(R"(,["out_wrap","ot",")") + wrap + R"("])";
+    return task.space->parse(json + "]}");
+  };
+  const KernelArtifact two_d = task.build(entity("2d", nullptr));
+  EXPECT_EQ(two_d.output.width, 784);
+  EXPECT_EQ(two_d.output.height, 6);
+  const KernelArtifact wide = task.build(entity("flat", "2048"));
+  EXPECT_EQ(wide.output.width, 2048);
+  EXPECT_EQ(wide.output.height, 3);
+  // 68² = 4624 < 4704 ≤ 69² = 4761: 69 texels a row, 69 rows, the last 57 texels padding.
+  const ConfigEntity square = entity("flat", "sqrt");
+  std::string why;
+  ASSERT_TRUE(task.space->is_valid(square, &why)) << why;
+  const KernelArtifact sq = task.build(square);
+  EXPECT_EQ(sq.output.width, 69);
+  EXPECT_EQ(sq.output.height, 69);
+  EXPECT_NE(sq.source.find("int t = px.y * 69 + px.x;"), std::string::npos) << sq.source;
+  EXPECT_NE(sq.source.find("if (t >= 4704)"), std::string::npos) << sq.source;
+  // A record from before the knob is a 2048-wrapped (or 2d) kernel, byte for byte.
+  EXPECT_EQ(task.build(entity("flat", nullptr)).source, wide.source);
+  EXPECT_EQ(entity("2d", nullptr).get_string("out_wrap"), "2048");
+  // sqrt with the 2d layout would only repeat the 2d kernel.
+  EXPECT_FALSE(task.space->is_valid(entity("2d", "sqrt"), &why));
+  EXPECT_EQ(why, "breaks constraint: out_wrap sqrt needs layout_out = flat");
+  // 2000 of the near-square kernel's 75264 outputs (the first and the last among them) checked
+  // against the reference: a wrong item decode misplaces most of them.
+  MeasureInput input = checked_input(w, 77, 2000);
+  input.artifact = sq;
+  const MeasureResult r = runtime().measure(input);
+  EXPECT_EQ(r.error, MeasureErrorNo::kNoError) << r.message;
+}
+
 std::vector<EmitterCase> emitter_cases() {
   std::vector<EmitterCase> cases;
   for (Target t : {Target::kGlesFrag, Target::kGlesCompute}) {

@@ -228,6 +228,13 @@ TEST(TemplateFeatures, TheCostModelsAnalyticFeaturesAreTheTemplates) {
 // last valid entities now have k_groups > 1 (source hashes) and every feature vector has the
 // knob's feature (feature hashes). Records without the knob read as k_groups 1
 // (tests/k_groups_test.cpp). Depthwise and every webgpu pin are unchanged.
+// The output wrap of gles-frag (out_wrap {2048, sqrt}, the template's last knob): the three frag
+// pins changed deliberately. Raw spaces doubled (dense 27648 -> 55296, conv 36864 -> 73728,
+// depthwise 18432 -> 36864) and the valid ones grew by the flat-output configs that wrap at
+// ceil(sqrt(items)) (dense 4848 -> 5568, conv 10752 -> 12768, depthwise 3312 -> 3888); the
+// defaults are the same entities and indices with out_wrap 2048 appended and build the same
+// kernels (tests/emitter_test.cpp FragOutputWrap), but the middle and last valid entities moved
+// and every feature vector has the knob's feature.
 const Workload kDense = Workload::dense(64, 96, 48, "dense");
 const Workload kConv = Workload::conv2d(1, 8, 12, 12, 16, 3, 1, 1, "conv");
 const Workload kDepthwise = Workload::depthwise_conv2d(1, 8, 12, 12, 3, 2, 1, "dw");
@@ -235,15 +242,15 @@ const Workload kDepthwise = Workload::depthwise_conv2d(1, 8, 12, 12, 3, 2, 1, "d
 INSTANTIATE_TEST_SUITE_P(
     Templates, TemplatePin,
     testing::Values(
-        Pin{"Frag_dense", Target::kGlesFrag, kDense, 27648, 4848,
-            R"({"index":0,"entity":[["out_rows","ot",1],["out_cols","ot",1],["packing","ot","none"],["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot","2d"],["fetch","ot","texel"],["stage","ot","fragment"],["rows_scale","ot",1],["col_scale","ot",1]]})",
-            "91abc73f0e857a55", "67479606d585c1f3"},
-        Pin{"Frag_conv", Target::kGlesFrag, kConv, 36864, 10752,
-            R"({"index":0,"entity":[["out_rows","ot",1],["out_cols","ot",1],["packing","ot","none"],["algo","ot","direct"],["order","ot","crs"],["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot","2d"],["fetch","ot","texel"],["stage","ot","fragment"],["rows_scale","ot",1]]})",
-            "6524fabaf85a4ce2", "e774b13ab0b0ff10"},
-        Pin{"Frag_dw", Target::kGlesFrag, kDepthwise, 18432, 3312,
-            R"({"index":0,"entity":[["out_rows","ot",1],["out_cols","ot",1],["packing","ot","none"],["algo","ot","direct"],["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot","2d"],["fetch","ot","texel"],["stage","ot","fragment"],["rows_scale","ot",1]]})",
-            "fd2f7fed47912b17", "5265cd2791a36ab1"},
+        Pin{"Frag_dense", Target::kGlesFrag, kDense, 55296, 5568,
+            R"({"index":0,"entity":[["out_rows","ot",1],["out_cols","ot",1],["packing","ot","none"],["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot","2d"],["fetch","ot","texel"],["stage","ot","fragment"],["rows_scale","ot",1],["col_scale","ot",1],["out_wrap","ot","2048"]]})",
+            "2244bc2bbe6a24e9", "83d3da88b1ad1024"},
+        Pin{"Frag_conv", Target::kGlesFrag, kConv, 73728, 12768,
+            R"({"index":0,"entity":[["out_rows","ot",1],["out_cols","ot",1],["packing","ot","none"],["algo","ot","direct"],["order","ot","crs"],["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot","2d"],["fetch","ot","texel"],["stage","ot","fragment"],["rows_scale","ot",1],["out_wrap","ot","2048"]]})",
+            "9fc237298dcf0f20", "8f1e486b583616d6"},
+        Pin{"Frag_dw", Target::kGlesFrag, kDepthwise, 36864, 3888,
+            R"({"index":0,"entity":[["out_rows","ot",1],["out_cols","ot",1],["packing","ot","none"],["algo","ot","direct"],["unroll","ot",1],["layout_data","ot","2d"],["layout_weight","ot","2d"],["layout_out","ot","2d"],["fetch","ot","texel"],["stage","ot","fragment"],["rows_scale","ot",1],["out_wrap","ot","2048"]]})",
+            "7c28c5cc1cef0adc", "a0b1c66876f7515e"},
         Pin{"Compute_dense", Target::kGlesCompute, kDense, 4952064, 190317,
             R"({"index":133,"entity":[["tile_y","sp",[8,8,1]],["tile_x","sp",[12,8,1]],["tile_k","sp",[48,1]],["use_shared","ot",0],["vec4","ot",0],["unroll","ot",1],["double_buffer","ot",0],["k_split","ot",1],["k_groups","ot",1]]})",
             "065068974528e14f", "89ef1005e59fb2ea"},

@@ -133,8 +133,8 @@ int64_t median(std::vector<int64_t> v) {
 TEST(Features, SameLengthForEveryConfigOfASpace) {
   const Task frag = Task::create(Workload::dense(256, 256, 256), Target::kGlesFrag);
   const size_t length = feature_names(frag).size();
-  // 11 knobs of one feature each, then the analytic features.
-  EXPECT_EQ(length, 11 + kAnalyticFeatures);
+  // 12 knobs of one feature each, then the analytic features.
+  EXPECT_EQ(length, 12 + kAnalyticFeatures);
   for (int64_t index : frag.space->valid_indices())
     ASSERT_EQ(config_features(frag, frag.space->get(index)).size(), length) << index;
 
