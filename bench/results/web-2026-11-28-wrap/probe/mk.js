@@ -1,0 +1,15 @@
+const fs=require('fs');
+const [src, dst, W] = [process.argv[2], process.argv[3], +process.argv[4]];
+const a=JSON.parse(fs.readFileSync(src));
+const o=a.artifact.output; const items=Math.ceil(o.rows/o.rows_per_item)*Math.ceil(o.cols/o.channels);
+const colBlocks=Math.ceil(o.cols/o.channels);
+const H=Math.ceil(items/W);
+let s=a.artifact.source;
+const old="  int rb = px.y;\n  int cb = px.x;\n";
+if(!s.includes(old)) throw new Error('no 2d decode');
+let zero=''; for(let j=0;j<o.rows_per_item;++j) zero+=`o${j} = vec4(0.0); `;
+const guard = W*H>items ? `  if (t >= ${items}) { ${zero}return; }\n` : '';
+s=s.replace(old, `  int t = px.y * ${W} + px.x;\n${guard}  int rb = t / ${colBlocks};\n  int cb = t - rb * ${colBlocks};\n`);
+a.artifact.source=s; o.width=W; o.height=H;
+fs.writeFileSync(dst, JSON.stringify(a));
+console.log(dst, W, H, items);
