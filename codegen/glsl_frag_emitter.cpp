@@ -59,11 +59,11 @@
 ///           (a division and a modulo per fragment, by constants). The 2d layout of a
 ///           convolution with few output channels, and the flat one of up to 2048 items, are a
 ///           few texels tall: MobileNet-v2's 96→24 pointwise layer at out_rows 4 draws 784×6
-///           (2d) or 2048×3 (flat). SwiftShader ran such a draw alone (draw, then a blocking
-///           1-texel read) 1.3–1.7× slower than the same shader drawn into 98×48 or 64×74; any
-///           height from 12 to 96 did as well, and batches of draws ran the same in every
-///           shape (docs/benchmarks.md, "Output textures a few texels tall"). Last, and absent
-///           in older records (2048), so that their indices and kernels stay what they were.
+///           (2d) or 2048×3 (flat). SwiftShader ran that shader alone (a draw, then a blocking
+///           1-texel read) at 4.0–6.0 GFLOP/s into 784×6, and at 6.0–7.6 into textures 12 to 96
+///           texels tall; batches of draws ran the same in every shape (docs/benchmarks.md,
+///           "Output textures a few texels tall"). Last, and absent in older records (2048), so
+///           that their indices and kernels stay what they were.
 /// fetch     {texel,lod,texture}  How ldN reads a texel: texelFetch(ivec2, 0), or textureLod
 ///           (level 0) or texture() at the texel's centre in normalized coordinates (NEAREST
 ///           filtering, one level: the same value). Same result, different code in the
