@@ -19,161 +19,144 @@
 // download phases.
 //
 //   node bench/web_vs_tfjs/probe_readback_phases.mjs ARTIFACT.json [...]
-import fs from 'node:fs';
-import { openSession } from './session.mjs';
+import { probeArtifacts } from './session.mjs';
 
-const files = process.argv.slice(2);
-if (!files.length) {
-  console.error('usage: probe_readback_phases.mjs ARTIFACT.json [...]');
-  process.exit(2);
-}
-const s = await openSession();
-try {
-  const out = {};
-  for (const f of files) {
-    const record = JSON.parse(fs.readFileSync(f, 'utf8'));
-    out[f] = await s.page.evaluate(async (record) => {
-      const { GLKernel } = await import('/runtime/webgl2.mjs');
-      const med = (v) => { const a = [...v].sort((x, y) => x - y); return a.length ? a[a.length >> 1] : null; };
-      const start = GLKernel.prototype.startReadOutput;
-      const finish = GLKernel.prototype.finishReadOutput;
-      const o = record.artifact.output;
-      const N = o.rows_per_item;
-      const texels = o.width * o.height;
-      let cached = null;  // the correct output, from the first full read
-      let way = 'current';
-      let reads = N;
-      const phases = { issue: [], download: [] };
-      const gather = new WeakMap();  // kernel -> {fb, pbo}
-      let gatherBad = null;
-      GLKernel.prototype.startReadOutput = function () {
-        const gl = this.gl;
-        const b = performance.now();
-        if (way === 'current' || !cached) {
-          start.call(this);
-        } else if (way === 'reads') {
-          // the first `reads` targets only, as the executor queues them
-          if (!this.packBuffer) start.call(this);
-          else {
-            gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
-            for (let j = 0; j < reads; ++j) {
-              gl.readBuffer(gl.COLOR_ATTACHMENT0 + j);
-              gl.readPixels(0, 0, o.width, o.height, gl.RGBA, gl.FLOAT, j * texels * 16);
-            }
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
-            gl.readBuffer(gl.COLOR_ATTACHMENT0);
-          }
-        } else if (way === 'sync1') {
-          // nothing queued: finish reads target 0 synchronously into client memory
-        } else if (way === 'blit' || way === 'blit_sync') {
-          // every target blitted into one texture N times as tall, then one read of it
-          let g = gather.get(this);
-          if (!g) {
-            const t = gl.createTexture();
-            gl.bindTexture(gl.TEXTURE_2D, t);
-            gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA32F, o.width, o.height * N);
-            gl.bindTexture(gl.TEXTURE_2D, null);
-            const fb = gl.createFramebuffer();
-            gl.bindFramebuffer(gl.FRAMEBUFFER, fb);
-            gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, t, 0);
-            const pbo = gl.createBuffer();
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, pbo);
-            gl.bufferData(gl.PIXEL_PACK_BUFFER, texels * 16 * N, gl.STREAM_READ);
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
-            g = { fb, pbo, t };
-            gather.set(this, g);
-          }
-          gl.bindFramebuffer(gl.READ_FRAMEBUFFER, this.framebuffer);
-          gl.bindFramebuffer(gl.DRAW_FRAMEBUFFER, g.fb);
-          for (let j = 0; j < N; ++j) {
-            gl.readBuffer(gl.COLOR_ATTACHMENT0 + j);
-            gl.blitFramebuffer(0, 0, o.width, o.height, 0, j * o.height, o.width, (j + 1) * o.height, gl.COLOR_BUFFER_BIT, gl.NEAREST);
-          }
-          gl.bindFramebuffer(gl.READ_FRAMEBUFFER, g.fb);
-          gl.readBuffer(gl.COLOR_ATTACHMENT0);
-          if (way === 'blit') {
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, g.pbo);
-            gl.readPixels(0, 0, o.width, o.height * N, gl.RGBA, gl.FLOAT, 0);
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
-          }
-          gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
-          gl.readBuffer(gl.COLOR_ATTACHMENT0);
+await probeArtifacts('probe_readback_phases.mjs ARTIFACT.json [...]', async (record) => {
+  const { GLKernel } = await import('/runtime/webgl2.mjs');
+  const med = (v) => { const a = [...v].sort((x, y) => x - y); return a.length ? a[a.length >> 1] : null; };
+  const start = GLKernel.prototype.startReadOutput;
+  const finish = GLKernel.prototype.finishReadOutput;
+  const o = record.artifact.output;
+  const N = o.rows_per_item;
+  const texels = o.width * o.height;
+  let cached = null;  // the correct output, from the first full read
+  let way = 'current';
+  let reads = N;
+  const phases = { issue: [], download: [] };
+  const gather = new WeakMap();  // kernel -> {fb, pbo}
+  let gatherBad = null;
+  GLKernel.prototype.startReadOutput = function () {
+    const gl = this.gl;
+    const b = performance.now();
+    if (way === 'current' || !cached) {
+      start.call(this);
+    } else if (way === 'reads') {
+      // the first `reads` targets only, as the executor queues them
+      if (!this.packBuffer) start.call(this);
+      else {
+        gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+        for (let j = 0; j < reads; ++j) {
+          gl.readBuffer(gl.COLOR_ATTACHMENT0 + j);
+          gl.readPixels(0, 0, o.width, o.height, gl.RGBA, gl.FLOAT, j * texels * 16);
         }
-        phases.issue.push(performance.now() - b);
-      };
-      GLKernel.prototype.finishReadOutput = function (opts) {
-        const gl = this.gl;
-        const b = performance.now();
-        let r;
-        if (way === 'current' || !cached) {
-          r = finish.call(this, opts);
-          if (!cached) cached = r;
-        } else if (way === 'reads') {
-          const a = this.packStaging || (this.packStaging = new Float32Array(texels * 4 * N));
-          gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
-          gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, a, 0, reads * texels * 4);
-          gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
-          r = cached;
-        } else if (way === 'sync1') {
-          const a = this.packStaging || (this.packStaging = new Float32Array(texels * 4 * N));
-          gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
-          gl.readBuffer(gl.COLOR_ATTACHMENT0);
-          gl.readPixels(0, 0, o.width, o.height, gl.RGBA, gl.FLOAT, a.subarray(0, texels * 4));
-          r = cached;
-        } else {
-          const g = gather.get(this);
-          const a = g.staging || (g.staging = new Float32Array(texels * 4 * N));
-          if (way === 'blit') {
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, g.pbo);
-            gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, a);
-            gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
-          } else {
-            gl.bindFramebuffer(gl.FRAMEBUFFER, g.fb);
-            gl.readBuffer(gl.COLOR_ATTACHMENT0);
-            gl.readPixels(0, 0, o.width, o.height * N, gl.RGBA, gl.FLOAT, a);
-            gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
-          }
-          if (gatherBad === null) {
-            // the gathered texels against the executor's own read of the same targets
-            start.call(this);
-            finish.call(this, {});
-            const ref = this.packStaging;
-            gatherBad = 0;
-            for (let i = 0; i < a.length; ++i) if (a[i] !== ref[i] && !(Number.isNaN(a[i]) && Number.isNaN(ref[i]))) ++gatherBad;
-          }
-          r = cached;
-        }
-        phases.download.push(performance.now() - b);
-        return r;
-      };
-      try {
-        const ROUNDS = 5;
-        const res = { targets: `${N} of ${o.width}x${o.height}` };
-        const ways = [['fence', 'current', N], ['current', 'current', N], ['reads1', 'reads', 1],
-          ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N]];
-        const acc = {};
-        for (let round = 0; round < ROUNDS; ++round) {
-          for (const [name, w, k] of ways) {
-            way = w; reads = k;
-            phases.issue.length = 0; phases.download.length = 0;
-            const m = await window.bench.runWebtune(record, { mode: name === 'fence' ? 'fence' : 'readback', repeat: 15 });
-            (acc[name] ||= []).push([m.median_s * 1e3, med(phases.issue), med(phases.download)]);
-          }
-        }
-        for (const [name, v] of Object.entries(acc)) {
-          res[name] = v.map(([t, i, d]) => `${t.toFixed(3)}` + (i === null ? '' : ` (issue ${i.toFixed(3)}, download ${d.toFixed(3)})`)).join(' | ');
-        }
-        res.blit_bad_floats = gatherBad;
-        return res;
-      } finally {
-        GLKernel.prototype.startReadOutput = start;
-        GLKernel.prototype.finishReadOutput = finish;
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+        gl.readBuffer(gl.COLOR_ATTACHMENT0);
       }
-    }, record);
-    console.error(f, JSON.stringify(out[f]));
+    } else if (way === 'sync1') {
+      // nothing queued: finish reads target 0 synchronously into client memory
+    } else if (way === 'blit' || way === 'blit_sync') {
+      // every target blitted into one texture N times as tall, then one read of it
+      let g = gather.get(this);
+      if (!g) {
+        const t = gl.createTexture();
+        gl.bindTexture(gl.TEXTURE_2D, t);
+        gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA32F, o.width, o.height * N);
+        gl.bindTexture(gl.TEXTURE_2D, null);
+        const fb = gl.createFramebuffer();
+        gl.bindFramebuffer(gl.FRAMEBUFFER, fb);
+        gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, t, 0);
+        const pbo = gl.createBuffer();
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, pbo);
+        gl.bufferData(gl.PIXEL_PACK_BUFFER, texels * 16 * N, gl.STREAM_READ);
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+        g = { fb, pbo, t };
+        gather.set(this, g);
+      }
+      gl.bindFramebuffer(gl.READ_FRAMEBUFFER, this.framebuffer);
+      gl.bindFramebuffer(gl.DRAW_FRAMEBUFFER, g.fb);
+      for (let j = 0; j < N; ++j) {
+        gl.readBuffer(gl.COLOR_ATTACHMENT0 + j);
+        gl.blitFramebuffer(0, 0, o.width, o.height, 0, j * o.height, o.width, (j + 1) * o.height, gl.COLOR_BUFFER_BIT, gl.NEAREST);
+      }
+      gl.bindFramebuffer(gl.READ_FRAMEBUFFER, g.fb);
+      gl.readBuffer(gl.COLOR_ATTACHMENT0);
+      if (way === 'blit') {
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, g.pbo);
+        gl.readPixels(0, 0, o.width, o.height * N, gl.RGBA, gl.FLOAT, 0);
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+      }
+      gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
+      gl.readBuffer(gl.COLOR_ATTACHMENT0);
+    }
+    phases.issue.push(performance.now() - b);
+  };
+  GLKernel.prototype.finishReadOutput = function (opts) {
+    const gl = this.gl;
+    const b = performance.now();
+    let r;
+    if (way === 'current' || !cached) {
+      r = finish.call(this, opts);
+      if (!cached) cached = r;
+    } else if (way === 'reads') {
+      const a = this.packStaging || (this.packStaging = new Float32Array(texels * 4 * N));
+      gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+      gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, a, 0, reads * texels * 4);
+      gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+      r = cached;
+    } else if (way === 'sync1') {
+      const a = this.packStaging || (this.packStaging = new Float32Array(texels * 4 * N));
+      gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
+      gl.readBuffer(gl.COLOR_ATTACHMENT0);
+      gl.readPixels(0, 0, o.width, o.height, gl.RGBA, gl.FLOAT, a.subarray(0, texels * 4));
+      r = cached;
+    } else {
+      const g = gather.get(this);
+      const a = g.staging || (g.staging = new Float32Array(texels * 4 * N));
+      if (way === 'blit') {
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, g.pbo);
+        gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, a);
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+      } else {
+        gl.bindFramebuffer(gl.FRAMEBUFFER, g.fb);
+        gl.readBuffer(gl.COLOR_ATTACHMENT0);
+        gl.readPixels(0, 0, o.width, o.height * N, gl.RGBA, gl.FLOAT, a);
+        gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
+      }
+      if (gatherBad === null) {
+        // the gathered texels against the executor's own read of the same targets
+        start.call(this);
+        finish.call(this, {});
+        const ref = this.packStaging;
+        gatherBad = 0;
+        for (let i = 0; i < a.length; ++i) if (a[i] !== ref[i] && !(Number.isNaN(a[i]) && Number.isNaN(ref[i]))) ++gatherBad;
+      }
+      r = cached;
+    }
+    phases.download.push(performance.now() - b);
+    return r;
+  };
+  try {
+    const ROUNDS = 5;
+    const res = { targets: `${N} of ${o.width}x${o.height}` };
+    const ways = [['fence', 'current', N], ['current', 'current', N], ['reads1', 'reads', 1],
+      ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N]];
+    const acc = {};
+    for (let round = 0; round < ROUNDS; ++round) {
+      for (const [name, w, k] of ways) {
+        way = w; reads = k;
+        phases.issue.length = 0; phases.download.length = 0;
+        const m = await window.bench.runWebtune(record, { mode: name === 'fence' ? 'fence' : 'readback', repeat: 15 });
+        (acc[name] ||= []).push([m.median_s * 1e3, med(phases.issue), med(phases.download)]);
+      }
+    }
+    for (const [name, v] of Object.entries(acc)) {
+      res[name] = v.map(([t, i, d]) => `${t.toFixed(3)}` + (i === null ? '' : ` (issue ${i.toFixed(3)}, download ${d.toFixed(3)})`)).join(' | ');
+    }
+    res.blit_bad_floats = gatherBad;
+    return res;
+  } finally {
+    GLKernel.prototype.startReadOutput = start;
+    GLKernel.prototype.finishReadOutput = finish;
   }
-  console.log(JSON.stringify(out, null, 1));
-} finally {
-  await s.close();
-}
+});

@@ -93,3 +93,29 @@ export async function openSession({ gl = 'swiftshader', chromium = process.env.W
     throw e;
   }
 }
+
+/**
+ * The driver of a probe over tuned artifacts (`node probe_….mjs ARTIFACT.json [...]`): opens one
+ * session, runs `inPage(record)` in the page for each file given (`record`: the file's
+ * `webtune artifact` JSON; `inPage` goes through puppeteer's evaluate, so it must use nothing
+ * from node) and prints {file: result} as JSON on stdout, each result on stderr as it comes.
+ * Without files it prints `usage` and exits with status 2.
+ */
+export async function probeArtifacts(usage, inPage) {
+  const files = process.argv.slice(2);
+  if (!files.length) {
+    console.error(`usage: ${usage}`);
+    process.exit(2);
+  }
+  const session = await openSession();
+  try {
+    const out = {};
+    for (const f of files) {
+      out[f] = await session.page.evaluate(inPage, JSON.parse(fs.readFileSync(f, 'utf8')));
+      console.error(f, JSON.stringify(out[f]));
+    }
+    console.log(JSON.stringify(out, null, 1));
+  } finally {
+    await session.close();
+  }
+}
