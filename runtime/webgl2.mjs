@@ -643,6 +643,10 @@ export class GLKernel {
    * for all targets: a synchronous readPixels per target is one round trip to the GPU process
    * each, and each waits. TensorFlow.js's data() reads through a pixel-pack buffer likewise.
    * Transform-feedback kernels already write a buffer: nothing to queue.
+   *
+   * Where readsRowMajor() holds, the reads interleave the targets' rows (PACK_ROW_LENGTH) so
+   * that the buffer holds the row-major output itself, and finishReadOutput downloads it with
+   * no unpacking.
    */
   startReadOutput() {
     if (this.feedback) return;
@@ -655,16 +659,38 @@ export class GLKernel {
       gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
       gl.bufferData(gl.PIXEL_PACK_BUFFER, texels * 16 * out.rows_per_item, gl.STREAM_READ);
     }
+    this.packedRowMajor = this.readsRowMajor();
     gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
     gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
     gl.pixelStorei(gl.PACK_ALIGNMENT, 4);
+    // Texture row y of target j is output row y·rows_per_item + j: with rows of
+    // width·rows_per_item texels in the buffer, target j starts at texel j·width.
+    if (this.packedRowMajor) gl.pixelStorei(gl.PACK_ROW_LENGTH, out.width * out.rows_per_item);
     for (let j = 0; j < out.rows_per_item; ++j) {
       // RGBA/FLOAT: the read format EXT_color_buffer_float always allows (as readAttachment).
       gl.readBuffer(gl.COLOR_ATTACHMENT0 + j);
-      gl.readPixels(0, 0, out.width, out.height, gl.RGBA, gl.FLOAT, j * texels * 16);
+      gl.readPixels(0, 0, out.width, out.height, gl.RGBA, gl.FLOAT,
+                    (this.packedRowMajor ? j * out.width : j * texels) * 16);
     }
+    if (this.packedRowMajor) gl.pixelStorei(gl.PACK_ROW_LENGTH, 0);
     gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
     gl.readBuffer(gl.COLOR_ATTACHMENT0);
+  }
+
+  /**
+   * Whether texture row y of render target j holds exactly output row y·rows_per_item + j:
+   * RGBA targets one block row wide (width = cols / 4, as a 2d output layout is, or a flat one of
+   * that width), no padded columns (cols a multiple of 4), no quad layers, no feedback. The read
+   * then skips the unpacking, one copy of the whole output and a staging buffer of its size.
+   * Measured (bench/web_vs_tfjs/probe_readback_phases.mjs, Chromium 156 on SwiftShader, AMD EPYC
+   * Zen 5, 2026-11-29): about 1 ms of MobileNet-v2's 4.8 MB 16→96 layer's 22 ms read-back,
+   * within the spread of its rounds; most of those 22 ms is allocating and first writing the
+   * Float32Array returned. A method, so that a probe can compare both reads.
+   */
+  readsRowMajor() {
+    const out = this.artifact.output;
+    return !this.feedback && !out.quad_layers && out.channels === 4 && out.cols % 4 === 0 &&
+           out.width === out.cols / 4 && out.height * out.rows_per_item >= out.rows;
   }
 
   /**
@@ -678,6 +704,16 @@ export class GLKernel {
     const out = this.artifact.output;
     if (this.feedback) return this.readOutput();
     if (!this.packBuffer) throw new Error('finishReadOutput() without startReadOutput()');
+    if (this.packedRowMajor) {
+      // The buffer's first rows·cols floats are the output (rows of a last, partial block come
+      // after them).
+      const result = new Float32Array(out.rows * out.cols);
+      gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+      gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, result);
+      gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+      if (checkErrors) this.checkGl('reading the render targets back');
+      return result;
+    }
     const texels = out.width * out.height;
     // The staging array is kept between reads (unpack copies out of it): allocating and
     // zeroing hundreds of KiB each time was a quarter of the JavaScript side of a read-back.

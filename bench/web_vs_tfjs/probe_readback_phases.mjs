@@ -7,6 +7,13 @@
 //   fence      fence-only: a blocking 1-texel read after the draw, nothing read back;
 //   current    the executor's read-back: every render target's readPixels queued into one
 //              pixel-pack buffer, then one getBufferSubData (which waits), then the unpacking;
+//   unpacked   the executor's read-back as it was before 2026-11-29: every target at its own
+//              offset, then unpacked to the logical layout (`current` reads a one-block-row-wide
+//              output straight into row-major order: GLKernel.readsRowMajor);
+//   readsN     every target queued and downloaded as `unpacked` does, but not unpacked (what the
+//              unpacking costs);
+//   readsN_fresh  readsN into a new Float32Array each time, as a read that returns its output
+//              must allocate (what allocating, and collecting, that array costs);
 //   reads1     the same with target 0 only queued and downloaded (what one target would cost);
 //   sync1      target 0 only, one synchronous readPixels into client memory, no pixel-pack buffer;
 //   blit       every target blitted into one texture N times as tall, then one queued read of it
@@ -21,11 +28,12 @@
 //   node bench/web_vs_tfjs/probe_readback_phases.mjs ARTIFACT.json [...]
 import { probeArtifacts } from './session.mjs';
 
-await probeArtifacts('probe_readback_phases.mjs ARTIFACT.json [...]', async (record) => {
+await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs ARTIFACT.json [...]', async (record, options) => {
   const { GLKernel } = await import('/runtime/webgl2.mjs');
   const med = (v) => { const a = [...v].sort((x, y) => x - y); return a.length ? a[a.length >> 1] : null; };
   const start = GLKernel.prototype.startReadOutput;
   const finish = GLKernel.prototype.finishReadOutput;
+  const rowMajor = GLKernel.prototype.readsRowMajor;
   const o = record.artifact.output;
   const N = o.rows_per_item;
   const texels = o.width * o.height;
@@ -38,9 +46,9 @@ await probeArtifacts('probe_readback_phases.mjs ARTIFACT.json [...]', async (rec
   GLKernel.prototype.startReadOutput = function () {
     const gl = this.gl;
     const b = performance.now();
-    if (way === 'current' || !cached) {
+    if (way === 'current' || way === 'unpacked' || !cached) {
       start.call(this);
-    } else if (way === 'reads') {
+    } else if (way === 'reads' || way === 'reads_fresh') {
       // the first `reads` targets only, as the executor queues them
       if (!this.packBuffer) start.call(this);
       else {
@@ -95,11 +103,12 @@ await probeArtifacts('probe_readback_phases.mjs ARTIFACT.json [...]', async (rec
     const gl = this.gl;
     const b = performance.now();
     let r;
-    if (way === 'current' || !cached) {
+    if (way === 'current' || way === 'unpacked' || !cached) {
       r = finish.call(this, opts);
       if (!cached) cached = r;
-    } else if (way === 'reads') {
-      const a = this.packStaging || (this.packStaging = new Float32Array(texels * 4 * N));
+    } else if (way === 'reads' || way === 'reads_fresh') {
+      const a = way === 'reads_fresh' ? new Float32Array(texels * 4 * N)
+        : this.packStaging || (this.packStaging = new Float32Array(texels * 4 * N));
       gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
       gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, a, 0, reads * texels * 4);
       gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
@@ -139,12 +148,16 @@ await probeArtifacts('probe_readback_phases.mjs ARTIFACT.json [...]', async (rec
   try {
     const ROUNDS = 5;
     const res = { targets: `${N} of ${o.width}x${o.height}` };
-    const ways = [['fence', 'current', N], ['current', 'current', N], ['reads1', 'reads', 1],
-      ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N]];
+    // PROBE_WAYS=fence,current,... picks some of these (all by default).
+    const allWays = [['fence', 'current', N], ['current', 'current', N], ['unpacked', 'unpacked', N], ['readsN', 'reads', N], ['readsN_fresh', 'reads_fresh', N],
+      ['reads1', 'reads', 1], ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N]];
+    const picked = options.ways;
+    const ways = picked ? allWays.filter(([name]) => picked.includes(name)) : allWays;
     const acc = {};
     for (let round = 0; round < ROUNDS; ++round) {
       for (const [name, w, k] of ways) {
         way = w; reads = k;
+        GLKernel.prototype.readsRowMajor = w === 'unpacked' ? () => false : rowMajor;
         phases.issue.length = 0; phases.download.length = 0;
         const m = await window.bench.runWebtune(record, { mode: name === 'fence' ? 'fence' : 'readback', repeat: 15 });
         (acc[name] ||= []).push([m.median_s * 1e3, med(phases.issue), med(phases.download)]);
@@ -158,5 +171,6 @@ await probeArtifacts('probe_readback_phases.mjs ARTIFACT.json [...]', async (rec
   } finally {
     GLKernel.prototype.startReadOutput = start;
     GLKernel.prototype.finishReadOutput = finish;
+    GLKernel.prototype.readsRowMajor = rowMajor;
   }
-});
+}, { ways: process.env.PROBE_WAYS ? process.env.PROBE_WAYS.split(',') : null });

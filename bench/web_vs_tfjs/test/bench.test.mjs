@@ -166,6 +166,57 @@ test('webgl2 read-back of 8 render targets through one pixel-pack buffer', { ski
   }
 });
 
+// The read-back of GLKernel (runtime/webgl2.mjs) on outputs made here: 13 rows × 8 columns in 4
+// render targets, each output element's value its row-major index. Render targets one block
+// row wide (2 × 4 texels) are read straight into row-major order (readsRowMajor: rows 13–15 of
+// the last, partial block are left out); a flat layout 4 texels wide (4 × 2) is unpacked. Both
+// must give the indices 0 … 103, as readOutput's synchronous read does.
+test('webgl2 read-back into row-major order, and unpacked, give the same output', async () => {
+  const session = await openSession();
+  try {
+    const results = await session.page.evaluate(async () => {
+      const { GLKernel } = await import('/runtime/webgl2.mjs');
+      const gl = new OffscreenCanvas(1, 1).getContext('webgl2');
+      gl.getExtension('EXT_color_buffer_float');
+      const read = (width, height) => {
+        // item t = px.y·width + px.x is block row t / 2, column block t % 2 (2 column blocks);
+        // target j holds row 4·rb + j, columns 4·cb … 4·cb + 3
+        let outs = '', body = '';
+        for (let j = 0; j < 4; ++j) {
+          outs += `layout(location = ${j}) out vec4 o${j};\n`;
+          body += `o${j} = vec4(float((rb * 4 + ${j}) * 8 + cb * 4)) + vec4(0.0, 1.0, 2.0, 3.0);\n`;
+        }
+        const source = `#version 300 es\nprecision highp float;\n${outs}void main() {\n` +
+          `ivec2 px = ivec2(gl_FragCoord.xy);\nint t = px.y * ${width} + px.x;\n` +
+          `int rb = t / 2;\nint cb = t - rb * 2;\n${body}}\n`;
+        const artifact = { target: 'gles-frag', source, inputs: [],
+                           output: { rows: 13, cols: 8, rows_per_item: 4, channels: 4, width, height } };
+        const k = new GLKernel(gl, artifact);
+        try {
+          k.compile();
+          k.createOutputs(0);
+          k.runOnce();
+          k.startReadOutput();
+          const queued = Array.from(k.finishReadOutput());
+          return { rowMajor: k.packedRowMajor, queued, sync: Array.from(k.readOutput()) };
+        } finally {
+          k.release();
+        }
+      };
+      return { blockRow: read(2, 4), flat: read(4, 2) };
+    });
+    const indices = Array.from({ length: 13 * 8 }, (_, i) => i);
+    assert.equal(results.blockRow.rowMajor, true);
+    assert.equal(results.flat.rowMajor, false);
+    for (const [name, r] of Object.entries(results)) {
+      assert.deepEqual(r.queued, indices, `${name}: queued read-back`);
+      assert.deepEqual(r.sync, indices, `${name}: synchronous read`);
+    }
+  } finally {
+    await session.close();
+  }
+});
+
 // Stored artifacts of dense 512 (tuned on 2026-11-22; the wasm kernel uses 2 threads): bench.mjs
 // compares each target in both modes, and tfjs wasm gets the kernel's thread count.
 const STORED = path.join(root, 'bench/results/web-2026-11-22-vertex/artifacts');
