@@ -21,7 +21,9 @@
 // - "readback": each sample is the op plus the output read back into a Float32Array. webgl2:
 //   both sides block: tfjs `y.dataSync()`; webtune the executor's options.readback (every
 //   render target's readPixels queued into a pixel-pack buffer, then one getBufferSubData,
-//   which blocks until the draws and reads are done, and the unpacking to the logical layout;
+//   which blocks until the draws and reads are done, and the unpacking to the logical layout,
+//   or since 2026-11-29 no unpacking where the reads land in row-major order (GLKernel
+//   readsRowMajor); the read returns a new Float32Array, as tfjs's does;
 //   until 2026-11-28 13:00 UTC a 1-texel read waited before the download, one more round trip).
 //   webgpu: tfjs `await y.data()`;
 //   webtune copies to a MAP_READ buffer, mapAsync, copy out. wasm: tfjs `await y.data()`;
