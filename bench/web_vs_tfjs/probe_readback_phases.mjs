@@ -25,7 +25,7 @@
 // Prints JSON: per artifact and way, the median ms of each round, with the read's issue and
 // download phases.
 //
-//   node bench/web_vs_tfjs/probe_readback_phases.mjs ARTIFACT.json [...]
+//   [PROBE_WAYS=fence,current,...] node bench/web_vs_tfjs/probe_readback_phases.mjs ARTIFACT.json [...]
 import { probeArtifacts } from './session.mjs';
 
 await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs ARTIFACT.json [...]', async (record, options) => {
@@ -149,8 +149,9 @@ await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs A
     const ROUNDS = 5;
     const res = { targets: `${N} of ${o.width}x${o.height}` };
     // PROBE_WAYS=fence,current,... picks some of these (all by default).
-    const allWays = [['fence', 'current', N], ['current', 'current', N], ['unpacked', 'unpacked', N], ['readsN', 'reads', N], ['readsN_fresh', 'reads_fresh', N],
-      ['reads1', 'reads', 1], ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N]];
+    const allWays = [['fence', 'current', N], ['current', 'current', N], ['unpacked', 'unpacked', N],
+      ['readsN', 'reads', N], ['readsN_fresh', 'reads_fresh', N], ['reads1', 'reads', 1],
+      ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N]];
     const picked = options.ways;
     const ways = picked ? allWays.filter(([name]) => picked.includes(name)) : allWays;
     const acc = {};

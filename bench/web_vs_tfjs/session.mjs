@@ -98,8 +98,9 @@ export async function openSession({ gl = 'swiftshader', chromium = process.env.W
  * The driver of a probe over tuned artifacts (`node probe_….mjs ARTIFACT.json [...]`): opens one
  * session, runs `inPage(record, options)` in the page for each file given (`record`: the file's
  * `webtune artifact` JSON; `options`: the probe's own JSON-serialisable settings, read in node;
- * `inPage` goes through puppeteer's evaluate, so it must use nothing else from node) and prints {file: result} as JSON on stdout, each result on stderr as it comes.
- * Without files it prints `usage` and exits with status 2.
+ * `inPage` goes through puppeteer's evaluate, so it must use nothing else from node) and prints
+ * {file: result} as JSON on stdout, each result on stderr as it comes. Without files it prints
+ * `usage` and exits with status 2.
  */
 export async function probeArtifacts(usage, inPage, options = {}) {
   const files = process.argv.slice(2);
