@@ -31,7 +31,8 @@ import { pack, unpack, unpackTensor } from './layout.mjs';
 import { OP_TYPES, runOp } from './ops.mjs';
 import { GLKernel, checkGl, contextInfo, createArrayTexture, createContext, createTexture, readLayers, readTextures, writeTexture } from './webgl2.mjs';
 import { GPUKernel, createBuffer, deviceLimits, readBuffer, requestDevice, scoped } from './webgpu.mjs';
-import { CONTROL, PAGE_BYTES, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, startWorkers, storedTrap, writeFloats } from './wasm.mjs';
+import { PAGE_BYTES, WasmKernel, createMemory, defaultWorkerFactory, hasThreads, writeFloats } from './wasm.mjs';
+import { WasmHelperPool } from './wasm_pool.mjs';
 
 /** The package format this runtime reads (manifest "format" and "version"). */
 export const FORMAT = 'webtune-package';
@@ -710,9 +711,6 @@ class GPUModel extends Model {
 
 // ---- WebAssembly (artifact target wasm) ----
 
-/** How long the page waits for a threaded kernel's helpers after its own share, in ms. */
-const HELPER_WAIT_MS = 30000;
-
 class WasmModel extends Model {
   async setUp() {
     if (this.manifest.wasm_memory) return this.setUpLinear(this.manifest.wasm_memory);
@@ -808,7 +806,6 @@ class WasmModel extends Model {
    */
   async setUpSteps(kernelStep) {
     this.steps = new Map();
-    this.pool = [];
     const steps = this.manifest.steps;
     for (let i = 0; i < steps.length; ++i) {
       const step = steps[i];
@@ -833,10 +830,10 @@ class WasmModel extends Model {
   }
 
   /**
-   * One pool of workers for every threaded kernel (as many as the most threads a kernel uses):
-   * each worker instantiates every threaded kernel over its shared memory ('add'), then the
-   * helpers serve executions of whichever kernel the leader names (wasm_worker.mjs, shared
-   * pools), so a package starts max T workers, not one set per kernel.
+   * One pool of workers for every threaded kernel (as many as the most threads a kernel uses,
+   * minus this thread, which is tid 0 of each: wasm_pool.mjs): each worker instantiates every
+   * threaded kernel over its shared memory, then serves executions of whichever kernel this
+   * thread names, so a package starts max T − 1 workers, not one set per kernel.
    */
   async startPool() {
     // Each threaded kernel once, keyed by the first step that runs it (steps of a linear-memory
@@ -853,64 +850,22 @@ class WasmModel extends Model {
     }
     if (!threaded.length) return;
     const size = Math.max(...threaded.map(([, e]) => e.kernel.plan.threads));
-    this.factory = this.options.workerFactory || await defaultWorkerFactory();
-    this.pool = [];
-    // This thread is tid 0 of every threaded kernel (tfjs and onnxruntime-web run their ops on
-    // the page's thread too): the pool is the size − 1 helpers, and a step costs no message.
-    await startWorkers(this.pool, size - 1, this.factory);
+    const factory = this.options.workerFactory || await defaultWorkerFactory();
+    this.helperPool = new WasmHelperPool(size - 1, factory);
+    await this.helperPool.start();
     for (const [i, { kernel }] of threaded) {
       try {
-        await kernel.instantiateHere(kernel.memory);
+        await this.helperPool.add(i, kernel);
       } catch (e) {
         throw new StepError(i, this.manifest.steps[i], e);
       }
-      for (const thread of this.pool) {
-        thread.post({ cmd: 'add', key: i, module: kernel.module, memory: kernel.memory, threads: kernel.plan.threads });
-      }
-      for (const thread of this.pool) {
-        const reply = await thread.next();
-        if (reply.error) {
-          throw new StepError(i, this.manifest.steps[i], new MeasureError(ErrorNo.COMPILE_DEVICE,
-            `the module does not instantiate with the ABI's imports: ${reply.error}`));
-        }
-      }
     }
-    this.control = new SharedArrayBuffer(CONTROL.BYTES);
-    this.ctl = new Int32Array(this.control);
-    this.pool.forEach((thread, h) => thread.post({ cmd: 'serve', control: this.control, size, tid: h + 1 }));
-    for (const thread of this.pool) await thread.next();
+    await this.helperPool.serve();
   }
 
-  /**
-   * One execution of a threaded kernel: the helpers are started through the control block, this
-   * thread runs run(0), then waits for every helper by polling (a page may not Atomics.wait).
-   * A trap on any thread is RUNTIME_DEVICE; helpers that are not done after HELPER_WAIT_MS
-   * (a kernel that hangs) end the model: its workers are terminated and it is disposed.
-   */
+  /** One execution of a threaded kernel (WasmHelperPool.run); a hung helper disposes the model. */
   runThreaded(entry) {
-    const ctl = this.ctl;
-    Atomics.store(ctl, CONTROL.TRAP_TID, 0);
-    Atomics.store(ctl, CONTROL.KERNEL, entry.key);
-    Atomics.store(ctl, CONTROL.DONE, 0);
-    Atomics.add(ctl, CONTROL.GEN, 1);
-    Atomics.notify(ctl, CONTROL.GEN);
-    let trap = null;
-    try {
-      entry.kernel.runHere();
-    } catch (e) {
-      trap = e;
-    }
-    const helpers = this.pool.length;
-    const start = performance.now();
-    while (Atomics.load(ctl, CONTROL.DONE) < helpers) {
-      if (performance.now() - start > HELPER_WAIT_MS) {
-        this.dispose();
-        throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `a helper thread of the kernel did not finish within ${HELPER_WAIT_MS / 1000} s; the model was disposed`);
-      }
-    }
-    if (trap) throw trap;
-    const helperTrap = storedTrap(ctl);
-    if (helperTrap) throw new MeasureError(ErrorNo.RUNTIME_DEVICE, `the kernel trapped: ${helperTrap}`);
+    this.helperPool.run(entry.key, entry.kernel, () => this.dispose(), 'the model was disposed');
   }
 
   valueArray(value) {
@@ -971,14 +926,7 @@ class WasmModel extends Model {
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
-    if (this.control) {
-      const ctl = new Int32Array(this.control);
-      Atomics.store(ctl, CONTROL.STOP, 1);
-      Atomics.add(ctl, CONTROL.GEN, 1);
-      Atomics.notify(ctl, CONTROL.GEN);
-      this.control = null;
-    }
-    for (const thread of this.pool ?? []) thread.terminate('disposed');
-    this.pool = [];
+    this.helperPool?.dispose();
+    this.helperPool = null;
   }
 }

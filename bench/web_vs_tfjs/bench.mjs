@@ -5,7 +5,7 @@
 //   node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
 //        [--workloads configs/workloads/matmul.json,configs/workloads/resnet18.json]
 //        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--rounds 6] [--repeat 5]
-//        [--tfjs-wasm-threads match|default|N] [--batch 16]
+//        [--tfjs-wasm-threads match|default|N] [--batch 16] [--wasm-runner page|agent]
 //
 // Tasks are looked up by name in the --workloads files (--tasks all: every task of them;
 // webtune's workload JSON; a task's
@@ -24,6 +24,13 @@
 // those medians, and the table also gives the spread of the per-round ratios. When DIR also
 // holds runners-up (<target>-<task>.rank<R>.json, see run), they and the best record are first
 // re-measured side by side (pickFinalist, fence timing) and the fastest here is the one compared.
+//
+// webtune's wasm kernels run (--wasm-runner) "page" (default, since 2026-11-29): as a package
+// runs them (runtime/model.mjs): tid 0 on the page's thread, the other threads in helper
+// workers, timed on the page around synchronous calls, as tfjs's ops are; or "agent": through
+// the browser agent's executor, every thread in workers and the clock in the leader worker, as
+// the tuner times a trial (page.mjs says why the two differ on fence-only samples). The
+// finalists are picked through the agent either way.
 //
 // tfjs wasm's thread count: "match" (default) gives it the thread count of the webtune kernel
 // the row compares (artifact.wasm.threads), "default" leaves tfjs's own choice (on this 2-core
@@ -61,6 +68,8 @@ const { values: opts } = parseArgs({
     batch: { type: 'string', default: '16' },
     // tfjs wasm's thread count: match (webtune's kernel's), default (tfjs's own choice), or N.
     'tfjs-wasm-threads': { type: 'string', default: 'match' },
+    // How webtune's wasm kernels run: page (as a package runs them) or agent (as tuned).
+    'wasm-runner': { type: 'string', default: 'page' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
   },
 });
@@ -78,6 +87,11 @@ if (!(batch >= 2)) {
 const tfjsThreads = opts['tfjs-wasm-threads'];
 if (!/^(match|default|[1-9][0-9]*)$/.test(tfjsThreads)) {
   console.error(`bench: --tfjs-wasm-threads takes match, default or a count, not '${tfjsThreads}'`);
+  process.exit(2);
+}
+const wasmRunner = opts['wasm-runner'];
+if (wasmRunner !== 'page' && wasmRunner !== 'agent') {
+  console.error(`bench: --wasm-runner takes page or agent, not '${wasmRunner}'`);
   process.exit(2);
 }
 if (!(repeat >= 1 && rounds >= 1 && repeat * rounds >= 10)) {
@@ -255,6 +269,7 @@ async function main() {
     env.flags = args;
     env.gl = opts.gl;
     env.tfjs_wasm_threads_requested = tfjsThreads;
+    env.wasm_runner = wasmRunner;
     console.error(`bench: ${env.chromium}, ${opts.gl}, WebGL2 ${env.webgl2_renderer}, WebGPU ${env.webgpu_adapter}, ` +
       `cross-origin isolated: ${env.cross_origin_isolated}`);
 
@@ -297,8 +312,8 @@ async function main() {
           if (!record || row.skipped) return;
           await settle();
           try {
-            ours[mode].push(await page.evaluate((rec, n, md, b) => window.bench.runWebtune(rec, { repeat: n, mode: md, batch: b }),
-              record, repeat, mode, batch));
+            ours[mode].push(await page.evaluate((rec, n, md, b, wr) => window.bench.runWebtune(rec, { repeat: n, mode: md, batch: b, wasmRunner: wr }),
+              record, repeat, mode, batch, wasmRunner));
           } catch (e) {
             row.skipped = `webtune run failed (${mode}): ${e.message}`;
           }

@@ -94,8 +94,10 @@ async function executorFor(target) {
  * says ("fence": as tuned; "readback": options.readback, the output read back too). Resolves
  * to {costs_s, median_s, gflops, mode, device, key} or throws (the MeasureError's errorNo kept).
  */
-async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mode = 'fence', batch = 16 } = {}) {
+async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mode = 'fence', batch = 16, wasmRunner = 'agent' } = {}) {
   if (!MODES.includes(mode)) throw new Error(`mode is ${MODES.join(', ')}, not '${mode}'`);
+  if (record.artifact.target === 'wasm' && wasmRunner === 'page') return runWasmOnPage(record, { repeat, mode, batch });
+  if (wasmRunner !== 'agent' && wasmRunner !== 'page') throw new Error(`wasmRunner is agent or page, not '${wasmRunner}'`);
   // "batched": `batch` runs back to back per sample, one wait at the end (TVM's `number`).
   if (mode === 'batched') number = batch;
   const executor = await executorFor(record.artifact.target);
@@ -111,6 +113,93 @@ async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mod
   return {
     costs_s: costs, median_s: m, gflops: record.flops / m / 1e9, mode, runs: number,
     key: executor.key(), device: executor.device(),
+  };
+}
+
+// ---- webtune wasm kernels run as a package runs them ----
+//
+// runWebtune's wasmRunner 'page': the kernel runs as runtime/model.mjs runs a package's step,
+// and as tfjs's XNNPACK ops run: tid 0 on this page's thread, the T − 1 others in helper
+// workers (runtime/wasm_pool.mjs), each sample timed here around synchronous calls, like
+// runTfjs's. The agent's executor ('agent') runs every thread in workers and times a batch in
+// the leader worker, which sleeps between batches: on 2-core machines its fence-only samples
+// then take a scheduler tick now and then (a woken leader queued behind its own polling helper),
+// which tfjs's page-thread caller never pays.
+
+let onPage = null;  // {source, kernel, pool, run, dispose}: the kernel prepared last
+
+/** The WasmKernel of `record` on this thread with its seeded inputs, checked once. */
+async function wasmOnPage(record) {
+  if (onPage?.source === record.artifact.source && onPage.seed === record.seed) return onPage;
+  onPage?.dispose();
+  onPage = null;
+  const { WasmKernel, createMemory, defaultWorkerFactory, writeFloats } = await import('/runtime/wasm.mjs');
+  const { WasmHelperPool } = await import('/runtime/wasm_pool.mjs');
+  const { checkPlainInputs, requireSamplesMatch, workloadSizes } = await import('/agent/measure.mjs');
+  const { cachedSeededTensor } = await import('/agent/seeded_random.mjs');
+  const sizes = workloadSizes(record.workload);
+  checkPlainInputs(record.artifact, record.workload, 'wasm kernels read plain row-major memory');
+  const kernel = new WasmKernel(record.artifact, sizes);
+  await kernel.compile();
+  const { plan } = kernel;
+  kernel.memory = createMemory(plan);  // shared iff T > 1
+  sizes.inputs.forEach((count, i) => writeFloats(kernel.memory, plan.offsets[i], cachedSeededTensor(BigInt(record.seed), i, count)));
+  writeFloats(kernel.memory, plan.outputOffset, new Float32Array(sizes.output).fill(NaN));
+  let pool = null;
+  if (plan.threads > 1) {
+    pool = new WasmHelperPool(plan.threads - 1, await defaultWorkerFactory());
+    await pool.start();
+    await pool.add(0, kernel);
+    await pool.serve();
+  } else {
+    await kernel.instantiateHere(kernel.memory);
+  }
+  const run = pool ? () => pool.run(0, kernel) : () => kernel.runHere();
+  const check = (samples) => requireSamplesMatch(kernel.outputView().slice(), { samples });
+  const prepared = { source: record.artifact.source, seed: record.seed, kernel, pool, run, check, dispose: () => pool?.dispose() };
+  try {
+    // The checked run (the output started as NaN), then tier-up: V8 compiles the hot kernel
+    // with TurboFan on a background thread, which needs a core (browser-agent/wasm.mjs WARM_UP).
+    run();
+    check(record.samples);
+    for (let round = 0; round < 6; ++round) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      run();
+    }
+  } catch (e) {
+    prepared.dispose();
+    throw e;
+  }
+  onPage = prepared;
+  return prepared;
+}
+
+/** runWebtune for a wasm record with the kernel on this thread ('page', above). */
+async function runWasmOnPage(record, { repeat = 15, mode = 'fence', batch = 16, warmup = 2 } = {}) {
+  const { kernel, run, pool, check } = await wasmOnPage(record);
+  // The record's samples, against the output the kernel left in memory (a kernel prepared for
+  // an earlier call with the same module and inputs is checked against this record's too).
+  check(record.samples);
+  const runs = mode === 'batched' ? batch : 1;
+  let kept = null;
+  const once = () => {
+    for (let j = 0; j < runs; ++j) run();
+    // "readback": the output copied out of the module's memory, as tfjs's `await y.data()`
+    // copies it out of its heap.
+    if (mode === 'readback') kept = kernel.outputView().slice();
+  };
+  for (let i = 0; i < warmup; ++i) once();
+  const costs = [];
+  for (let i = 0; i < repeat; ++i) {
+    const t0 = performance.now();
+    once();
+    costs.push((performance.now() - t0) / 1e3 / runs);
+  }
+  kept = null;
+  const m = median(costs);
+  return {
+    costs_s: costs, median_s: m, gflops: record.flops / m / 1e9, mode, runs, runner: 'page',
+    threads: kernel.plan.threads, helpers: pool ? pool.threads.length : 0,
   };
 }
 

@@ -223,6 +223,36 @@ const STORED = path.join(root, 'bench/results/web-2026-11-22-vertex/artifacts');
 const TARGETS = ['webgl2', 'webgpu', 'wasm'];
 const stored = (target) => path.join(STORED, `${target}-dense512.json`);
 
+// webtune's wasm kernels run as a package runs them (page.mjs runWasmOnPage, --wasm-runner
+// page): tid 0 on the page's thread, one helper worker for the stored 2-thread dense 512 kernel,
+// the output checked against the record's reference samples before any timing. A record whose
+// samples are off by 1 must be refused as WRONG_ANSWER, not timed.
+test('wasm kernels timed on the page\'s thread with a helper pool, checked first', { skip: fs.existsSync(stored('wasm')) ? false : `no ${STORED}` }, async () => {
+  const session = await openSession();
+  try {
+    const record = JSON.parse(fs.readFileSync(stored('wasm'), 'utf8'));
+    assert.equal(record.artifact.wasm.threads, 2);
+    for (const mode of ['fence', 'readback', 'batched']) {
+      const r = await session.page.evaluate((rec, md) => window.bench.runWebtune(rec, { repeat: 3, mode: md, batch: 4, wasmRunner: 'page' }), record, mode);
+      assert.equal(r.runner, 'page', mode);
+      assert.equal(r.threads, 2, mode);
+      assert.equal(r.helpers, 1, mode);
+      assert.equal(r.costs_s.length, 3, mode);
+      assert.equal(r.runs, mode === 'batched' ? 4 : 1, mode);
+      assert.ok(r.costs_s.every((c) => c > 0 && c < 1), `${mode}: ${r.costs_s}`);
+    }
+    assert.ok(record.samples.length > 0);
+    // A sample is [index, value, magnitude, tolerance]; the tolerance here is about 0.35.
+    const wrong = { ...record, samples: record.samples.map(([i, v, m, tol]) => [i, v + 1, m, tol]) };
+    await assert.rejects(session.page.evaluate((rec) => window.bench.runWebtune(rec, { repeat: 3, wasmRunner: 'page' }), wrong),
+      /sampled outputs differ from the reference/);
+    await assert.rejects(session.page.evaluate((rec) => window.bench.runWebtune(rec, { wasmRunner: 'worker' }), record),
+      /wasmRunner is agent or page/);
+  } finally {
+    await session.close();
+  }
+});
+
 test('bench.mjs end to end on a plain row', { skip: TARGETS.every((t) => fs.existsSync(stored(t))) ? false : `no ${STORED}` }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'web-bench-e2e-'));
   try {
