@@ -126,7 +126,7 @@ async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mod
 // then take a scheduler tick now and then (a woken leader queued behind its own polling helper),
 // which tfjs's page-thread caller never pays.
 
-let onPage = null;  // {source, kernel, pool, run, dispose}: the kernel prepared last
+let onPage = null;  // {source, seed, kernel, pool, run, check, dispose}: the kernel prepared last
 
 /** The WasmKernel of `record` on this thread with its seeded inputs, checked once. */
 async function wasmOnPage(record) {
@@ -146,18 +146,19 @@ async function wasmOnPage(record) {
   sizes.inputs.forEach((count, i) => writeFloats(kernel.memory, plan.offsets[i], cachedSeededTensor(BigInt(record.seed), i, count)));
   writeFloats(kernel.memory, plan.outputOffset, new Float32Array(sizes.output).fill(NaN));
   let pool = null;
-  if (plan.threads > 1) {
-    pool = new WasmHelperPool(plan.threads - 1, await defaultWorkerFactory());
-    await pool.start();
-    await pool.add(0, kernel);
-    await pool.serve();
-  } else {
-    await kernel.instantiateHere(kernel.memory);
-  }
-  const run = pool ? () => pool.run(0, kernel) : () => kernel.runHere();
+  const run = () => (pool ? pool.run(0, kernel) : kernel.runHere());
   const check = (samples) => requireSamplesMatch(kernel.outputView().slice(), { samples });
-  const prepared = { source: record.artifact.source, seed: record.seed, kernel, pool, run, check, dispose: () => pool?.dispose() };
+  const prepared = { source: record.artifact.source, seed: record.seed, kernel, run, check, dispose: () => pool?.dispose() };
   try {
+    if (plan.threads > 1) {
+      pool = new WasmHelperPool(plan.threads - 1, await defaultWorkerFactory());
+      prepared.pool = pool;
+      await pool.start();
+      await pool.add(0, kernel);
+      await pool.serve();
+    } else {
+      await kernel.instantiateHere(kernel.memory);
+    }
     // The checked run (the output started as NaN), then tier-up: V8 compiles the hot kernel
     // with TurboFan on a background thread, which needs a core (browser-agent/wasm.mjs WARM_UP).
     run();
@@ -167,7 +168,7 @@ async function wasmOnPage(record) {
       run();
     }
   } catch (e) {
-    prepared.dispose();
+    prepared.dispose();  // no helper worker outlives a kernel that failed to start or check
     throw e;
   }
   onPage = prepared;
