@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { openSession } from '../session.mjs';
+import { floorCells } from '../floor.mjs';
 import { epilogueSuffix, flopsOf, loadTasks, mathOf } from '../tasks.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -70,6 +71,42 @@ test('tasks.mjs: FLOPs of the main op and the canonical math', () => {
   assert.notDeepEqual(mathOf({ op: 'dense', M: 4, N: 4, K: 4 }), mathOf({ op: 'dense', M: 4, N: 4, K: 4, epilogue: { bias: true } }));
   assert.notDeepEqual(mathOf({ op: 'dense', M: 4, N: 4, K: 4, epilogue: { activation: 'clip', clip_max: 6 } }),
     mathOf({ op: 'dense', M: 4, N: 4, K: 4, epilogue: { activation: 'clip', clip_max: 5 } }));
+});
+
+test('floor.mjs: what a short cell needs, and its verdict', () => {
+  // medians in ms: [webtune, tfjs] per column
+  const row = (task, ms, flops = 1e7) => ({
+    task, target: 'webgpu', target_ratio: 3, flops,
+    modes: Object.fromEntries(Object.entries(ms).map(([m, [w, t]]) => [m, { webtune: { median_s: w / 1e3 }, tfjs: { median_s: t / 1e3 } }])),
+  });
+  const run = { rows: [
+    // meets 3× in both columns: no cell
+    row('OK', { fence: [2, 7], readback: [3, 9.5], batched: [1, 4] }),
+    // fence: fixed 2 ms, tfjs 4.5 ms → need 4.5 / 3 − 2 < 0: no kernel can
+    row('NONE', { fence: [3, 4.5], readback: [3.5, 15], batched: [1, 2] }),
+    // fence: fixed 1 ms, tfjs 6 ms → need 1 ms, kernel now 2 ms: 2× faster, unless the floor is 1.5 ms
+    row('FAST', { fence: [3, 6], readback: [2.5, 12], batched: [2, 4] }),
+    { task: 'SKIPPED', skipped: true, modes: {} },
+  ] };
+  const cells = floorCells(run);
+  assert.deepEqual(cells.map((c) => [c.task, c.mode, c.verdict]), [['NONE', 'fence', 'none can'], ['FAST', 'fence', 'faster']]);
+  const fast = cells[1];
+  assert.ok(Math.abs(fast.need_s - 1e-3) < 1e-12 && Math.abs(fast.speedup - 2) < 1e-9);
+  assert.ok(Math.abs(fast.fixed_s.webtune - 1e-3) < 1e-12 && Math.abs(fast.fixed_s.tfjs - 2e-3) < 1e-12);
+  assert.ok(Math.abs(fast.zero_kernel - 6) < 1e-9);
+  assert.equal(fast.floor_s, null);
+  assert.equal(cells[0].need_s <= 0 && cells[0].speedup, null);
+  // With a probe: copy 1.5 ms, or FLOPs at the peak rate (1e7 FLOP at 10 GFLOP/s = 1 ms): floor 1.5 ms > need.
+  const floor = { alu_gflops: { webgpu: 10 }, rows: { FAST: { flops: 1e7, webgpu: { copy_ms: 1.5 } } } };
+  const withFloor = floorCells(run, floor).find((c) => c.task === 'FAST');
+  assert.equal(withFloor.verdict, 'below floor');
+  assert.ok(Math.abs(withFloor.floor_s - 1.5e-3) < 1e-12);
+  assert.ok(Math.abs(withFloor.of_peak - 1) < 1e-9);  // 1e7 FLOP in 1 ms is 10 GFLOP/s, the peak
+  // The compute side binds when it is the larger: at 2 GFLOP/s the floor is 5 ms.
+  const slowAlu = floorCells(run, { ...floor, alu_gflops: { webgpu: 2 } }).find((c) => c.task === 'FAST');
+  assert.ok(Math.abs(slowAlu.floor_s - 5e-3) < 1e-12);
+  // A probe of another target does not apply.
+  assert.equal(floorCells(run, { alu_gflops: { webgl2: 10 }, rows: { FAST: { flops: 1e7, webgl2: { copy_ms: 1.5 } } } })[1].verdict, 'faster');
 });
 
 // Small shapes (a JS loop recomputes them) covering every epilogue part and each op.
