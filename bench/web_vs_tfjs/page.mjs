@@ -579,4 +579,30 @@ function glProbe() {
   return { gl, program, median };
 }
 
-window.bench = { runWebtune, runTfjs, checkTfjs, tfjsFence, glProbe, environment, ready: true };
+/**
+ * Times `batch(n)` (a promise: n kernels queued back to back, then one wait) as the batched
+ * column times kernels, for the probes (probe_device_floor.mjs, probe_webgpu_textures.mjs): after
+ * one untimed run, n doubles from 1 until one sample takes `minSampleMs` (n at most 4096), then
+ * `warmup` samples are dropped and `samples` kept. Resolves to the median ms a kernel.
+ */
+async function timeBatched(batch, { minSampleMs = 20, samples = 9, warmup = 2 } = {}) {
+  // A first run outside the sizing: it pays for compiling the pipeline, which would otherwise
+  // stop the doubling at n = 1 and leave every sample mostly the wait.
+  await batch(1);
+  let n = 1;
+  for (;;) {
+    const begin = performance.now();
+    await batch(n);
+    if (performance.now() - begin >= minSampleMs || n >= 4096) break;
+    n *= 2;
+  }
+  const costs = [];
+  for (let i = 0; i < warmup + samples; ++i) {
+    const begin = performance.now();
+    await batch(n);
+    if (i >= warmup) costs.push((performance.now() - begin) / n);
+  }
+  return median(costs);
+}
+
+window.bench = { runWebtune, runTfjs, checkTfjs, tfjsFence, glProbe, timeBatched, environment, ready: true };

@@ -57,25 +57,7 @@ const rows = loadTasks(workloads, taskNames).map((w) => ({ task: w.name, ...size
 const s = await openSession();
 try {
   const r = await s.page.evaluate(async (rows, targets) => {
-    const median = (v) => { const a = [...v].sort((x, y) => x - y); return a[a.length >> 1]; };
-    // Runs `batch(n)` (n kernels queued, then one wait) with n doubled until a sample takes
-    // 20 ms; median ms per kernel of 9 samples after 2 warm-ups.
-    const timeBatched = async (batch) => {
-      let n = 1;
-      for (;;) {
-        const b = performance.now();
-        await batch(n);
-        if (performance.now() - b >= 20 || n >= 4096) break;
-        n *= 2;
-      }
-      const t = [];
-      for (let i = 0; i < 11; ++i) {
-        const b = performance.now();
-        await batch(n);
-        if (i >= 2) t.push((performance.now() - b) / n);
-      }
-      return median(t);
-    };
+    const { timeBatched } = window.bench;  // page.mjs: n runs back to back, one wait, median ms a run
     const out = { alu_gflops: {}, rows: {} };
     for (const row of rows) out.rows[row.task] = { in_floats: row.in_floats, out_floats: row.out_floats, flops: row.flops };
     const STEPS = 256;

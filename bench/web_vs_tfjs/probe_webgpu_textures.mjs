@@ -22,27 +22,11 @@ import { openSession } from './session.mjs';
 const s = await openSession();
 try {
   const r = await s.page.evaluate(async () => {
-    const median = (v) => { const a = [...v].sort((x, y) => x - y); return a[a.length >> 1]; };
+    const { timeBatched } = window.bench;  // page.mjs: n runs back to back, one wait, median ms a run
     const adapter = await navigator.gpu.requestAdapter();
     const device = await adapter.requestDevice();
     const B = GPUBufferUsage;
     const T = GPUTextureUsage;
-    const timeBatched = async (batch) => {
-      let n = 1;
-      for (;;) {
-        const b = performance.now();
-        await batch(n);
-        if (performance.now() - b >= 20 || n >= 4096) break;
-        n *= 2;
-      }
-      const t = [];
-      for (let i = 0; i < 11; ++i) {
-        const b = performance.now();
-        await batch(n);
-        if (i >= 2) t.push((performance.now() - b) / n);
-      }
-      return median(t);
-    };
     const read = async (src, bytes, isTexture, w, h) => {
       const rb = device.createBuffer({ size: bytes, usage: B.MAP_READ | B.COPY_DST });
       const e = device.createCommandEncoder();
