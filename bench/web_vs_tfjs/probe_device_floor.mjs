@@ -26,7 +26,7 @@
 //
 //   node bench/web_vs_tfjs/probe_device_floor.mjs [--workloads F,F] [--tasks T,T|all] [--targets webgl2,webgpu]
 import { openSession } from './session.mjs';
-import { loadTasks, flopsOf } from './tasks.mjs';
+import { flopsOf, loadTasks, tensorFloats } from './tasks.mjs';
 
 const args = process.argv.slice(2);
 const flag = (name, dflt) => {
@@ -40,19 +40,7 @@ const taskNames = flag('--tasks', 'all').split(',');
 const targets = flag('--targets', 'webgl2,webgpu').split(',');
 for (const t of targets) if (!['webgl2', 'webgpu'].includes(t)) throw new Error(`--targets takes webgl2, webgpu; not '${t}'`);
 
-/** Input and output floats of a conv2d / depthwise conv2d / dense workload. */
-function sizesOf(w) {
-  if (w.op === 'dense') return { in_floats: w.M * w.K, out_floats: w.M * w.N };
-  const S = w.S ?? w.R;
-  const stride = w.stride ?? 1;
-  const pad = w.pad ?? 0;
-  const oh = Math.floor((w.H + 2 * pad - w.R) / stride) + 1;
-  const ow = Math.floor((w.W + 2 * pad - S) / stride) + 1;
-  const k = w.op === 'depthwise_conv2d' ? (w.K ?? w.C) : w.K;
-  return { in_floats: (w.N ?? 1) * w.H * w.W * w.C, out_floats: (w.N ?? 1) * oh * ow * k };
-}
-
-const rows = loadTasks(workloads, taskNames).map((w) => ({ task: w.name, ...sizesOf(w), flops: flopsOf(w) }));
+const rows = loadTasks(workloads, taskNames).map((w) => ({ task: w.name, ...tensorFloats(w), flops: flopsOf(w) }));
 
 const s = await openSession();
 try {

@@ -41,16 +41,32 @@ export function loadTasks(files, names) {
   });
 }
 
+/** Output height and width of a conv2d / depthwise conv2d workload (NHWC, padding `pad` a side). */
+function outputHW(w) {
+  const S = w.S ?? w.R;
+  const stride = w.stride ?? 1;
+  const pad = w.pad ?? 0;
+  return {
+    oh: Math.floor((w.H + 2 * pad - w.R) / stride) + 1,
+    ow: Math.floor((w.W + 2 * pad - S) / stride) + 1,
+  };
+}
+
 /** The FLOPs of the main op (an epilogue adds none, as webtune counts them). */
 export function flopsOf(w) {
   if (w.op === 'dense') return 2 * w.M * w.N * w.K;
   const S = w.S ?? w.R;
-  const stride = w.stride ?? 1;
-  const pad = w.pad ?? 0;
-  const oh = Math.floor((w.H + 2 * pad - w.R) / stride) + 1;
-  const ow = Math.floor((w.W + 2 * pad - S) / stride) + 1;
+  const { oh, ow } = outputHW(w);
   if (w.op === 'depthwise_conv2d') return 2 * (w.N ?? 1) * w.C * oh * ow * w.R * S;
   return 2 * (w.N ?? 1) * w.K * oh * ow * w.C * w.R * S;
+}
+
+/** Floats of the main op's data input and output: {in_floats, out_floats} (weights left out). */
+export function tensorFloats(w) {
+  if (w.op === 'dense') return { in_floats: w.M * w.K, out_floats: w.M * w.N };
+  const { oh, ow } = outputHW(w);
+  const k = w.op === 'depthwise_conv2d' ? (w.K ?? w.C) : w.K;
+  return { in_floats: (w.N ?? 1) * w.H * w.W * w.C, out_floats: (w.N ?? 1) * oh * ow * k };
 }
 
 /**

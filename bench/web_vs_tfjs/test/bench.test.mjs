@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 
 import { openSession } from '../session.mjs';
 import { floorCells } from '../floor.mjs';
-import { epilogueSuffix, flopsOf, loadTasks, mathOf } from '../tasks.mjs';
+import { epilogueSuffix, flopsOf, loadTasks, mathOf, tensorFloats } from '../tasks.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../../..');
@@ -64,6 +64,12 @@ test('tasks.mjs: FLOPs of the main op and the canonical math', () => {
     2 * 64 * 56 * 56 * 64 * 9);
   // A depthwise 3×3 stride 2 of MobileNet-v2: 96×112×112 → 96×56×56.
   assert.equal(flopsOf({ op: 'depthwise_conv2d', C: 96, H: 112, W: 112, R: 3, stride: 2, pad: 1 }), 2 * 96 * 56 * 56 * 9);
+  // The data tensors the device-floor probe copies: input and output floats, weights left out.
+  assert.deepEqual(tensorFloats({ op: 'depthwise_conv2d', C: 96, H: 112, W: 112, R: 3, stride: 2, pad: 1 }),
+    { in_floats: 96 * 112 * 112, out_floats: 96 * 56 * 56 });
+  assert.deepEqual(tensorFloats({ op: 'conv2d', N: 1, C: 3, H: 224, W: 224, K: 32, R: 3, stride: 2, pad: 1 }),
+    { in_floats: 3 * 224 * 224, out_floats: 32 * 112 * 112 });
+  assert.deepEqual(tensorFloats({ op: 'dense', M: 6, N: 10, K: 7 }), { in_floats: 42, out_floats: 60 });
   // Defaults (N 1, S = R, stride 1, pad 0, no epilogue) compare equal to spelled-out values...
   assert.deepEqual(mathOf({ op: 'conv2d', name: 'x', C: 8, H: 9, W: 9, K: 4, R: 3, occurrences: 2 }),
     mathOf({ op: 'conv2d', N: 1, C: 8, H: 9, W: 9, K: 4, R: 3, S: 3, stride: 1, pad: 0, epilogue: { activation: 'none' } }));
@@ -95,7 +101,8 @@ test('floor.mjs: what a short cell needs, and its verdict', () => {
   assert.ok(Math.abs(fast.fixed_s.webtune - 1e-3) < 1e-12 && Math.abs(fast.fixed_s.tfjs - 2e-3) < 1e-12);
   assert.ok(Math.abs(fast.zero_kernel - 6) < 1e-9);
   assert.equal(fast.floor_s, null);
-  assert.equal(cells[0].need_s <= 0 && cells[0].speedup, null);
+  assert.ok(cells[0].need_s <= 0);
+  assert.equal(cells[0].speedup, null);
   // With a probe: copy 1.5 ms, or FLOPs at the peak rate (1e7 FLOP at 10 GFLOP/s = 1 ms): floor 1.5 ms > need.
   const floor = { alu_gflops: { webgpu: 10 }, rows: { FAST: { flops: 1e7, webgpu: { copy_ms: 1.5 } } } };
   const withFloor = floorCells(run, floor).find((c) => c.task === 'FAST');
