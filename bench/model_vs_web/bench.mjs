@@ -47,9 +47,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
+import { parseCommandLine } from '../cli_args.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -137,8 +137,13 @@ export function formatProfile(model, engine, p) {
   return lines.join('\n');
 }
 
+const USAGE = `usage: node bench/model_vs_web/bench.mjs [--models resnet18,mobilenet_v2] [--models-dir DIR]
+    [--targets webgl2,webgpu,wasm] [--engines all|ENGINE,...] [--webtune-packages DIR] [--profile]
+    [--threads auto|N] [--rounds 4] [--runs 5] [--warmup 2] [--round-warmup 0] [--settle-ms 200]
+    [--ort-webgl-pack default|true|false] [--gl swiftshader|llvmpipe] [--out FILE] [--chromium PATH]`;
+
 async function main() {
-  const { values: opts } = parseArgs({
+  const { values: opts } = parseCommandLine('bench', {
     options: {
       models: { type: 'string', default: 'resnet18,mobilenet_v2' },
       'models-dir': { type: 'string', default: path.resolve(root, '../shared/models') },
@@ -157,7 +162,7 @@ async function main() {
       chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
       profile: { type: 'boolean', default: false },
     },
-  });
+  }, USAGE);
   const fail = (msg) => {
     console.error(`bench: ${msg}`);
     process.exit(2);

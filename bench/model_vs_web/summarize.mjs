@@ -11,11 +11,13 @@
 // Chromium.
 
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
+
+import { parseCommandLine } from '../cli_args.mjs';
 
 import { ROWS, median, rowSummary } from './bench.mjs';
 
-const { positionals: files } = parseArgs({ allowPositionals: true });
+const { positionals: files } = parseCommandLine('summarize', { allowPositionals: true },
+  'usage: node bench/model_vs_web/summarize.mjs RUN1.json [RUN2.json ...]');
 if (!files.length) {
   console.error('summarize: name one or more bench.mjs result files');
   process.exit(2);

@@ -48,13 +48,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 
+import { parseCommandLine } from '../cli_args.mjs';
 import { openSession } from './session.mjs';
 import { epilogueSuffix, flopsOf, loadTasks, mathOf } from './tasks.mjs';
 
 
-const { values: opts } = parseArgs({
+const USAGE = `usage: node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
+    [--workloads FILE,...] [--tasks NAME,...|all] [--targets webgl2,webgpu,wasm] [--rounds 6] [--repeat 5]
+    [--tfjs-wasm-threads match|default|N] [--batch 16] [--wasm-runner page|agent] [--chromium PATH]`;
+const { values: opts } = parseCommandLine('bench', {
   options: {
     artifacts: { type: 'string' },
     out: { type: 'string', default: '' },
@@ -72,7 +75,7 @@ const { values: opts } = parseArgs({
     'wasm-runner': { type: 'string', default: 'page' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
   },
-});
+}, USAGE);
 if (!opts.artifacts) {
   console.error('bench: --artifacts DIR is required (webtune artifact outputs, <target>-<task>.json)');
   process.exit(2);

@@ -10,11 +10,12 @@
 // wasm on its default thread count) give an "old" column: their median ratio per row.
 
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
 
-const { values: opts, positionals: files } = parseArgs({
+import { parseCommandLine } from '../cli_args.mjs';
+
+const { values: opts, positionals: files } = parseCommandLine('summarize', {
   options: { old: { type: 'string', default: '' } }, allowPositionals: true,
-});
+}, 'usage: node bench/web_vs_tfjs/summarize.mjs RUN1.json [RUN2.json ...] [--old OLD1.json,OLD2.json,...]');
 if (!files.length) {
   console.error('summarize: name one or more bench.mjs result files');
   process.exit(2);

@@ -136,6 +136,27 @@ const OPS = {
   depthwise_s2: { op: 'depthwise_conv2d', N: 1, C: 8, H: 9, W: 9, R: 3, S: 3, stride: 2, pad: 1 },
 };
 
+test('the bench scripts: --help, and a malformed command line is a usage error, not a stack trace', async () => {
+  const scripts = ['bench/web_vs_tfjs/bench.mjs', 'bench/web_vs_tfjs/summarize.mjs',
+    'bench/model_vs_web/bench.mjs', 'bench/model_vs_web/summarize.mjs'];
+  const run = (args) => promisify(execFile)(process.execPath, args, { cwd: root })
+    .then(({ stdout, stderr }) => ({ code: 0, stdout, stderr }), (e) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }));
+  for (const script of scripts) {
+    const help = await run([script, '--help']);
+    assert.equal(help.code, 0, `${script} --help`);
+    assert.match(help.stdout, new RegExp(`^usage: node ${script} `), `${script} --help prints its usage`);
+    const bogus = await run([script, '--no-such-flag']);
+    assert.equal(bogus.code, 2, `${script} --no-such-flag exits 2`);
+    assert.match(bogus.stderr, /^(bench|summarize): Unknown option '--no-such-flag'/, script);
+    assert.match(bogus.stderr, /\nusage: node /, `${script}: the usage follows the error`);
+    assert.doesNotMatch(bogus.stderr, /\n\s+at /, `${script}: no stack trace`);
+  }
+  // A flag that takes a value, given none.
+  const missing = await run(['bench/web_vs_tfjs/bench.mjs', '--artifacts']);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /^bench: Option '--artifacts <value>' argument missing/);
+});
+
 test('the bench page in headless Chromium', async (t) => {
   const session = await openSession();
   t.after(() => session.close());
