@@ -14,6 +14,8 @@
 //   buf_stex   storage buffer → storage texture
 //   tex_rt     a render pass: a fragment shader textureLoad → an rgba32float color attachment
 //   buf_rt     a render pass: a fragment shader reads the storage buffer → the color attachment
+//   buf_rt_buf buf_rt, then copyTextureToBuffer of the attachment into a storage buffer: a
+//              fragment-stage kernel whose output stays a buffer for the next op
 // Each way's output is read back once and checked (every float 0.5 + its index mod 7).
 //
 //   node bench/web_vs_tfjs/probe_webgpu_textures.mjs
@@ -49,7 +51,7 @@ try {
       device.queue.writeBuffer(xb, 0, data);
       const xt = device.createTexture({ size: [w, H], format: 'rgba32float', usage: T.TEXTURE_BINDING | T.COPY_DST });
       device.queue.writeTexture({ texture: xt }, data, { bytesPerRow: w * 16 }, [w, H]);
-      const ob = device.createBuffer({ size: n * 16, usage: B.STORAGE | B.COPY_SRC });
+      const ob = device.createBuffer({ size: n * 16, usage: B.STORAGE | B.COPY_SRC | B.COPY_DST });
       const ot = device.createTexture({ size: [w, H], format: 'rgba32float', usage: T.STORAGE_BINDING | T.COPY_SRC });
       const rt = device.createTexture({ size: [w, H], format: 'rgba32float', usage: T.RENDER_ATTACHMENT | T.COPY_SRC });
       const compute = (code, entries, groups) => {
@@ -92,7 +94,7 @@ try {
             if (g.x < ${w}u && g.y < ${H}u) { textureStore(o, vec2<u32>(g.xy), x[g.y * ${w}u + g.x]); }
           }`, [{ binding: 0, resource: { buffer: xb } }, { binding: 1, resource: ot.createView() }], [Math.ceil(w / 8), Math.ceil(H / 8)]), ot, true],
       };
-      const renderWay = (body, entries) => {
+      const renderWay = (body, entries, copyOut = false) => {
         const module = device.createShaderModule({ code: `
           @vertex fn vs(@builtin(vertex_index) v: u32) -> @builtin(position) vec4<f32> {
             return vec4<f32>(f32(i32(v & 1u) * 4 - 1), f32(i32(v >> 1u) * 4 - 1), 0.0, 1.0);
@@ -106,10 +108,11 @@ try {
           for (let i = 0; i < k; ++i) {
             const p = e.beginRenderPass({ colorAttachments: [{ view, loadOp: 'load', storeOp: 'store' }] });
             p.setPipeline(pipe); p.setBindGroup(0, bg); p.draw(3); p.end();
+            if (copyOut) e.copyTextureToBuffer({ texture: rt }, { buffer: ob, bytesPerRow: w * 16 }, [w, H]);
           }
           device.queue.submit([e.finish()]);
           await device.queue.onSubmittedWorkDone();
-        }, rt, true];
+        }, copyOut ? ob : rt, !copyOut];
       };
       ways.tex_rt = renderWay(`@group(0) @binding(0) var x: texture_2d<f32>;
           @fragment fn fs(@builtin(position) p: vec4<f32>) -> @location(0) vec4<f32> {
@@ -119,6 +122,10 @@ try {
           @fragment fn fs(@builtin(position) p: vec4<f32>) -> @location(0) vec4<f32> {
             return x[u32(p.y) * ${w}u + u32(p.x)];
           }`, [{ binding: 0, resource: { buffer: xb } }]);
+      ways.buf_rt_buf = renderWay(`@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+          @fragment fn fs(@builtin(position) p: vec4<f32>) -> @location(0) vec4<f32> {
+            return x[u32(p.y) * ${w}u + u32(p.x)];
+          }`, [{ binding: 0, resource: { buffer: xb } }], true);
       for (const [way, [batch, dst, isTexture]] of Object.entries(ways)) {
         await batch(1);
         const a = await read(dst, n * 16, isTexture, w, H);
