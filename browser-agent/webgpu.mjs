@@ -22,6 +22,7 @@
 
 import { ErrorNo, MeasureError, checkJobDeadline, checkPlainInputs, refuseScratch, requireSamplesMatch, timeEvaluator, workloadSizes } from './measure.mjs';
 import { GPUKernel, createBuffer, requestDevice, scoped } from '../runtime/webgpu.mjs';
+import { touchedFloat32Array } from '../runtime/host_array.mjs';
 import { cachedSeededTensor } from './seeded_random.mjs';
 import { deviceClassKey, platformDevice } from './device_class.mjs';
 
@@ -287,7 +288,9 @@ class Trial {
    * `number` runs, submitted in command buffers of at most RUNS_PER_SUBMIT dispatches. With
    * `readback` (options.readback: bench/web_vs_tfjs only) the last command buffer also copies
    * the output to the read buffer, which is then mapped and copied out, as TensorFlow.js's
-   * `await y.data()` does; otherwise the batch ends at onSubmittedWorkDone.
+   * `await y.data()` does; otherwise the batch ends at onSubmittedWorkDone. The array returned
+   * is made, its pages written once, while the GPU process runs the batch
+   * (runtime/host_array.mjs says why), and filled from the mapped range.
    */
   async runBatch(number, readback = false) {
     const queue = this.device.queue;
@@ -303,8 +306,13 @@ class Trial {
       await queue.onSubmittedWorkDone();
       return;
     }
-    await this.readBuffer.mapAsync(GPUMapMode.READ);
-    const output = new Float32Array(this.readBuffer.getMappedRange().slice(0));
+    const mapped = this.readBuffer.mapAsync(GPUMapMode.READ);
+    // One microtask turn first: submit() queues the flush of its commands to the GPU process as
+    // a microtask (Chromium), and the work must be on its way while the pages are written.
+    await null;
+    const output = touchedFloat32Array(this.outputBytes / 4);
+    await mapped;
+    output.set(new Float32Array(this.readBuffer.getMappedRange()));
     this.readBuffer.unmap();
     return output;
   }

@@ -107,20 +107,26 @@ export function feedbackVaryings(output) {
 /**
  * Rebuilds the row-major output (Float32Array of rows·cols, NaN where no target covers it) from
  * `targets[j]`, the width·height·channels floats read back from draw buffer j, or, when
- * output.feedback is set, from `targets[0]`, the one transform feedback buffer.
+ * output.feedback is set, from `targets[0]`, the one transform feedback buffer. Writes it into
+ * `into` when given (a Float32Array of exactly rows·cols floats; every one is overwritten), else
+ * into a new array.
  */
-export function unpack(output, targets) {
+export function unpack(output, targets, into = null) {
   const feedback = Boolean(output.feedback);
   const expected = feedback ? 1 : output.rows_per_item;
   if (targets.length !== expected) {
     throw new Error(`unpack: expected ${expected} ${feedback ? 'feedback buffer' : 'render targets'}, got ${targets.length}`);
   }
   const { rows, cols, channels: ch, rows_per_item: rpi } = output;
+  if (into && into.length !== rows * cols) {
+    throw new Error(`unpack: the destination holds ${into.length} floats, the output ${rows * cols}`);
+  }
+  const result = () => into || new Float32Array(rows * cols);
   const colBlocks = Math.ceil(cols / ch);
   if (output.quad_layers) {
     // Layer 4·g + p holds, at item t, rows (t div colBlocks)·rpi + 4·g + i of column
     // (t mod colBlocks)·4 + p as component i (OutputLayout::quad_layers in C++).
-    const out = new Float32Array(rows * cols).fill(NaN);
+    const out = result().fill(NaN);
     for (let row = 0; row < rows; ++row) {
       const block = Math.floor(row / rpi), inBlock = row % rpi;
       for (let col = 0; col < cols; ++col) {
@@ -140,14 +146,14 @@ export function unpack(output, targets) {
     // output row (block·rpi + j) is one contiguous run of target j: a copy per row, not per
     // float (PW1's 16 × 12544 output: 1.3 ms of the read-back in a loop per float). Every
     // output element is covered, so no NaN fill.
-    const out = new Float32Array(rows * cols);
+    const out = result();
     for (let row = 0; row < rows; ++row) {
       const from = Math.floor(row / rpi) * colBlocks * ch;
       out.set(targets[row % rpi].subarray(from, from + cols), row * cols);
     }
     return out;
   }
-  const out = new Float32Array(rows * cols).fill(NaN);
+  const out = result().fill(NaN);
   for (let j = 0; j < rpi; ++j) {
     const pixels = targets[feedback ? 0 : j];
     const first = feedback ? j * ch : 0;

@@ -12,6 +12,7 @@
 // GL error RUNTIME_DEVICE, an artifact this device cannot hold INSTANTIATION.
 
 import { ErrorNo, MeasureError, refuseScratch } from './errors.mjs';
+import { touchedFloat32Array } from './host_array.mjs';
 import { channels, feedbackVaryings, packedShape, shapeSize, unpack } from './layout.mjs';
 
 /** The vertex shader every fragment kernel is drawn with (kFullscreenVertexShader in C++). */
@@ -642,16 +643,25 @@ export class GLKernel {
    * finishReadOutput() returns what readOutput() would. One buffer and one getBufferSubData
    * for all targets: a synchronous readPixels per target is one round trip to the GPU process
    * each, and each waits. TensorFlow.js's data() reads through a pixel-pack buffer likewise.
-   * Transform-feedback kernels already write a buffer: nothing to queue.
+   * Transform-feedback kernels already write a buffer: nothing to queue, only the flush and the
+   * result array below.
    *
    * Where readsRowMajor() holds, the reads interleave the targets' rows (PACK_ROW_LENGTH) so
    * that the buffer holds the row-major output itself, and finishReadOutput downloads it with
-   * no unpacking.
+   * no unpacking. The array that finishReadOutput returns (downloaded or unpacked into) is
+   * made here, after a flush that sends the draws and reads to the GPU process, and its pages
+   * written once (host_array.mjs says why): that cost then overlaps the draws instead of
+   * following them.
    */
   startReadOutput() {
-    if (this.feedback) return;
     const gl = this.gl;
     const out = this.artifact.output;
+    if (this.feedback) {
+      // The feedback buffer is the kernel's output already; only the result array to make.
+      gl.flush();
+      this.readResult = touchedFloat32Array(out.rows * out.cols);
+      return;
+    }
     const texels = out.width * out.height;
     if (!this.packBuffer) {
       this.packBuffer = gl.createBuffer();
@@ -675,6 +685,8 @@ export class GLKernel {
     if (this.packedRowMajor) gl.pixelStorei(gl.PACK_ROW_LENGTH, 0);
     gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
     gl.readBuffer(gl.COLOR_ATTACHMENT0);
+    gl.flush();
+    this.readResult = touchedFloat32Array(out.rows * out.cols);
   }
 
   /**
@@ -694,20 +706,36 @@ export class GLKernel {
   }
 
   /**
-   * The row-major output of the reads startReadOutput() queued (readOutput() for feedback).
-   * getBufferSubData blocks until those reads are done, so no other wait is needed before it.
+   * The row-major output of the reads startReadOutput() queued (for feedback, of the feedback
+   * buffer), in the array startReadOutput() made. getBufferSubData blocks until those reads
+   * (or draws) are done, so no other wait is needed before it.
    * `checkErrors: false` skips the getError after the read, a synchronous round trip to the
    * GPU process (0.1–0.3 ms on Chromium), for a caller that checks errors itself afterwards.
    */
   finishReadOutput({ checkErrors = true } = {}) {
     const gl = this.gl;
     const out = this.artifact.output;
-    if (this.feedback) return this.readOutput();
+    if (this.feedback) {
+      // The captured floats go to a staging array kept between reads (unpack copies out of it),
+      // the output into the array startReadOutput made.
+      const floats = this.feedbackFloats();
+      if (this.feedbackStaging?.length !== floats) this.feedbackStaging = new Float32Array(floats);
+      this.readFeedback(this.feedbackStaging);
+      if (checkErrors) this.checkGl('reading the feedback buffer back');
+      const into = this.readResult;
+      this.readResult = null;  // each read returns a new array
+      try {
+        return unpack(out, [this.feedbackStaging], into);
+      } catch (e) {
+        this.instantiation(e.message);
+      }
+    }
     if (!this.packBuffer) throw new Error('finishReadOutput() without startReadOutput()');
     if (this.packedRowMajor) {
       // The buffer's first rows·cols floats are the output (rows of a last, partial block come
       // after them).
-      const result = new Float32Array(out.rows * out.cols);
+      const result = this.readResult || new Float32Array(out.rows * out.cols);
+      this.readResult = null;  // each read returns a new array
       gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
       gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, result);
       gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
@@ -729,8 +757,10 @@ export class GLKernel {
       targets.push(keepChannels(rgba.subarray(j * texels * 4, (j + 1) * texels * 4), texels,
                                 out.channels === 4 ? 4 : 1));
     }
+    const into = this.readResult;
+    this.readResult = null;  // each read returns a new array
     try {
-      return unpack(out, targets);
+      return unpack(out, targets, into);
     } catch (e) {
       this.instantiation(e.message);
     }

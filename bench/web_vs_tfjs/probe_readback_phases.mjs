@@ -19,6 +19,12 @@
 //   blit       every target blitted into one texture N times as tall, then one queued read of it
 //              and one getBufferSubData;
 //   blit_sync  the same blits, then one synchronous readPixels of that texture.
+//   late_alloc `current` as it was until 2026-11-29 13:30 UTC: no flush after queuing the
+//              reads, and the Float32Array the read returns made after the wait (`current` now
+//              flushes and makes it before the wait, its
+//              pages written once, and unpacked into where the output is not read row-major:
+//              runtime/host_array.mjs). For a transform-feedback kernel the staging array of
+//              the captured floats stays the one kept between reads, which it was not before.
 // The ways that read less than the whole output return the output of the first full read (the
 // executor checks its first batch against the reference samples); blit_bad_floats counts the
 // floats where the blitted texture differs from the executor's own read (it should be 0).
@@ -43,11 +49,21 @@ await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs A
   const phases = { issue: [], download: [] };
   const gather = new WeakMap();  // kernel -> {fb, pbo}
   let gatherBad = null;
+  let lateChecked = null;  // floats where late_alloc's first read differs from `current`'s
   GLKernel.prototype.startReadOutput = function () {
     const gl = this.gl;
     const b = performance.now();
     if (way === 'current' || way === 'unpacked' || !cached) {
       start.call(this);
+    } else if (way === 'late_alloc') {
+      const flush = gl.flush;
+      gl.flush = () => {};
+      try {
+        start.call(this);
+      } finally {
+        gl.flush = flush;
+      }
+      this.readResult = null;
     } else if (way === 'reads' || way === 'reads_fresh') {
       // the first `reads` targets only, as the executor queues them
       if (!this.packBuffer) start.call(this);
@@ -106,6 +122,12 @@ await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs A
     if (way === 'current' || way === 'unpacked' || !cached) {
       r = finish.call(this, opts);
       if (!cached) cached = r;
+    } else if (way === 'late_alloc') {
+      r = finish.call(this, opts);
+      if (lateChecked === null) {
+        lateChecked = 0;
+        for (let i = 0; i < r.length; ++i) if (r[i] !== cached[i]) ++lateChecked;
+      }
     } else if (way === 'reads' || way === 'reads_fresh') {
       const a = way === 'reads_fresh' ? new Float32Array(texels * 4 * N)
         : this.packStaging || (this.packStaging = new Float32Array(texels * 4 * N));
@@ -151,7 +173,8 @@ await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs A
     // PROBE_WAYS=fence,current,... picks some of these (all by default).
     const allWays = [['fence', 'current', N], ['current', 'current', N], ['unpacked', 'unpacked', N],
       ['readsN', 'reads', N], ['readsN_fresh', 'reads_fresh', N], ['reads1', 'reads', 1],
-      ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N]];
+      ['sync1', 'sync1', 1], ['blit', 'blit', N], ['blit_sync', 'blit_sync', N],
+      ['late_alloc', 'late_alloc', N]];
     const picked = options.ways;
     const ways = picked ? allWays.filter(([name]) => picked.includes(name)) : allWays;
     const acc = {};
@@ -168,6 +191,8 @@ await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs A
       res[name] = v.map(([t, i, d]) => `${t.toFixed(3)}` + (i === null ? '' : ` (issue ${i.toFixed(3)}, download ${d.toFixed(3)})`)).join(' | ');
     }
     res.blit_bad_floats = gatherBad;
+    res.late_alloc_bad_floats = lateChecked;
+
     return res;
   } finally {
     GLKernel.prototype.startReadOutput = start;

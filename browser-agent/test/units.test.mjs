@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
+import { touchedFloat32Array } from '../../runtime/host_array.mjs';
 import { pack, unpack } from '../../runtime/layout.mjs';
 import { ErrorNo, checkInputShapes, checkSamples, inputNames, inputShapes, nextNumber, refuseScratch, timeEvaluator, workloadSizes } from '../measure.mjs';
 import { seededTensor } from '../seeded_random.mjs';
@@ -89,6 +90,39 @@ test('unpack: a transform feedback buffer interleaves the rows of each item', ()
   }
   assert.deepEqual([...unpack(out, [buffer])], [...Array(24).keys()]);
   assert.throws(() => unpack(out, [buffer, buffer]), /expected 1 feedback buffer, got 2/);
+});
+
+test('unpack into a given array: the same values, into that array; a wrong length is refused', () => {
+  const out = { rows: 5, cols: 6, rows_per_item: 2, channels: 4, width: 6, height: 1 };
+  const targets = [0, 1].map((j) => {
+    const t = new Float32Array(6 * 4).fill(-1);
+    for (let b = 0; b < 3; ++b) {
+      const row = 2 * b + j;
+      for (let col = 0; col < 6 && row < 5; ++col) t[(b * 2 + (col >> 2)) * 4 + (col & 3)] = row * 6 + col;
+    }
+    return t;
+  });
+  // Stale values in the destination must all be overwritten (here by the output or NaN).
+  const into = new Float32Array(30).fill(7);
+  assert.equal(unpack(out, targets, into), into);
+  assert.deepEqual([...into], [...Array(30).keys()]);
+  const shortInto = new Float32Array(30).fill(7);
+  unpack(out, [targets[0], targets[1].subarray(0, 3 * 4)], shortInto);
+  assert.ok(shortInto.subarray(22, 24).every(Number.isNaN), 'uncovered floats are NaN, not stale');
+  assert.throws(() => unpack(out, targets, new Float32Array(29)), /destination holds 29 floats, the output 30/);
+});
+
+test('touchedFloat32Array: a new zeroed array every call, pages and tail included', () => {
+  for (const length of [0, 1, 1023, 1024, 1025, 5000]) {
+    const a = touchedFloat32Array(length);
+    assert.ok(a instanceof Float32Array);
+    assert.equal(a.length, length);
+    assert.ok(a.every((v) => v === 0), `length ${length}: all zeros`);
+  }
+  const a = touchedFloat32Array(4096);
+  const b = touchedFloat32Array(4096);
+  assert.notEqual(a.buffer, b.buffer);
+  assert.throws(() => touchedFloat32Array(-1), RangeError);
 });
 
 test('checkSamples applies the tolerance and refuses NaN', () => {
