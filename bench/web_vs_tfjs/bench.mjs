@@ -23,7 +23,7 @@
 // Each side's figure per mode is the median of all its rounds × repeat samples; the ratio is of
 // those medians, and the table also gives the spread of the per-round ratios. When DIR also
 // holds runners-up (<target>-<task>.rank<R>.json, see run), they and the best record are first
-// re-measured side by side (pickFinalist, fence timing) and the fastest here is the one compared.
+// re-measured side by side (pickFinalist, batched timing) and the fastest here is the one compared.
 //
 // webtune's wasm kernels run (--wasm-runner) "page" (default, since 2026-11-29): as a package
 // runs them (runtime/model.mjs): tid 0 on the page's thread, the other threads in helper

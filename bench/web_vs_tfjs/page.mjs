@@ -23,10 +23,12 @@
 //   render target's readPixels queued into a pixel-pack buffer, then one getBufferSubData,
 //   which blocks until the draws and reads are done, and the unpacking to the logical layout,
 //   or since 2026-11-29 no unpacking where the reads land in row-major order (GLKernel
-//   readsRowMajor); the read returns a new Float32Array, as tfjs's does;
+//   readsRowMajor); the read returns a new Float32Array, as tfjs's does (since 2026-11-29
+//   13:40 UTC made while the draws run, runtime/host_array.mjs);
 //   until 2026-11-28 13:00 UTC a 1-texel read waited before the download, one more round trip).
 //   webgpu: tfjs `await y.data()`;
-//   webtune copies to a MAP_READ buffer, mapAsync, copy out. wasm: tfjs `await y.data()`;
+//   webtune copies to a MAP_READ buffer, mapAsync, copy out (into a new array made while the
+//   GPU works, as for webgl2). wasm: tfjs `await y.data()`;
 //   webtune copies the output out of the module's memory after each run.
 // - "fence": each sample stops when the device has finished the op, nothing read back but what
 //   the wait needs. webgl2: both sides wait the same way, a blocking readPixels of one texel of

@@ -19,12 +19,12 @@
 //   blit       every target blitted into one texture N times as tall, then one queued read of it
 //              and one getBufferSubData;
 //   blit_sync  the same blits, then one synchronous readPixels of that texture.
-//   late_alloc `current` as it was until 2026-11-29 13:30 UTC: no flush after queuing the
-//              reads, and the Float32Array the read returns made after the wait (`current` now
-//              flushes and makes it before the wait, its
-//              pages written once, and unpacked into where the output is not read row-major:
-//              runtime/host_array.mjs). For a transform-feedback kernel the staging array of
-//              the captured floats stays the one kept between reads, which it was not before.
+//   late_alloc `current` as it was until 2026-11-29 13:40 UTC: the same reads queued, no
+//              flush, and the Float32Array the read returns made after the wait (`current` now
+//              flushes and makes it before the wait, its pages written once, and unpacks into
+//              it where the output is not read row-major: runtime/host_array.mjs). For a
+//              transform-feedback kernel the staging array of the captured floats stays the one
+//              kept between reads, which it was not before.
 // The ways that read less than the whole output return the output of the first full read (the
 // executor checks its first batch against the reference samples); blit_bad_floats counts the
 // floats where the blitted texture differs from the executor's own read (it should be 0).
@@ -56,12 +56,27 @@ await probeArtifacts('[PROBE_WAYS=fence,current,...] probe_readback_phases.mjs A
     if (way === 'current' || way === 'unpacked' || !cached) {
       start.call(this);
     } else if (way === 'late_alloc') {
-      const flush = gl.flush;
-      gl.flush = () => {};
-      try {
-        start.call(this);
-      } finally {
-        gl.flush = flush;
+      // startReadOutput as it was: the same reads queued, no flush, no array made; nothing for
+      // a feedback kernel.
+      if (!this.feedback) {
+        if (!this.packBuffer) {
+          this.packBuffer = gl.createBuffer();
+          this.objects.buffers.push(this.packBuffer);
+          gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+          gl.bufferData(gl.PIXEL_PACK_BUFFER, texels * 16 * N, gl.STREAM_READ);
+        }
+        this.packedRowMajor = this.readsRowMajor();
+        gl.bindFramebuffer(gl.FRAMEBUFFER, this.framebuffer);
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
+        gl.pixelStorei(gl.PACK_ALIGNMENT, 4);
+        if (this.packedRowMajor) gl.pixelStorei(gl.PACK_ROW_LENGTH, o.width * N);
+        for (let j = 0; j < N; ++j) {
+          gl.readBuffer(gl.COLOR_ATTACHMENT0 + j);
+          gl.readPixels(0, 0, o.width, o.height, gl.RGBA, gl.FLOAT, (this.packedRowMajor ? j * o.width : j * texels) * 16);
+        }
+        if (this.packedRowMajor) gl.pixelStorei(gl.PACK_ROW_LENGTH, 0);
+        gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
+        gl.readBuffer(gl.COLOR_ATTACHMENT0);
       }
       this.readResult = null;
     } else if (way === 'reads' || way === 'reads_fresh') {
