@@ -52,9 +52,12 @@ test('unpack: rows_per_item render targets back to row-major', () => {
   assert.deepEqual([...unpack(out, [target0, target1])], [...Array(12).keys()]);
 });
 
-test('unpack: ragged column blocks, R targets, and a short target leaves NaN', () => {
-  // 5x6 output, 2 rows per item, 4 channels: 2 col blocks (the second holds cols 4, 5 and two
-  // padding floats), 3 row blocks; target j holds rows 2b + j, item t at floats 4t .. 4t + 3.
+/**
+ * A 5x6 output, 2 rows per item, 4 channels: 2 col blocks (the second holds cols 4, 5 and two
+ * padding floats), 3 row blocks; target j holds rows 2b + j, item t at floats 4t .. 4t + 3, and
+ * output element i is i.
+ */
+function raggedTargets() {
   const out = { rows: 5, cols: 6, rows_per_item: 2, channels: 4, width: 6, height: 1 };
   const targets = [0, 1].map((j) => {
     const t = new Float32Array(6 * 4).fill(-1);
@@ -64,6 +67,11 @@ test('unpack: ragged column blocks, R targets, and a short target leaves NaN', (
     }
     return t;
   });
+  return { out, targets };
+}
+
+test('unpack: ragged column blocks, R targets, and a short target leaves NaN', () => {
+  const { out, targets } = raggedTargets();
   assert.deepEqual([...unpack(out, targets)], [...Array(30).keys()]);
   // The same with one float a texel (R targets): 6 items of 1 col per row block.
   const red = { rows: 3, cols: 2, rows_per_item: 2, channels: 1, width: 4, height: 1 };
@@ -93,15 +101,7 @@ test('unpack: a transform feedback buffer interleaves the rows of each item', ()
 });
 
 test('unpack into a given array: the same values, into that array; a wrong length is refused', () => {
-  const out = { rows: 5, cols: 6, rows_per_item: 2, channels: 4, width: 6, height: 1 };
-  const targets = [0, 1].map((j) => {
-    const t = new Float32Array(6 * 4).fill(-1);
-    for (let b = 0; b < 3; ++b) {
-      const row = 2 * b + j;
-      for (let col = 0; col < 6 && row < 5; ++col) t[(b * 2 + (col >> 2)) * 4 + (col & 3)] = row * 6 + col;
-    }
-    return t;
-  });
+  const { out, targets } = raggedTargets();
   // Stale values in the destination must all be overwritten (here by the output or NaN).
   const into = new Float32Array(30).fill(7);
   assert.equal(unpack(out, targets, into), into);
