@@ -658,8 +658,7 @@ export class GLKernel {
     const out = this.artifact.output;
     if (this.feedback) {
       // The feedback buffer is the kernel's output already; only the result array to make.
-      gl.flush();
-      this.readResult = touchedFloat32Array(out.rows * out.cols);
+      this.makeReadResult();
       return;
     }
     const texels = out.width * out.height;
@@ -685,8 +684,23 @@ export class GLKernel {
     if (this.packedRowMajor) gl.pixelStorei(gl.PACK_ROW_LENGTH, 0);
     gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
     gl.readBuffer(gl.COLOR_ATTACHMENT0);
-    gl.flush();
-    this.readResult = touchedFloat32Array(out.rows * out.cols);
+    this.makeReadResult();
+  }
+
+  /**
+   * Sends the work queued so far to the GPU process (gl.flush) and makes the array the next
+   * finishReadOutput() returns, its pages written once while that work runs (host_array.mjs).
+   */
+  makeReadResult() {
+    this.gl.flush();
+    this.readResult = touchedFloat32Array(this.artifact.output.rows * this.artifact.output.cols);
+  }
+
+  /** The array makeReadResult() made, or null; each read takes it once: a new array a read. */
+  takeReadResult() {
+    const result = this.readResult || null;
+    this.readResult = null;
+    return result;
   }
 
   /**
@@ -722,10 +736,8 @@ export class GLKernel {
       if (this.feedbackStaging?.length !== floats) this.feedbackStaging = new Float32Array(floats);
       this.readFeedback(this.feedbackStaging);
       if (checkErrors) this.checkGl('reading the feedback buffer back');
-      const into = this.readResult;
-      this.readResult = null;  // each read returns a new array
       try {
-        return unpack(out, [this.feedbackStaging], into);
+        return unpack(out, [this.feedbackStaging], this.takeReadResult());
       } catch (e) {
         this.instantiation(e.message);
       }
@@ -734,8 +746,7 @@ export class GLKernel {
     if (this.packedRowMajor) {
       // The buffer's first rows·cols floats are the output (rows of a last, partial block come
       // after them).
-      const result = this.readResult || new Float32Array(out.rows * out.cols);
-      this.readResult = null;  // each read returns a new array
+      const result = this.takeReadResult() || new Float32Array(out.rows * out.cols);
       gl.bindBuffer(gl.PIXEL_PACK_BUFFER, this.packBuffer);
       gl.getBufferSubData(gl.PIXEL_PACK_BUFFER, 0, result);
       gl.bindBuffer(gl.PIXEL_PACK_BUFFER, null);
@@ -757,10 +768,8 @@ export class GLKernel {
       targets.push(keepChannels(rgba.subarray(j * texels * 4, (j + 1) * texels * 4), texels,
                                 out.channels === 4 ? 4 : 1));
     }
-    const into = this.readResult;
-    this.readResult = null;  // each read returns a new array
     try {
-      return unpack(out, targets, into);
+      return unpack(out, targets, this.takeReadResult());
     } catch (e) {
       this.instantiation(e.message);
     }
