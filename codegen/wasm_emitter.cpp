@@ -40,6 +40,13 @@
 ///    writes this packed panel, so for im2col pack_b must be 1; a 1×1 stride-1 unpadded conv2d
 ///    reads X_b as B_b directly (pack_b 0) or packs it (pack_b 1).
 ///  - threads {1, 2, 4, 8}: run(tid) calls per execution (static column split above).
+///  - split {cols, rows} (defined after fma and allowed absent, as fma is: older records read
+///    as cols with their old indices): what the threads divide. cols is the column split above;
+///    rows gives thread tid the row blocks [tid·rb/T, (tid+1)·rb/T) of rb = ceil(M/MR), each
+///    thread sweeping (and, with pack_b, packing) every column block. A GEMM with few columns
+///    and many rows — a 1×1 conv2d on a 7×7 map: N = 49, 13 blocks of NR = 4, 7 against 6 per
+///    thread — balances over its rows (M = 160 .. 1280 output channels), at the price of each
+///    thread packing the whole B panel (K·N floats per thread, against M·N·K multiply-adds).
 ///  - fma {0, 1} (both kernels, defined last and allowed absent: records from before it read as
 ///    fma 0 with their old indices): f32x4.relaxed_madd instead of mul then add. Relaxed SIMD
 ///    may fuse or not (the spec lets the engine choose), so results differ from mul + add in
@@ -53,7 +60,8 @@
 ///  - unroll_k <= K (it need not divide K since issue 14: tail loop).
 ///  - mr ≤ M and nr ≤ N rounded up to 4 (larger tiles only repeat the edge work).
 ///  - im2col needs pack_b = 1.
-///  - threads ≤ column blocks (every thread gets work).
+///  - threads ≤ the blocks they split: column blocks, or row blocks with split rows (every
+///    thread gets work); split rows needs threads ≥ 2 (with one thread it is split cols).
 ///  - linear memory ≤ 1 GiB (browsers refuse much more; the kernel's index arithmetic is i32).
 /// Device limit: threads ≤ DeviceLimits::max_threads (1 in a tab without cross-origin
 /// isolation).
@@ -94,7 +102,8 @@
 /// Every input in input order (data, weight, bias, residual) and then the output, the first at
 /// 64 KiB, each 64-byte aligned with 256 bytes of slack after it (a micro-tile past column N
 /// reads up to NR−1 floats beyond its row without packing, and so do bias and residual loads),
-/// then T scratch slices: with pack_b K·NR·ceil(nb/T) floats rows_outer, K·NR cols_outer;
+/// then T scratch slices: with pack_b K·NR·ceil(nb/T) floats rows_outer (K·NR·nb with split
+/// rows), K·NR cols_outer;
 /// depthwise one padded plane (padded_w rounded up to a multiple of the stride). The module's stack
 /// is 4 KiB below 64 KiB, so every offset is past __heap_base.
 #include "codegen/wasm_emitter.hpp"
@@ -120,6 +129,8 @@ constexpr int kMaxScalarAccumulators = 32;
 constexpr int64_t kMaxUnrolledRS = 49;
 
 const std::vector<std::string> kOrders = {"rows_outer", "cols_outer"};
+/// The split knob's candidates; the first is the behaviour from before the knob.
+const std::vector<std::string> kSplits = {"cols", "rows"};
 
 int64_t align64(int64_t v) {
   return (v + 63) / 64 * 64;
@@ -142,6 +153,21 @@ int64_t knob_int(const ConfigEntity& e, const std::string& name) {
 int64_t knob_int_or(const ConfigEntity& e, const std::string& name, int64_t fallback) {
   for (const Knob& knob : e.knobs())
     if (knob.name == name) return knob_int(e, name);
+  return fallback;
+}
+
+/// A string knob added after records were made (ConfigSpace::allow_absent): `fallback` where
+/// the entity has no such knob.
+std::string knob_string_or(const ConfigEntity& e, const std::string& name,
+                           const std::string& fallback) {
+  for (const Knob& knob : e.knobs()) {
+    if (knob.name != name) continue;
+    try {
+      return e.get_string(name);
+    } catch (const std::exception& ex) {
+      refuse("knob '" + name + "': " + ex.what());
+    }
+  }
   return fallback;
 }
 
@@ -216,10 +242,14 @@ WasmPlan decode(const Workload& wl, const ConfigEntity& e) {
   p.pack_b = knob_int(e, "pack_b") != 0;
   p.threads = static_cast<int>(knob_int(e, "threads"));
   p.fma = knob_int_or(e, "fma", 0) != 0;
+  p.split_rows = knob_string_or(e, "split", kSplits.front()) == "rows";
   if (p.mr < 1 || p.nr < 1 || p.unroll_k < 1 || p.threads < 1)
     refuse("mr, nr, unroll_k and threads must be at least 1");
-  // cols_outer packs one column block at a time, rows_outer all of the thread's blocks first.
-  const int64_t blocks_per_thread = p.cols_outer ? 1 : (p.col_blocks() + p.threads - 1) / p.threads;
+  // cols_outer packs one column block at a time, rows_outer all of the thread's blocks first
+  // (with split rows, all of them).
+  const int64_t blocks_per_thread = p.cols_outer   ? 1
+                                    : p.split_rows ? p.col_blocks()
+                                                   : (p.col_blocks() + p.threads - 1) / p.threads;
   lay_out(wl, p.pack_b ? p.k * p.nr * blocks_per_thread * 4 : 0, p);
   return p;
 }
@@ -245,8 +275,13 @@ const Rule kRules[] = {
      [](const WasmPlan& p) { return p.mr <= p.m && p.nr <= (p.n + 3) / 4 * 4; }},
     {"im2col writes a packed panel: pack_b must be 1",
      [](const WasmPlan& p) { return !p.im2col || p.pack_b; }},
-    {"threads <= column blocks (ceil(N/nr))",
-     [](const WasmPlan& p) { return p.threads <= p.col_blocks(); }},
+    {"threads <= the blocks they split: column blocks ceil(N/nr), or row blocks ceil(M/mr) with "
+     "split rows",
+     [](const WasmPlan& p) {
+       return p.threads <= (p.split_rows ? p.row_blocks() : p.col_blocks());
+     }},
+    {"split rows needs threads >= 2 (one thread is split cols)",
+     [](const WasmPlan& p) { return !p.split_rows || p.threads >= 2; }},
     {"linear memory <= 1 GiB",
      [](const WasmPlan& p) { return p.memory_pages * kPage <= kMaxMemory; }},
 };
@@ -336,6 +371,7 @@ WasmKernelSpec to_spec(const Workload& wl, const WasmPlan& p) {
   }
   s.mr = p.mr, s.nr = p.nr, s.unroll_k = p.unroll_k;
   s.cols_outer = p.cols_outer, s.pack_b = p.pack_b;
+  s.split_rows = p.split_rows;
   return s;
 }
 
@@ -403,6 +439,9 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
     space->define_knob("pack_b", std::vector<int64_t>{0, 1});
     space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
     define_fma_knob(*space);
+    // Added after fma, as fma was: absent in older records, which read as split cols.
+    space->define_knob("split", kSplits);
+    space->allow_absent("split");
     add_rules(kRules);
   } else {
     throw std::invalid_argument("no wasm template for " + std::string(op_name(workload.op)));

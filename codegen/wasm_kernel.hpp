@@ -48,6 +48,9 @@ struct WasmKernelSpec {
   // GEMM schedule.
   int mr = 1, nr = 1, unroll_k = 1;
   bool simd = false, cols_outer = false, pack_b = false;
+  /// The threads split the row blocks (ceil(M/MR)), each sweeping every column block, instead
+  /// of the column blocks (ceil(N/NR)) with every row block.
+  bool split_rows = false;
   /// acc += a·b as llvm.wasm.fma (LLVM 15's name; it emits f32x4.relaxed_madd, opcode 0xfd
   /// 0x105, computing a·b + c as the final relaxed-SIMD spec has it); needs simd. Both kernels.
   bool fma = false;

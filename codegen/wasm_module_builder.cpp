@@ -6,12 +6,13 @@
 /// come back as WasmBuildResult::error.
 ///
 /// The generated `run(tid)` is, with nb = ceil(N/NR) column blocks and [b0, b1) = this thread's
-/// blocks (b0 = tid·nb/T):
+/// blocks (b0 = tid·nb/T; with split_rows every thread has all nb, and its row blocks are
+/// [tid·rb/T, (tid+1)·rb/T) of rb = ceil(M/MR) instead of all of them):
 ///
 ///     for b in 0 .. batch:
 ///       pack(jb) = panel block [kk][0..NR) of B_b[kk][jb·NR + 0..NR)  (im2col gathers it from
 ///                  X_b; columns past N are 0)
-///       rows_outer: pack every block of the thread (with pack_b), then for ib over ceil(M/MR)
+///       rows_outer: pack every block of the thread (with pack_b), then for ib over the thread's
 ///                  row blocks, for lb over b1−b0 column blocks: tile(ib, lb)
 ///       cols_outer: for lb: pack(b0+lb) into one panel block (with pack_b), then for ib: tile
 ///       tile:
@@ -32,6 +33,7 @@
 #include <cmath>
 #include <functional>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "lld/Common/Driver.h"
@@ -123,9 +125,20 @@ class KernelWriter {
  private:
   void write_gemm(Value* tid) {
     const int64_t nb = (s_.n + s_.nr - 1) / s_.nr;
-    // Static split of the column blocks: thread t owns [t·nb/T, (t+1)·nb/T).
-    Value* b0 = b_.CreateUDiv(b_.CreateMul(tid, c(nb)), c(s_.threads));
-    Value* b1 = b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(tid, c(1)), c(nb)), c(s_.threads));
+    const int64_t row_blocks = (s_.m + s_.mr - 1) / s_.mr;
+    // Static split: of the column blocks, thread t owning [t·nb/T, (t+1)·nb/T) and every row
+    // block; or with split_rows of the row blocks, every column block.
+    auto share = [&](int64_t blocks, bool split) -> std::pair<Value*, Value*> {
+      if (!split) return {c(0), c(blocks)};
+      return {b_.CreateUDiv(b_.CreateMul(tid, c(blocks)), c(s_.threads)),
+              b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(tid, c(1)), c(blocks)), c(s_.threads))};
+    };
+    const std::pair<Value*, Value*> cols = share(nb, !s_.split_rows);
+    const std::pair<Value*, Value*> rows = share(row_blocks, s_.split_rows);
+    Value* b0 = cols.first;
+    Value* b1 = cols.second;
+    Value* r0 = rows.first;
+    Value* r1 = rows.second;
     Value* panel =
         addr(b_.CreateAdd(c(s_.scratch_offset), b_.CreateMul(tid, c(s_.scratch_bytes_per_thread))));
     loop(c(0), c(s_.batch), 1, [&](Value* image) {
@@ -135,7 +148,6 @@ class KernelWriter {
       Value* rdst = has_residual() ? addr(b_.CreateAdd(c(s_.epilogue.residual_offset),
                                                        b_.CreateMul(image, c(s_.c_batch_bytes))))
                                    : nullptr;
-      const int64_t row_blocks = (s_.m + s_.mr - 1) / s_.mr;
       Value* local_blocks = b_.CreateSub(b1, b0);
       // Packs (or gathers) global column block jb into panel block `slot`.
       auto pack = [&](Value* jb, Value* slot) {
@@ -154,13 +166,13 @@ class KernelWriter {
         // one panel block of scratch per thread.
         loop(c(0), local_blocks, 1, [&](Value* lb) {
           if (s_.pack_b) pack(b_.CreateAdd(b0, lb), c(0));
-          loop(c(0), c(row_blocks), 1, [&](Value* ib) { tile(ib, lb, c(0)); });
+          loop(r0, r1, 1, [&](Value* ib) { tile(ib, lb, c(0)); });
         });
       } else {
         // Rows outer sweeps every column block per row strip: the whole panel first.
         if (s_.pack_b)
           loop(c(0), local_blocks, 1, [&](Value* lb) { pack(b_.CreateAdd(b0, lb), lb); });
-        loop(c(0), c(row_blocks), 1,
+        loop(r0, r1, 1,
              [&](Value* ib) { loop(c(0), local_blocks, 1, [&](Value* lb) { tile(ib, lb, lb); }); });
       }
     });

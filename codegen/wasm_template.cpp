@@ -7,6 +7,14 @@
 namespace webtune::detail {
 namespace {
 
+/// What `threads` buy when `units` equal units of work are split statically (thread t owns
+/// [t·units/T, (t+1)·units/T)): units over the largest share, ceil(units/T). 13 column blocks
+/// over 2 threads give 13/7 = 1.86, not 2.
+double parallel_speedup(int64_t units, int threads) {
+  const int64_t most = (units + threads - 1) / threads;
+  return most > 0 ? static_cast<double>(units) / static_cast<double>(most) : 1.0;
+}
+
 class WasmTemplate final : public Template {
  public:
   explicit WasmTemplate(OpKind op) : Template(Target::kWasm, op) {}
@@ -36,7 +44,7 @@ class WasmTemplate final : public Template {
       const double vectors = tile / (p.simd ? 4.0 : 1.0);
       const double rs = static_cast<double>(workload.kernel_h * workload.kernel_w);
       f[0] = log2f_of(tile);
-      f[1] = log2f_of(static_cast<double>(p.threads));
+      f[1] = log2f_of(parallel_speedup(p.tasks(), p.threads));
       f[2] = log2f_of(static_cast<double>(workload.output_size()) / tile);
       f[3] = log2p1(static_cast<double>(p.scratch_bytes_per_thread));
       // Bytes loaded per output: inputs (a vector load per lane group; stride 2 gathers lanes
@@ -51,8 +59,9 @@ class WasmTemplate final : public Template {
     }
     const double tile = static_cast<double>(p.mr) * static_cast<double>(p.nr);
     const double vectors = tile / (p.simd ? 4.0 : 1.0);
-    f[0] = log2f_of(tile);                                                // outputs per tile
-    f[1] = log2f_of(static_cast<double>(p.threads));                      // run(tid) calls
+    f[0] = log2f_of(tile);  // outputs per tile
+    // The speedup the static split allows: blocks over the most any thread gets.
+    f[1] = log2f_of(parallel_speedup(p.split_rows ? p.row_blocks() : p.col_blocks(), p.threads));
     f[2] = log2f_of(static_cast<double>(workload.output_size()) / tile);  // micro-tiles
     f[3] = log2p1(static_cast<double>(p.scratch_bytes_per_thread));       // packed panel
     // A register tile of MR × NR loads MR + NR values per K step for MR·NR outputs.

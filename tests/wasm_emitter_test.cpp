@@ -54,7 +54,7 @@ TEST(WasmEmitter, TargetNamesAndTuneTarget) {
 TEST(WasmEmitter, SpaceSizesAndConstraints) {
   const Task task = Task::create(Workload::dense(64, 64, 64), Target::kWasm, threads_limit(8));
   const ConfigSpace& space = *task.space;
-  EXPECT_EQ(space.raw_size(), 5 * 7 * 4 * 2 * 2 * 2 * 4 * 2);  // ... threads, fma
+  EXPECT_EQ(space.raw_size(), 5 * 7 * 4 * 2 * 2 * 2 * 4 * 2 * 2);  // ... threads, fma, split
   const std::vector<int64_t>& valid = space.valid_indices();
   ASSERT_FALSE(valid.empty());
   EXPECT_LT(static_cast<int64_t>(valid.size()), space.raw_size());
@@ -674,7 +674,7 @@ TEST_F(WasmModules, FmaConfigsMatchTheReference) {
       EXPECT_GT(relaxed_madd_count(artifact), 0) << e.to_string();
       // The same config without fma: no relaxed SIMD at all.
       std::vector<int> choices = e.choices();
-      choices.back() = 0;  // fma is the last knob
+      choices[task.space->knob_index("fma")] = 0;
       const KernelArtifact plain = task.build(task.space->from_choices(choices));
       EXPECT_FALSE(plain.wasm.relaxed_simd);
       EXPECT_EQ(relaxed_madd_count(plain), 0) << e.to_string();
@@ -683,6 +683,84 @@ TEST_F(WasmModules, FmaConfigsMatchTheReference) {
       if (++checked == 6) break;
     }
     EXPECT_EQ(checked, 6) << wl.key() << ": too few fma configs sampled";
+  }
+}
+
+// The split knob (issue 14, 7×7 pointwise layers): split rows divides the row blocks among
+// the threads. It needs 2 threads or more, balances what the column split cannot (N = 49 in
+// blocks of 4: 13 blocks, 7 against 6), and a record from before the knob reads as split cols
+// with its old index.
+TEST(WasmEmitter, SplitRowsNeedsThreadsAndKeepsOldIndices) {
+  const Workload pointwise = Workload::conv2d(1, 576, 7, 7, 160, 1, 1, 0);
+  const Task task = Task::create(pointwise, Target::kWasm, threads_limit(8));
+  int64_t rows = 0;
+  for (int64_t index : task.space->valid_indices()) {
+    const ConfigEntity e = task.space->get(index);
+    if (e.get_string("split") != "rows") continue;
+    ++rows;
+    EXPECT_GE(e.get_int("threads"), 2) << e.to_string();
+    const WasmPlan p = wasm_plan(pointwise, e);
+    EXPECT_TRUE(p.split_rows);
+    EXPECT_LE(p.threads, p.row_blocks()) << e.to_string();
+  }
+  EXPECT_GT(rows, 0);
+  // 8×4 tiles, 2 threads: the column split's best share is 7 of 13 blocks, the row split's 10
+  // of 20; the analytic "invocations" feature says so (log2 of blocks over the largest share).
+  auto entity = [&](const std::string& split) {
+    return task.space->from_json(boost::json::parse(
+        R"({"entity":[["mr","ot",8],["nr","ot",4],["unroll_k","ot",2],["simd","ot",1],)"
+        R"(["order","ot","rows_outer"],["pack_b","ot",1],["threads","ot",2],["fma","ot",0],)"
+        R"(["split","ot",")" +
+        split + R"("]]})"));
+  };
+  const size_t width = feature_names(task).size();
+  EXPECT_FLOAT_EQ(config_features(task, entity("cols"))[width - 8], std::log2(13.0f / 7.0f));
+  EXPECT_FLOAT_EQ(config_features(task, entity("rows"))[width - 8], 1.0f);
+  // Each thread packs the whole panel with split rows: scratch for 13 blocks, not 7.
+  EXPECT_EQ(wasm_plan(pointwise, entity("rows")).scratch_bytes_per_thread, 576 * 4 * 13 * 4);
+  EXPECT_EQ(wasm_plan(pointwise, entity("cols")).scratch_bytes_per_thread, 576 * 4 * 7 * 4);
+  // One thread with split rows is refused with the rule's words.
+  const std::string one = R"({"entity":[["mr","ot",8],["nr","ot",4],["unroll_k","ot",2],)"
+                          R"(["simd","ot",1],["order","ot","rows_outer"],["pack_b","ot",1],)"
+                          R"(["threads","ot",1],["split","ot","rows"]]})";
+  try {
+    wasm_plan(pointwise, task.space->from_json(boost::json::parse(one)));
+    ADD_FAILURE() << "split rows with one thread was accepted";
+  } catch (const MeasureError& e) {
+    EXPECT_NE(std::string(e.what()).find("split rows needs threads >= 2"), std::string::npos)
+        << e.what();
+  }
+  // A record from before the knob (no "split") reads as split cols with its old index.
+  const ConfigEntity cols = entity("cols");
+  boost::json::object json = cols.to_json();
+  boost::json::array knobs;
+  for (const boost::json::value& knob : json.at("entity").as_array())
+    if (knob.as_array().at(0).as_string() != "split") knobs.push_back(knob);
+  json["entity"] = knobs;
+  const ConfigEntity read = task.space->from_json(json);
+  EXPECT_EQ(read.index(), cols.index());
+  EXPECT_EQ(read.get_string("split"), "cols");
+}
+
+// Split rows computes what split cols does: every output, on odd shapes (M, N not multiples of
+// the tile; rows past M clamped, columns past N zero or skipped), with 2, 3 and 4 threads, both
+// loop orders, packed or not, with an im2col conv2d and a batch of 2.
+TEST_F(WasmModules, SplitRowsConfigsMatchTheReference) {
+  const std::vector<Workload> workloads = {
+      with(Workload::conv2d(1, 57, 7, 7, 37, 1, 1, 0), kBiasClip),
+      with(Workload::dense(29, 13, 21), kBiasHardSwishResidual),
+      with(Workload::conv2d(2, 5, 9, 9, 22, 3, 2, 1), kBiasResidualRelu)};
+  uint64_t seed = 60;
+  for (const Workload& wl : workloads) {
+    const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
+    std::mt19937_64 rng(seed++);
+    int checked = 0;
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, 256)) {
+      if (e.get_string("split") != "rows") continue;
+      check(task, e);
+      if (++checked == 8) break;
+    }
+    EXPECT_EQ(checked, 8) << wl.key() << ": too few split rows configs sampled";
   }
 }
 

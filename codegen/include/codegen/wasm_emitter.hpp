@@ -60,10 +60,13 @@ struct WasmPlan {
   bool simd = false;        ///< f32x4 accumulators (GEMM: splat A × v128 loads of B)
   bool cols_outer = false;  ///< micro-tile loop order: column blocks outer (B panel stays hot)
   bool pack_b = false;      ///< copy (or gather) the thread's B columns into a contiguous panel
-  int threads = 1;          ///< run(tid) calls; tid owns a static range of column blocks/tasks
+  int threads = 1;  ///< run(tid) calls; tid owns a static range of column (or row) blocks/tasks
   /// acc += a·b as one f32x4.relaxed_madd (relaxed SIMD; fused on x86-64 with FMA3 and on
   /// ARM64) instead of f32x4.mul then f32x4.add; needs simd and DeviceLimits::relaxed_simd.
   bool fma = false;
+  /// GEMM: the threads split the row blocks (every thread sweeping every column block) instead
+  /// of the column blocks (knob split: rows, cols).
+  bool split_rows = false;
   // Depthwise knobs and geometry.
   int tile_c = 1;          ///< planes (n, c) per task: the unit of the static thread split
   int tile_h = 1;          ///< output rows per micro-tile
@@ -81,8 +84,10 @@ struct WasmPlan {
 
   int64_t output_offset() const { return offsets.back(); }
   int64_t col_blocks() const { return (n + nr - 1) / nr; }
-  /// Column blocks of thread `tid`: [tid·nb/T, (tid+1)·nb/T) with nb = col_blocks().
-  int64_t first_block(int64_t tid) const { return tid * col_blocks() / threads; }
+  int64_t row_blocks() const { return (m + mr - 1) / mr; }
+  /// Column blocks of thread `tid`: [tid·nb/T, (tid+1)·nb/T) with nb = col_blocks(); with
+  /// split_rows every thread has all of them (and its share of the row blocks instead).
+  int64_t first_block(int64_t tid) const { return split_rows ? 0 : tid * col_blocks() / threads; }
   /// Depthwise tasks: ceil(N·C / tile_c); thread tid owns [tid·nt/T, (tid+1)·nt/T).
   int64_t tasks() const { return (planes + tile_c - 1) / tile_c; }
 };
