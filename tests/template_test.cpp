@@ -271,14 +271,19 @@ INSTANTIATE_TEST_SUITE_P(
             "a443d4d42fc21435", "adb6271ff1f3dd04"},
         // The fma knob (relaxed SIMD) doubled the wasm spaces; without relaxed_simd in the
         // device limits the valid configs, the default's index and every module are as before.
-        Pin{"Wasm_dense", Target::kWasm, kDense, 8960, 592,
-            R"({"index":0,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",0],["threads","ot",1],["fma","ot",0]]})",
-            "e2954631323f6295", "2561b339cbc6661a"},
+        // Re-pinned for the split knob (2026-11-29): the raw space doubled, the default names
+        // split cols with its old index, and the features gained the knob's column. On one
+        // thread (these pins' device) split rows is invalid, so the valid configs and their
+        // modules are those from before.
+        Pin{"Wasm_dense", Target::kWasm, kDense, 17920, 592,
+            R"({"index":0,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",0],["threads","ot",1],["fma","ot",0],["split","ot","cols"]]})",
+            "e2954631323f6295", "0017e3cd0a193adf"},
         // Re-pinned when im2col gathered groups of 4 interior pixels with v128 loads (simd
         // modules changed; the space, the default and the features did not).
-        Pin{"Wasm_conv", Target::kWasm, kConv, 8960, 296,
-            R"({"index":560,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",1],["threads","ot",1],["fma","ot",0]]})",
-            "c73c811d5be4967d", "66c2e6adfcbf1441"},
+        // Re-pinned for the split knob as Wasm_dense was.
+        Pin{"Wasm_conv", Target::kWasm, kConv, 17920, 296,
+            R"({"index":560,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",1],["threads","ot",1],["fma","ot",0],["split","ot","cols"]]})",
+            "c73c811d5be4967d", "4fc080fa54328da4"},
         // Issue 14: wasm's depthwise template (new; pinned from its first version). Re-pinned
         // when the padded plane became polyphase for stride > 1 and its padding one fill per
         // run: the modules and the scratch size (a feature) changed, the space and the
