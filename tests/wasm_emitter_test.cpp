@@ -602,6 +602,16 @@ DeviceLimits relaxed_limit() {
   return d;
 }
 
+/// `e` as a record from before knob `name` existed writes it: its JSON without that knob.
+boost::json::object json_without_knob(const ConfigEntity& e, const std::string& name) {
+  boost::json::object json = e.to_json();
+  boost::json::array knobs;
+  for (const boost::json::value& knob : json.at("entity").as_array())
+    if (knob.as_array().at(0).as_string() != name) knobs.push_back(knob);
+  json["entity"] = knobs;
+  return json;
+}
+
 TEST(WasmEmitter, FmaNeedsSimdAndARelaxedSimdDevice) {
   for (const Workload& wl :
        {Workload::dense(64, 64, 64), Workload::conv2d(1, 8, 10, 10, 16, 3, 1, 1),
@@ -624,12 +634,7 @@ TEST(WasmEmitter, FmaNeedsSimdAndARelaxedSimdDevice) {
         << wl.key();
     // A record from before the knob (no "fma") reads as fma 0 with its old index.
     const ConfigEntity old = plain.space->get(plain.space->valid_indices().back());
-    boost::json::object json = old.to_json();
-    boost::json::array entity;
-    for (const boost::json::value& knob : json.at("entity").as_array())
-      if (knob.as_array().at(0).as_string() != "fma") entity.push_back(knob);
-    json["entity"] = entity;
-    const ConfigEntity read = relaxed.space->from_json(json);
+    const ConfigEntity read = relaxed.space->from_json(json_without_knob(old, "fma"));
     EXPECT_EQ(read.index(), old.index());
     EXPECT_EQ(read.get_int("fma"), 0);
   }
@@ -732,12 +737,7 @@ TEST(WasmEmitter, SplitRowsNeedsThreadsAndKeepsOldIndices) {
   }
   // A record from before the knob (no "split") reads as split cols with its old index.
   const ConfigEntity cols = entity("cols");
-  boost::json::object json = cols.to_json();
-  boost::json::array knobs;
-  for (const boost::json::value& knob : json.at("entity").as_array())
-    if (knob.as_array().at(0).as_string() != "split") knobs.push_back(knob);
-  json["entity"] = knobs;
-  const ConfigEntity read = task.space->from_json(json);
+  const ConfigEntity read = task.space->from_json(json_without_knob(cols, "split"));
   EXPECT_EQ(read.index(), cols.index());
   EXPECT_EQ(read.get_string("split"), "cols");
 }
