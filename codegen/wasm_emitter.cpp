@@ -40,6 +40,11 @@
 ///    writes this packed panel, so for im2col pack_b must be 1; a 1×1 stride-1 unpadded conv2d
 ///    reads X_b as B_b directly (pack_b 0) or packs it (pack_b 1).
 ///  - threads {1, 2, 4, 8}: run(tid) calls per execution (static column split above).
+///  - fma {0, 1} (both kernels, defined after threads and allowed absent: records from before
+///    it read as fma 0 with their old indices): f32x4.relaxed_madd instead of mul then add.
+///    Relaxed SIMD may fuse or not (the spec lets the engine choose), so results differ from
+///    mul + add in the last bit at most per step, inside the reference's tolerance. Needs simd,
+///    and the device limit relaxed_simd (the tab validates f32x4.relaxed_madd: Chromium ≥ 114).
 ///  - split {cols, rows} (defined after fma and allowed absent, as fma is: older records read
 ///    as cols with their old indices): what the threads divide. cols is the column split above;
 ///    rows gives thread tid the row blocks [tid·rb/T, (tid+1)·rb/T) of rb = ceil(M/MR), each
@@ -47,11 +52,6 @@
 ///    and many rows — a 1×1 conv2d on a 7×7 map: N = 49, 13 blocks of NR = 4, 7 against 6 per
 ///    thread — balances over its rows (M = 160 .. 1280 output channels), at the price of each
 ///    thread packing the whole B panel (K·N floats per thread, against M·N·K multiply-adds).
-///  - fma {0, 1} (both kernels, defined last and allowed absent: records from before it read as
-///    fma 0 with their old indices): f32x4.relaxed_madd instead of mul then add. Relaxed SIMD
-///    may fuse or not (the spec lets the engine choose), so results differ from mul + add in
-///    the last bit at most per step, inside the reference's tolerance. Needs simd, and the
-///    device limit relaxed_simd (the tab validates f32x4.relaxed_madd: Chromium ≥ 114).
 ///
 /// ## Constraints
 ///  - simd needs nr % 4 == 0; scalar needs nr ≤ 8.
@@ -390,8 +390,8 @@ WasmPlan wasm_plan(const Workload& workload, const ConfigEntity& entity) {
 
 namespace {
 
-/// The fma knob, added after records were made: defined last and allowed absent, so every
-/// older record reads as fma 0 (mul then add, the kernels from before) with its old index.
+/// The fma knob, added after records were made: defined after threads and allowed absent, so
+/// every older record reads as fma 0 (mul then add, the kernels from before) with its old index.
 void define_fma_knob(ConfigSpace& space) {
   space.define_knob("fma", std::vector<int64_t>{0, 1});
   space.allow_absent("fma");
