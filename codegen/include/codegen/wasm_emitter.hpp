@@ -83,11 +83,11 @@ struct WasmPlan {
   int64_t memory_pages = 0;              ///< 64 KiB pages
 
   int64_t output_offset() const { return offsets.back(); }
+  /// GEMM blocks of NR columns and of MR rows. Thread tid owns the column blocks
+  /// [tid·nb/T, (tid+1)·nb/T) of nb = col_blocks() and every row block; with split_rows, the
+  /// row blocks [tid·rb/T, (tid+1)·rb/T) of rb = row_blocks() and every column block.
   int64_t col_blocks() const { return (n + nr - 1) / nr; }
   int64_t row_blocks() const { return (m + mr - 1) / mr; }
-  /// Column blocks of thread `tid`: [tid·nb/T, (tid+1)·nb/T) with nb = col_blocks(); with
-  /// split_rows every thread has all of them (and its share of the row blocks instead).
-  int64_t first_block(int64_t tid) const { return split_rows ? 0 : tid * col_blocks() / threads; }
   /// Depthwise tasks: ceil(N·C / tile_c); thread tid owns [tid·nt/T, (tid+1)·nt/T).
   int64_t tasks() const { return (planes + tile_c - 1) / tile_c; }
 };
