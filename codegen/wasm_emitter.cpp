@@ -131,6 +131,10 @@ constexpr int64_t kMaxUnrolledRS = 49;
 const std::vector<std::string> kOrders = {"rows_outer", "cols_outer"};
 /// The split knob's candidates; the first is the behaviour from before the knob.
 const std::vector<std::string> kSplits = {"cols", "rows"};
+/// The balance knob's candidates; the first is the behaviour from before the knob.
+const std::vector<std::string> kBalances = {"static", "steal"};
+/// Units of work a claim word can number (two 16-bit halves, wasm_kernel.hpp).
+constexpr int64_t kMaxClaimedUnits = 1 << 16;
 
 int64_t align64(int64_t v) {
   return (v + 63) / 64 * 64;
@@ -201,6 +205,7 @@ WasmPlan decode_depthwise(const Workload& wl, const ConfigEntity& e) {
   p.unroll_rs = knob_int(e, "unroll_rs") != 0;
   p.threads = static_cast<int>(knob_int(e, "threads"));
   p.fma = knob_int_or(e, "fma", 0) != 0;
+  p.steal = knob_string_or(e, "balance", kBalances.front()) == "steal";
   if (p.tile_c < 1 || p.tile_h < 1 || p.tile_w < 1 || p.threads < 1)
     refuse("tile_c, tile_h, tile_w and threads must be at least 1");
   // The padded plane covers every whole micro-tile: (tiles·tile − 1)·stride + R rows.
@@ -243,6 +248,7 @@ WasmPlan decode(const Workload& wl, const ConfigEntity& e) {
   p.threads = static_cast<int>(knob_int(e, "threads"));
   p.fma = knob_int_or(e, "fma", 0) != 0;
   p.split_rows = knob_string_or(e, "split", kSplits.front()) == "rows";
+  p.steal = knob_string_or(e, "balance", kBalances.front()) == "steal";
   if (p.mr < 1 || p.nr < 1 || p.unroll_k < 1 || p.threads < 1)
     refuse("mr, nr, unroll_k and threads must be at least 1");
   // cols_outer packs one column block at a time, rows_outer all of the thread's blocks first
@@ -282,6 +288,12 @@ const Rule kRules[] = {
      }},
     {"split rows needs threads >= 2 (one thread is split cols)",
      [](const WasmPlan& p) { return !p.split_rows || p.threads >= 2; }},
+    {"balance steal needs threads >= 2, batch 1, the blocks the threads split in the outer loop "
+     "(split rows with rows_outer, split cols with cols_outer) and fewer than 65536 of them",
+     [](const WasmPlan& p) {
+       return !p.steal || (p.threads >= 2 && p.batch == 1 && p.split_rows != p.cols_outer &&
+                           (p.split_rows ? p.row_blocks() : p.col_blocks()) < kMaxClaimedUnits);
+     }},
     {"linear memory <= 1 GiB",
      [](const WasmPlan& p) { return p.memory_pages * kPage <= kMaxMemory; }},
 };
@@ -303,6 +315,10 @@ const Rule kDepthwiseRules[] = {
      [](const WasmPlan& p) { return !p.unroll_rs || p.k <= kMaxUnrolledRS; }},
     {"threads <= tasks (ceil(N*C/tile_c))",
      [](const WasmPlan& p) { return p.threads <= p.tasks(); }},
+    {"balance steal needs threads >= 2 and fewer than 65536 tasks",
+     [](const WasmPlan& p) {
+       return !p.steal || (p.threads >= 2 && p.tasks() < kMaxClaimedUnits);
+     }},
     {"linear memory <= 1 GiB",
      [](const WasmPlan& p) { return p.memory_pages * kPage <= kMaxMemory; }},
 };
@@ -339,6 +355,7 @@ WasmKernelSpec to_spec(const Workload& wl, const WasmPlan& p) {
   s.threads = p.threads;
   s.simd = p.simd;
   s.fma = p.fma;
+  s.steal = p.steal;
   s.scratch_offset = p.scratch_offset;
   s.scratch_bytes_per_thread = p.scratch_bytes_per_thread;
   s.memory_pages = p.memory_pages;
@@ -397,6 +414,13 @@ void define_fma_knob(ConfigSpace& space) {
   space.allow_absent("fma");
 }
 
+/// The balance knob, added after split (GEMM) and fma (depthwise) the same way: every older
+/// record reads as static, the split from before, with its old index.
+void define_balance_knob(ConfigSpace& space) {
+  space.define_knob("balance", kBalances);
+  space.allow_absent("balance");
+}
+
 }  // namespace
 
 std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
@@ -422,6 +446,7 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
     space->define_knob("unroll_rs", std::vector<int64_t>{0, 1});
     space->define_knob("threads", std::vector<int64_t>{1, 2, 4, 8});
     define_fma_knob(*space);
+    define_balance_knob(*space);
     add_rules(kDepthwiseRules);
     space->add_constraint(kDepthwiseTileRule, [wl](const ConfigEntity& e) {
       try {
@@ -442,6 +467,7 @@ std::shared_ptr<ConfigSpace> wasm_space(const Workload& workload) {
     // Added after fma, as fma was: absent in older records, which read as split cols.
     space->define_knob("split", kSplits);
     space->allow_absent("split");
+    define_balance_knob(*space);
     add_rules(kRules);
   } else {
     throw std::invalid_argument("no wasm template for " + std::string(op_name(workload.op)));

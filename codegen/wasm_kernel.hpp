@@ -12,6 +12,9 @@
 #include <string>
 
 namespace webtune {
+/// Byte address of the threads' claim words (WasmKernelSpec::steal): below wasm-ld's default
+/// global base (1024), where the linked module keeps nothing; one i32 per thread.
+constexpr int64_t kWasmClaimWordsAt = 512;
 
 /// The epilogue (epilogue.hpp) in plain fields: applied to every output value before its store.
 struct WasmEpilogueSpec {
@@ -55,6 +58,10 @@ struct WasmKernelSpec {
   /// 0x105, computing a·b + c as the final relaxed-SIMD spec has it); needs simd. Both kernels.
   bool fma = false;
   int threads = 1;
+  /// Threads claim their units of work (row blocks with split_rows and rows outside, column
+  /// blocks with split cols and columns outside, depthwise tasks) through one word each at
+  /// kWasmClaimWordsAt, their own from the front, then the others' from the back.
+  bool steal = false;
   int64_t scratch_offset = 0, scratch_bytes_per_thread = 0;
   // Depthwise schedule: planes per task, output micro-tile rows × cols, R·S fully unrolled;
   // the padded input plane in scratch is padded_h × padded_w floats, padded_w a multiple of

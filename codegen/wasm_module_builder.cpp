@@ -7,7 +7,8 @@
 ///
 /// The generated `run(tid)` is, with nb = ceil(N/NR) column blocks and [b0, b1) = this thread's
 /// blocks (b0 = tid·nb/T; with split_rows every thread has all nb, and its row blocks are
-/// [tid·rb/T, (tid+1)·rb/T) of rb = ceil(M/MR) instead of all of them):
+/// [tid·rb/T, (tid+1)·rb/T) of rb = ceil(M/MR) instead of all of them; with steal, the loop
+/// over the split blocks claims them instead, claimed_loop below):
 ///
 ///     for b in 0 .. batch:
 ///       pack(jb) = panel block [kk][0..NR) of B_b[kk][jb·NR + 0..NR)  (im2col gathers it from
@@ -161,19 +162,29 @@ class KernelWriter {
         write_micro_tile(bsrc, cdst, rdst, panel, b_.CreateMul(ib, c(s_.mr)), b_.CreateAdd(b0, lb),
                          slot);
       };
+      const bool claims = s_.steal && s_.threads > 1 && s_.batch == 1;
       if (s_.cols_outer) {
         // Pack one column block, then use it for every row block while it is hot in L1/L2:
         // one panel block of scratch per thread.
-        loop(c(0), local_blocks, 1, [&](Value* lb) {
+        auto column = [&](Value* lb) {
           if (s_.pack_b) pack(b_.CreateAdd(b0, lb), c(0));
           loop(r0, r1, 1, [&](Value* ib) { tile(ib, lb, c(0)); });
-        });
+        };
+        if (claims && !s_.split_rows)
+          claimed_loop(tid, b0, b1, nb, [&](Value* jb) { column(b_.CreateSub(jb, b0)); });
+        else
+          loop(c(0), local_blocks, 1, column);
       } else {
         // Rows outer sweeps every column block per row strip: the whole panel first.
         if (s_.pack_b)
           loop(c(0), local_blocks, 1, [&](Value* lb) { pack(b_.CreateAdd(b0, lb), lb); });
-        loop(r0, r1, 1,
-             [&](Value* ib) { loop(c(0), local_blocks, 1, [&](Value* lb) { tile(ib, lb, lb); }); });
+        auto strip = [&](Value* ib) {
+          loop(c(0), local_blocks, 1, [&](Value* lb) { tile(ib, lb, lb); });
+        };
+        if (claims && s_.split_rows)
+          claimed_loop(tid, r0, r1, row_blocks, strip);
+        else
+          loop(r0, r1, 1, strip);
       }
     });
   }
@@ -238,6 +249,57 @@ class KernelWriter {
       return std::vector<Value*>{};
     });
   }
+  /// body(u) for every unit u of [u0, u1) (this thread's share of `units`), then for units of
+  /// the other threads' shares that they have not claimed yet. Thread t's word at
+  /// kWasmClaimWordsAt + 4t holds its unclaimed range as front | back << 16: the owner sets it
+  /// at the start and claims from the front, the others claim from the back, one
+  /// compare-exchange per unit. Every execution ends with every word empty (front = back), so
+  /// a word still holding a finished execution's state offers nothing. A unit taken from a word
+  /// must be < units (a word that another kernel of the same memory left behind is never used
+  /// to write out of range; a unit computed twice writes the same values).
+  void claimed_loop(Value* tid, Value* u0, Value* u1, int64_t units,
+                    const std::function<void(Value*)>& body) {
+    if (units >= (1 << 16)) {  // a word holds two 16-bit unit numbers
+      loop(u0, u1, 1, body);
+      return;
+    }
+    Value* words = addr(c(kWasmClaimWordsAt));
+    auto word_of = [&](Value* t) { return b_.CreateInBoundsGEP(i32_, words, t); };
+    Value* mine = word_of(tid);
+    auto* init =
+        b_.CreateAlignedStore(b_.CreateOr(u0, b_.CreateShl(u1, c(16))), mine, llvm::Align(4));
+    init->setAtomic(llvm::AtomicOrdering::SequentiallyConsistent);
+    // Claims units from `word` until it is empty; from the front or the back.
+    auto drain = [&](Value* word, bool front) {
+      BasicBlock* head = BasicBlock::Create(ctx_, "claim", fn_);
+      BasicBlock* take = BasicBlock::Create(ctx_, "take", fn_);
+      BasicBlock* run = BasicBlock::Create(ctx_, "claimed", fn_);
+      BasicBlock* exit = BasicBlock::Create(ctx_, "drained", fn_);
+      b_.CreateBr(head);
+      b_.SetInsertPoint(head);
+      auto* w = b_.CreateAlignedLoad(i32_, word, llvm::Align(4));
+      w->setAtomic(llvm::AtomicOrdering::SequentiallyConsistent);
+      Value* f = b_.CreateAnd(w, c(0xffff));
+      Value* bk = b_.CreateLShr(w, c(16));
+      b_.CreateCondBr(b_.CreateICmpULT(f, bk), take, exit);
+      b_.SetInsertPoint(take);
+      Value* next = front ? b_.CreateAdd(w, c(1)) : b_.CreateSub(w, c(1 << 16));
+      Value* unit = front ? f : b_.CreateSub(bk, c(1));
+      auto* cas = b_.CreateAtomicCmpXchg(word, w, next, llvm::MaybeAlign(4),
+                                         llvm::AtomicOrdering::SequentiallyConsistent,
+                                         llvm::AtomicOrdering::SequentiallyConsistent);
+      Value* won = b_.CreateExtractValue(cas, 1);
+      b_.CreateCondBr(b_.CreateAnd(won, b_.CreateICmpULT(unit, c(units))), run, head);
+      b_.SetInsertPoint(run);
+      body(unit);
+      b_.CreateBr(head);
+      b_.SetInsertPoint(exit);
+    };
+    drain(mine, true);
+    for (int k = 1; k < s_.threads; ++k)
+      drain(word_of(b_.CreateURem(b_.CreateAdd(tid, c(k)), c(s_.threads))), false);
+  }
+
   /// if (cond) then(); no else.
   void when(Value* cond, const std::function<void()>& then) {
     BasicBlock* yes = BasicBlock::Create(ctx_, "then", fn_);
@@ -269,7 +331,13 @@ class KernelWriter {
     llvm::Type* acc_type = vec ? static_cast<llvm::Type*>(v4_) : f32_;
     const int nv = s_.tile_w / width();
     fill_padded_plane(padded);
-    loop(t0, t1, 1, [&](Value* task) {
+    auto each_task = [&](Value* t_begin, Value* t_end, const std::function<void(Value*)>& body) {
+      if (s_.steal && s_.threads > 1)
+        claimed_loop(tid, t_begin, t_end, tasks, body);
+      else
+        loop(t_begin, t_end, 1, body);
+    };
+    each_task(t0, t1, [&](Value* task) {
       Value* p_begin = b_.CreateMul(task, c(s_.tile_c));
       Value* p_end = b_.CreateAdd(p_begin, c(s_.tile_c));
       if (planes % s_.tile_c != 0)  // the last task's tail

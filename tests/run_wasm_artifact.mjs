@@ -1,6 +1,6 @@
 // Runs one wasm KernelArtifact (docs/wasm_abi.md) under Node, for tests/wasm_emitter_test.cpp.
 //
-// usage: node run_wasm_artifact.mjs ARTIFACT.json OUT.bin INPUT.bin... [--repeat R]
+// usage: node run_wasm_artifact.mjs ARTIFACT.json OUT.bin INPUT.bin... [--repeat R] [--claims W,W,...]
 // The INPUT files hold the row-major fp32 inputs (little endian) in the workload's input order
 // (data, weight, then bias and residual where the epilogue has them): one per input, as many as
 // the artifact has offsets before the output's. The runner creates the memory the artifact asks
@@ -10,14 +10,25 @@
 // output (at the last offset) with NaN first, so an element no call writes shows up. With
 // --repeat R it then times R more executions one by one and prints {"seconds": mean, "best":
 // fastest} (seconds per execution; on a shared machine the fastest is the steadier).
+// With --claims (kernels with balance = steal, docs/wasm_abi.md "Claim words"), the first
+// execution is run(0) alone, after the given words were stored at the claim words (word t at
+// byte 512 + 4t): run(0) must then claim every unit the words offer, as a thread does when the
+// others' threads are slow.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
-const at = args.indexOf('--repeat');
-const repeat = at >= 0 ? Number(args[at + 1]) : 0;
-const [artifactPath, outPath, ...inputPaths] = at >= 0 ? args.slice(0, at) : args;
+/** The value of `--name V` (removed from args), or null. */
+const option = (name) => {
+  const at = args.indexOf(name);
+  if (at < 0) return null;
+  const [, value] = args.splice(at, 2);
+  return value;
+};
+const repeat = Number(option('--repeat') ?? 0);
+const claims = option('--claims')?.split(',').map(Number) ?? null;
+const [artifactPath, outPath, ...inputPaths] = args;
 if (!outPath || inputPaths.length < 1) {
-  console.error('usage: run_wasm_artifact.mjs ARTIFACT.json OUT.bin INPUT.bin... [--repeat R]');
+  console.error('usage: run_wasm_artifact.mjs ARTIFACT.json OUT.bin INPUT.bin... [--repeat R] [--claims W,W,...]');
   process.exit(2);
 }
 const artifact = JSON.parse(readFileSync(artifactPath, 'utf8'));
@@ -43,7 +54,13 @@ const run = instance.exports.run;
 const execute = () => {
   for (let tid = 0; tid < threads; ++tid) run(tid);
 };
-execute();
+const CLAIM_WORDS_AT = 512;  // codegen/wasm_kernel.hpp kWasmClaimWordsAt
+if (claims) {
+  new Int32Array(memory.buffer, CLAIM_WORDS_AT, claims.length).set(claims);
+  run(0);
+} else {
+  execute();
+}
 const out = new Uint8Array(memory.buffer, outOffset, outCount * 4);
 writeFileSync(outPath, Buffer.from(out));
 if (repeat > 0) {

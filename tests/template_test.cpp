@@ -275,22 +275,25 @@ INSTANTIATE_TEST_SUITE_P(
         // split cols with its old index, and the features gained the knob's column. On one
         // thread (these pins' device) split rows is invalid, so the valid configs and their
         // modules are those from before.
-        Pin{"Wasm_dense", Target::kWasm, kDense, 17920, 592,
-            R"({"index":0,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",0],["threads","ot",1],["fma","ot",0],["split","ot","cols"]]})",
-            "e2954631323f6295", "0017e3cd0a193adf"},
+        // Re-pinned for the balance knob (2026-11-29) the same way: raw space doubled, the
+        // default names balance static with its old index, the features gained the knob's
+        // column; steal needs 2 threads, so the valid configs and modules are unchanged.
+        Pin{"Wasm_dense", Target::kWasm, kDense, 35840, 592,
+            R"({"index":0,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",0],["threads","ot",1],["fma","ot",0],["split","ot","cols"],["balance","ot","static"]]})",
+            "e2954631323f6295", "0db5a52c09e6a53a"},
         // Re-pinned when im2col gathered groups of 4 interior pixels with v128 loads (simd
         // modules changed; the space, the default and the features did not).
-        // Re-pinned for the split knob as Wasm_dense was.
-        Pin{"Wasm_conv", Target::kWasm, kConv, 17920, 296,
-            R"({"index":560,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",1],["threads","ot",1],["fma","ot",0],["split","ot","cols"]]})",
-            "c73c811d5be4967d", "4fc080fa54328da4"},
+        // Re-pinned for the split and balance knobs as Wasm_dense was.
+        Pin{"Wasm_conv", Target::kWasm, kConv, 35840, 296,
+            R"({"index":560,"entity":[["mr","ot",1],["nr","ot",1],["unroll_k","ot",1],["simd","ot",0],["order","ot","rows_outer"],["pack_b","ot",1],["threads","ot",1],["fma","ot",0],["split","ot","cols"],["balance","ot","static"]]})",
+            "c73c811d5be4967d", "41a928517c623fdd"},
         // Issue 14: wasm's depthwise template (new; pinned from its first version). Re-pinned
         // when the padded plane became polyphase for stride > 1 and its padding one fill per
         // run: the modules and the scratch size (a feature) changed, the space and the
-        // default did not.
-        Pin{"Wasm_dw", Target::kWasm, kDepthwise, 1920, 144,
-            R"({"index":0,"entity":[["tile_c","ot",1],["tile_h","ot",1],["tile_w","ot",1],["simd","ot",0],["unroll_rs","ot",0],["threads","ot",1],["fma","ot",0]]})",
-            "83306cd0015bc5ea", "ed8e6af750bb3b85"}),
+        // default did not. Re-pinned for the balance knob as Wasm_dense was.
+        Pin{"Wasm_dw", Target::kWasm, kDepthwise, 3840, 144,
+            R"({"index":0,"entity":[["tile_c","ot",1],["tile_h","ot",1],["tile_w","ot",1],["simd","ot",0],["unroll_rs","ot",0],["threads","ot",1],["fma","ot",0],["balance","ot","static"]]})",
+            "83306cd0015bc5ea", "d4c7079da852a144"}),
     [](const testing::TestParamInfo<Pin>& info) { return std::string(info.param.label); });
 
 }  // namespace

@@ -54,7 +54,7 @@ TEST(WasmEmitter, TargetNamesAndTuneTarget) {
 TEST(WasmEmitter, SpaceSizesAndConstraints) {
   const Task task = Task::create(Workload::dense(64, 64, 64), Target::kWasm, threads_limit(8));
   const ConfigSpace& space = *task.space;
-  EXPECT_EQ(space.raw_size(), 5 * 7 * 4 * 2 * 2 * 2 * 4 * 2 * 2);  // ... threads, fma, split
+  EXPECT_EQ(space.raw_size(), 5 * 7 * 4 * 2 * 2 * 2 * 4 * 2 * 2 * 2);  // ... fma, split, balance
   const std::vector<int64_t>& valid = space.valid_indices();
   ASSERT_FALSE(valid.empty());
   EXPECT_LT(static_cast<int64_t>(valid.size()), space.raw_size());
@@ -103,7 +103,7 @@ TEST(WasmEmitter, UnrollNeedNotDivideK) {
 TEST(WasmEmitter, DepthwiseSpaceAndPlan) {
   const Workload wl = Workload::depthwise_conv2d(1, 6, 9, 9, 3, 2, 1);  // 5×5 outputs, 6 planes
   const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
-  EXPECT_EQ(task.space->raw_size(), 4 * 3 * 5 * 2 * 2 * 4 * 2);  // ... threads, fma
+  EXPECT_EQ(task.space->raw_size(), 4 * 3 * 5 * 2 * 2 * 4 * 2 * 2);  // ... fma, balance
   std::set<int64_t> tile_w, threads;
   bool has_simd_unrolled = false;
   for (int64_t index : task.space->valid_indices()) {
@@ -362,13 +362,15 @@ class WasmModules : public ::testing::Test {
   /// `repeat` > 0, `seconds` gets the fastest of that many timed executions.
   /// Every input of seeded_inputs(wl, seed) goes to the runner, in input order.
   std::vector<float> run(const Workload& wl, const KernelArtifact& artifact, uint64_t seed,
-                         int repeat = 0, double* seconds = nullptr) {
-    return run_inputs(seeded_inputs(wl, seed), artifact, repeat, seconds);
+                         int repeat = 0, double* seconds = nullptr,
+                         const std::string& runner_args = "") {
+    return run_inputs(seeded_inputs(wl, seed), artifact, repeat, seconds, runner_args);
   }
-  /// run() with the inputs given (one per offset before the output's).
+  /// run() with the inputs given (one per offset before the output's); `runner_args` go to
+  /// run_wasm_artifact.mjs as they are (e.g. "--claims 3,65538").
   std::vector<float> run_inputs(const std::vector<std::vector<float>>& inputs,
                                 const KernelArtifact& artifact, int repeat = 0,
-                                double* seconds = nullptr) {
+                                double* seconds = nullptr, const std::string& runner_args = "") {
     std::ofstream(dir_ / "artifact.json") << boost::json::serialize(artifact.to_json());
     fs::remove(dir_ / "out.bin");
     std::string cmd = node_command() + " '" WEBTUNE_SOURCE_DIR "/tests/run_wasm_artifact.mjs' '" +
@@ -378,6 +380,7 @@ class WasmModules : public ::testing::Test {
       write_floats(path, inputs[i]);
       cmd += " '" + path.string() + "'";
     }
+    if (!runner_args.empty()) cmd += " " + runner_args;
     if (repeat > 0)
       cmd += " --repeat " + std::to_string(repeat) + " > '" + (dir_ / "time.json").string() + "'";
     if (std::system(cmd.c_str()) != 0) {
@@ -394,7 +397,10 @@ class WasmModules : public ::testing::Test {
 
  protected:
   /// Builds and runs one entity; checks every output element against the reference.
-  void check(const Task& task, const ConfigEntity& e, uint64_t seed = 7) {
+  /// `runner_args` as for run(); with `written_only`, an output left NaN (no thread wrote it)
+  /// is not counted wrong.
+  void check(const Task& task, const ConfigEntity& e, uint64_t seed = 7,
+             const std::string& runner_args = "", bool written_only = false) {
     const auto start = std::chrono::steady_clock::now();
     const KernelArtifact artifact = task.build(e);
     const double ms =
@@ -402,13 +408,14 @@ class WasmModules : public ::testing::Test {
     std::printf("  %-28s %-72s build %.1f ms, %zu base64 chars\n", task.workload.key().c_str(),
                 e.to_string().c_str(), ms, artifact.source.size());
     const Workload& wl = task.workload;
-    const std::vector<float> out = run(wl, artifact, seed);
+    const std::vector<float> out = run(wl, artifact, seed, 0, nullptr, runner_args);
     ASSERT_EQ(static_cast<int64_t>(out.size()), wl.output_size()) << e.to_string();
     const std::vector<std::vector<float>> inputs = seeded_inputs(wl, seed);
     ASSERT_EQ(artifact.inputs.size(), inputs.size());
     ASSERT_EQ(artifact.wasm.offsets.size(), inputs.size() + 1);
     int64_t wrong = 0;
     for (int64_t i = 0; i < wl.output_size(); ++i) {
+      if (written_only && std::isnan(out[i])) continue;
       const ReferenceSample r = reference_at(wl, inputs, i);
       if (!(std::abs(out[i] - r.value) <= r.tolerance)) {
         if (++wrong <= 3)
@@ -761,6 +768,111 @@ TEST_F(WasmModules, SplitRowsConfigsMatchTheReference) {
       if (++checked == 8) break;
     }
     EXPECT_EQ(checked, 8) << wl.key() << ": too few split rows configs sampled";
+  }
+}
+
+// The balance knob: with steal, the threads claim the units they split through claim words
+// (docs/wasm_abi.md). It needs 2 threads or more, and for the GEMM batch 1 and the split blocks
+// in the outer loop; a record from before the knob reads as static with its old index and
+// builds the module it built before.
+TEST(WasmEmitter, BalanceStealNeedsThreadsAndKeepsOldIndices) {
+  const Workload pointwise = Workload::conv2d(1, 576, 7, 7, 160, 1, 1, 0);
+  const Task task = Task::create(pointwise, Target::kWasm, threads_limit(8));
+  int64_t steal = 0;
+  for (int64_t index : task.space->valid_indices()) {
+    const ConfigEntity e = task.space->get(index);
+    if (e.get_string("balance") != "steal") continue;
+    ++steal;
+    const WasmPlan p = wasm_plan(pointwise, e);
+    EXPECT_TRUE(p.steal);
+    EXPECT_GE(p.threads, 2) << e.to_string();
+    EXPECT_NE(p.split_rows, p.cols_outer) << e.to_string();
+  }
+  EXPECT_GT(steal, 0);
+  // The claims are per execution, not per image: no steal config for a batch of 2.
+  const Task batch2 =
+      Task::create(Workload::conv2d(2, 16, 7, 7, 16, 1, 1, 0), Target::kWasm, threads_limit(8));
+  for (int64_t index : batch2.space->valid_indices())
+    EXPECT_EQ(batch2.space->get(index).get_string("balance"), "static");
+  // Depthwise: any batch, threads >= 2.
+  const Task dw = Task::create(Workload::depthwise_conv2d(2, 24, 13, 13, 3, 2, 1), Target::kWasm,
+                               threads_limit(8));
+  int64_t dw_steal = 0;
+  for (int64_t index : dw.space->valid_indices()) {
+    const ConfigEntity e = dw.space->get(index);
+    if (e.get_string("balance") != "steal") continue;
+    ++dw_steal;
+    EXPECT_GE(e.get_int("threads"), 2) << e.to_string();
+  }
+  EXPECT_GT(dw_steal, 0);
+  auto entity = [&](int threads, const std::string& order, const std::string& split,
+                    const std::string& balance) {
+    return task.space->from_json(boost::json::parse(
+        R"({"entity":[["mr","ot",8],["nr","ot",4],["unroll_k","ot",2],["simd","ot",1],)"
+        R"(["order","ot",")" +
+        order + R"("],["pack_b","ot",1],["threads","ot",)" + std::to_string(threads) +
+        R"(],["fma","ot",0],["split","ot",")" + split + R"("],["balance","ot",")" + balance +
+        R"("]]})"));
+  };
+  // Refused with the rule's words: one thread, and split rows claimed under cols_outer.
+  for (const ConfigEntity& bad :
+       {entity(1, "cols_outer", "cols", "steal"), entity(2, "cols_outer", "rows", "steal")}) {
+    try {
+      wasm_plan(pointwise, bad);
+      ADD_FAILURE() << "accepted: " << bad.to_string();
+    } catch (const MeasureError& e) {
+      EXPECT_NE(std::string(e.what()).find("balance steal needs threads >= 2"), std::string::npos)
+          << e.what();
+    }
+  }
+  // A record from before the knob (no "balance") reads as static with its old index, and
+  // builds the same module as before; steal builds another one.
+  const ConfigEntity stat = entity(2, "rows_outer", "rows", "static");
+  const ConfigEntity read = task.space->from_json(json_without_knob(stat, "balance"));
+  EXPECT_EQ(read.index(), stat.index());
+  EXPECT_EQ(read.get_string("balance"), "static");
+  if (wasm_emitter_available()) {
+    const std::string old_module = task.build(read).source;
+    EXPECT_EQ(task.build(stat).source, old_module);
+    EXPECT_NE(task.build(entity(2, "rows_outer", "rows", "steal")).source, old_module);
+  }
+}
+
+// Steal configs compute every output when the threads run one after another (each its own
+// share), and when thread 0 runs alone after every thread's share was put in the claim words
+// (thread 0 then claims all of them: its own from the front, the others' from the back). A claim
+// word holding units past the kernel's (left by another kernel of a package's memory) is never
+// used to write anything. Odd shapes, an im2col conv2d, 2 to 8 threads.
+TEST_F(WasmModules, StealConfigsMatchTheReference) {
+  const std::vector<Workload> workloads = {
+      with(Workload::conv2d(1, 57, 7, 7, 37, 1, 1, 0), kBiasClip),
+      with(Workload::dense(29, 13, 21), kBiasHardSwishResidual),
+      with(Workload::conv2d(1, 5, 9, 9, 22, 3, 2, 1), kBiasResidualRelu),
+      with(Workload::depthwise_conv2d(2, 13, 11, 9, 3, 2, 1), kBiasRelu)};
+  uint64_t seed = 80;
+  for (const Workload& wl : workloads) {
+    const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
+    std::mt19937_64 rng(seed++);
+    int checked = 0;
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, 512)) {
+      if (e.get_string("balance") != "steal") continue;
+      check(task, e);
+      // Every thread's share (docs/wasm_abi.md: front | back << 16), then run(0) alone.
+      const WasmPlan p = wasm_plan(wl, e);
+      const int64_t units = wl.op == OpKind::kDepthwiseConv2d ? p.tasks()
+                            : p.split_rows                    ? p.row_blocks()
+                                                              : p.col_blocks();
+      std::string words;
+      for (int t = 0; t < p.threads; ++t) {
+        const int64_t front = t * units / p.threads, back = (t + 1) * units / p.threads;
+        words += (t ? "," : "") + std::to_string(front | back << 16);
+      }
+      check(task, e, 7, "--claims " + words);
+      // Thread 1's word left by another kernel: units 60000 .. 60001, none of this kernel's.
+      check(task, e, 7, "--claims 0," + std::to_string(60000 | 60002 << 16), true);
+      if (++checked == 5) break;
+    }
+    EXPECT_EQ(checked, 5) << wl.key() << ": too few steal configs sampled";
   }
 }
 

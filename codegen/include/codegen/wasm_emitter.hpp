@@ -60,13 +60,19 @@ struct WasmPlan {
   bool simd = false;        ///< f32x4 accumulators (GEMM: splat A × v128 loads of B)
   bool cols_outer = false;  ///< micro-tile loop order: column blocks outer (B panel stays hot)
   bool pack_b = false;      ///< copy (or gather) the thread's B columns into a contiguous panel
-  int threads = 1;  ///< run(tid) calls; tid owns a static range of column (or row) blocks/tasks
+  int threads = 1;  ///< run(tid) calls; tid owns a range of column (or row) blocks/tasks
   /// acc += a·b as one f32x4.relaxed_madd (relaxed SIMD; fused on x86-64 with FMA3 and on
   /// ARM64) instead of f32x4.mul then f32x4.add; needs simd and DeviceLimits::relaxed_simd.
   bool fma = false;
   /// GEMM: the threads split the row blocks (every thread sweeping every column block) instead
   /// of the column blocks (knob split: rows, cols).
   bool split_rows = false;
+  /// Knob balance (static, steal): with steal, the threads claim the units they split (the
+  /// GEMM's outer blocks, depthwise tasks) one at a time through claim words in linear memory,
+  /// each its own share from the front and then the others' from the back, so that a thread
+  /// slowed by its core (another thread on it) leaves its last units to the others. Static is
+  /// the fixed split. See docs/wasm_abi.md, "Claim words".
+  bool steal = false;
   // Depthwise knobs and geometry.
   int tile_c = 1;          ///< planes (n, c) per task: the unit of the static thread split
   int tile_h = 1;          ///< output rows per micro-tile
