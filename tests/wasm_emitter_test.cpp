@@ -609,6 +609,17 @@ DeviceLimits relaxed_limit() {
   return d;
 }
 
+/// The valid configs of `task` whose string knob `name` is `value`.
+std::vector<ConfigEntity> valid_with(const Task& task, const std::string& name,
+                                     const std::string& value) {
+  std::vector<ConfigEntity> out;
+  for (int64_t index : task.space->valid_indices()) {
+    ConfigEntity e = task.space->get(index);
+    if (e.get_string(name) == value) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 /// `e` as a record from before knob `name` existed writes it: its JSON without that knob.
 boost::json::object json_without_knob(const ConfigEntity& e, const std::string& name) {
   boost::json::object json = e.to_json();
@@ -705,17 +716,14 @@ TEST_F(WasmModules, FmaConfigsMatchTheReference) {
 TEST(WasmEmitter, SplitRowsNeedsThreadsAndKeepsOldIndices) {
   const Workload pointwise = Workload::conv2d(1, 576, 7, 7, 160, 1, 1, 0);
   const Task task = Task::create(pointwise, Target::kWasm, threads_limit(8));
-  int64_t rows = 0;
-  for (int64_t index : task.space->valid_indices()) {
-    const ConfigEntity e = task.space->get(index);
-    if (e.get_string("split") != "rows") continue;
-    ++rows;
+  const std::vector<ConfigEntity> rows = valid_with(task, "split", "rows");
+  for (const ConfigEntity& e : rows) {
     EXPECT_GE(e.get_int("threads"), 2) << e.to_string();
     const WasmPlan p = wasm_plan(pointwise, e);
     EXPECT_TRUE(p.split_rows);
     EXPECT_LE(p.threads, p.row_blocks()) << e.to_string();
   }
-  EXPECT_GT(rows, 0);
+  EXPECT_FALSE(rows.empty());
   // 8×4 tiles, 2 threads: the column split's best share is 7 of 13 blocks, the row split's 10
   // of 20; the analytic "invocations" feature says so (log2 of blocks over the largest share).
   auto entity = [&](const std::string& split) {
@@ -778,33 +786,25 @@ TEST_F(WasmModules, SplitRowsConfigsMatchTheReference) {
 TEST(WasmEmitter, BalanceStealNeedsThreadsAndKeepsOldIndices) {
   const Workload pointwise = Workload::conv2d(1, 576, 7, 7, 160, 1, 1, 0);
   const Task task = Task::create(pointwise, Target::kWasm, threads_limit(8));
-  int64_t steal = 0;
-  for (int64_t index : task.space->valid_indices()) {
-    const ConfigEntity e = task.space->get(index);
-    if (e.get_string("balance") != "steal") continue;
-    ++steal;
+  const std::vector<ConfigEntity> steal = valid_with(task, "balance", "steal");
+  for (const ConfigEntity& e : steal) {
     const WasmPlan p = wasm_plan(pointwise, e);
     EXPECT_TRUE(p.steal);
     EXPECT_GE(p.threads, 2) << e.to_string();
     EXPECT_NE(p.split_rows, p.cols_outer) << e.to_string();
   }
-  EXPECT_GT(steal, 0);
+  EXPECT_FALSE(steal.empty());
   // The claims are per execution, not per image: no steal config for a batch of 2.
   const Task batch2 =
       Task::create(Workload::conv2d(2, 16, 7, 7, 16, 1, 1, 0), Target::kWasm, threads_limit(8));
-  for (int64_t index : batch2.space->valid_indices())
-    EXPECT_EQ(batch2.space->get(index).get_string("balance"), "static");
+  EXPECT_TRUE(valid_with(batch2, "balance", "steal").empty());
+  EXPECT_FALSE(valid_with(batch2, "balance", "static").empty());
   // Depthwise: any batch, threads >= 2.
   const Task dw = Task::create(Workload::depthwise_conv2d(2, 24, 13, 13, 3, 2, 1), Target::kWasm,
                                threads_limit(8));
-  int64_t dw_steal = 0;
-  for (int64_t index : dw.space->valid_indices()) {
-    const ConfigEntity e = dw.space->get(index);
-    if (e.get_string("balance") != "steal") continue;
-    ++dw_steal;
-    EXPECT_GE(e.get_int("threads"), 2) << e.to_string();
-  }
-  EXPECT_GT(dw_steal, 0);
+  const std::vector<ConfigEntity> dw_steal = valid_with(dw, "balance", "steal");
+  for (const ConfigEntity& e : dw_steal) EXPECT_GE(e.get_int("threads"), 2) << e.to_string();
+  EXPECT_FALSE(dw_steal.empty());
   auto entity = [&](int threads, const std::string& order, const std::string& split,
                     const std::string& balance) {
     return task.space->from_json(boost::json::parse(

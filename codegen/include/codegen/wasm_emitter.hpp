@@ -60,7 +60,7 @@ struct WasmPlan {
   bool simd = false;        ///< f32x4 accumulators (GEMM: splat A × v128 loads of B)
   bool cols_outer = false;  ///< micro-tile loop order: column blocks outer (B panel stays hot)
   bool pack_b = false;      ///< copy (or gather) the thread's B columns into a contiguous panel
-  int threads = 1;  ///< run(tid) calls; tid owns a range of column (or row) blocks/tasks
+  int threads = 1;          ///< run(tid) calls; tid owns a range of column (or row) blocks/tasks
   /// acc += a·b as one f32x4.relaxed_madd (relaxed SIMD; fused on x86-64 with FMA3 and on
   /// ARM64) instead of f32x4.mul then f32x4.add; needs simd and DeviceLimits::relaxed_simd.
   bool fma = false;
