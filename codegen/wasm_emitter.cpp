@@ -52,6 +52,12 @@
 ///    and many rows — a 1×1 conv2d on a 7×7 map: N = 49, 13 blocks of NR = 4, 7 against 6 per
 ///    thread — balances over its rows (M = 160 .. 1280 output channels), at the price of each
 ///    thread packing the whole B panel (K·N floats per thread, against M·N·K multiply-adds).
+///  - balance {static, steal} (both kernels, defined last and allowed absent: older records
+///    read as static with their old indices): with steal the threads claim the units they split
+///    at run time (wasm_module_builder.cpp claimed_loop; docs/wasm_abi.md "Claim words"), each
+///    its own share first, then the others' last units, as XNNPACK's pthreadpool does; on a
+///    2-core machine one thread often runs 30 % slower for seconds (another thread on its core),
+///    and a static split waits for it (docs/benchmarks.md, "a `balance` knob").
 ///
 /// ## Constraints
 ///  - simd needs nr % 4 == 0; scalar needs nr ≤ 8.
@@ -62,6 +68,9 @@
 ///  - im2col needs pack_b = 1.
 ///  - threads ≤ the blocks they split: column blocks, or row blocks with split rows (every
 ///    thread gets work); split rows needs threads ≥ 2 (with one thread it is split cols).
+///  - balance steal needs threads ≥ 2, batch 1 (the claims are per execution) and the split
+///    blocks in the outer loop (split rows with rows_outer, split cols with cols_outer), fewer
+///    than 65536 of them (a claim word holds two 16-bit unit numbers); depthwise: threads ≥ 2.
 ///  - linear memory ≤ 1 GiB (browsers refuse much more; the kernel's index arithmetic is i32).
 /// Device limit: threads ≤ DeviceLimits::max_threads (1 in a tab without cross-origin
 /// isolation).
@@ -96,7 +105,8 @@
 ///    to 4.
 ///  - simd {0, 1}; unroll_rs {0, 1}: R·S fully unrolled with the plane's weights in locals
 ///    (R·S <= 49: larger kernels would unroll into huge modules), or two loops loading each
-///    weight per tile; threads {1, 2, 4, 8} <= tasks.
+///    weight per tile; threads {1, 2, 4, 8} <= tasks; fma and balance as for the GEMM (the
+///    claimed units are the tasks).
 ///
 /// ## Memory layout (docs/wasm_abi.md)
 /// Every input in input order (data, weight, bias, residual) and then the output, the first at
