@@ -573,6 +573,10 @@ TEST(Tune, VerifyBestCatchesAnAgentThatFakesFastCosts) {
   options.measure.repeat = 3;
   options.measure.min_repeat_ms = 10;
   options.verify_best = true;
+  // The faker is 20–100× off (100 GFLOP/s against llvmpipe's 1–5). An honest re-measurement
+  // under a loaded CI (ctest -j2 beside other agents) has come out 2.4× slower than its trial
+  // (2026-11-29), past the default 1.5×: a tolerance of 10 keeps that apart from the faker.
+  options.verify_tolerance = 10.0;
   std::vector<TaskProgress> progress;
   {
     RecordStore store(db);
