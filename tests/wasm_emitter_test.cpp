@@ -620,6 +620,20 @@ std::vector<ConfigEntity> valid_with(const Task& task, const std::string& name,
   return out;
 }
 
+/// The first `count` of 512 distinct random configs of `task` whose string knob `name` is
+/// `value` (fewer when the sample holds fewer).
+std::vector<ConfigEntity> sampled_with(const Task& task, std::mt19937_64& rng,
+                                       const std::string& name, const std::string& value,
+                                       size_t count) {
+  std::vector<ConfigEntity> out;
+  for (ConfigEntity& e : task.space->sample_distinct(rng, 512)) {
+    if (e.get_string(name) != value) continue;
+    out.push_back(std::move(e));
+    if (out.size() == count) break;
+  }
+  return out;
+}
+
 /// `e` as a record from before knob `name` existed writes it: its JSON without that knob.
 boost::json::object json_without_knob(const ConfigEntity& e, const std::string& name) {
   boost::json::object json = e.to_json();
@@ -769,13 +783,9 @@ TEST_F(WasmModules, SplitRowsConfigsMatchTheReference) {
   for (const Workload& wl : workloads) {
     const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
     std::mt19937_64 rng(seed++);
-    int checked = 0;
-    for (const ConfigEntity& e : task.space->sample_distinct(rng, 256)) {
-      if (e.get_string("split") != "rows") continue;
-      check(task, e);
-      if (++checked == 8) break;
-    }
-    EXPECT_EQ(checked, 8) << wl.key() << ": too few split rows configs sampled";
+    const std::vector<ConfigEntity> configs = sampled_with(task, rng, "split", "rows", 8);
+    EXPECT_EQ(configs.size(), 8u) << wl.key() << ": too few split rows configs sampled";
+    for (const ConfigEntity& e : configs) check(task, e);
   }
 }
 
@@ -853,9 +863,9 @@ TEST_F(WasmModules, StealConfigsMatchTheReference) {
   for (const Workload& wl : workloads) {
     const Task task = Task::create(wl, Target::kWasm, threads_limit(8));
     std::mt19937_64 rng(seed++);
-    int checked = 0;
-    for (const ConfigEntity& e : task.space->sample_distinct(rng, 512)) {
-      if (e.get_string("balance") != "steal") continue;
+    const std::vector<ConfigEntity> configs = sampled_with(task, rng, "balance", "steal", 5);
+    EXPECT_EQ(configs.size(), 5u) << wl.key() << ": too few steal configs sampled";
+    for (const ConfigEntity& e : configs) {
       check(task, e);
       // Every thread's share (docs/wasm_abi.md: front | back << 16), then run(0) alone.
       const WasmPlan p = wasm_plan(wl, e);
@@ -870,9 +880,7 @@ TEST_F(WasmModules, StealConfigsMatchTheReference) {
       check(task, e, 7, "--claims " + words);
       // Thread 1's word left by another kernel: units 60000 .. 60001, none of this kernel's.
       check(task, e, 7, "--claims 0," + std::to_string(60000 | 60002 << 16), true);
-      if (++checked == 5) break;
     }
-    EXPECT_EQ(checked, 5) << wl.key() << ": too few steal configs sampled";
   }
 }
 
