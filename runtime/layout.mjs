@@ -153,6 +153,36 @@ export function unpack(output, targets, into = null) {
     }
     return out;
   }
+  if (feedback && targets[0].length >= items * itemStride) {
+    // Every item was captured, so every output element is covered: no NaN fill, and the index
+    // arithmetic is hoisted out of the per-float loop (the general loop below divides twice per
+    // float; 150 K floats of a 192 × 784 output took it about 0.5 ms of a read-back).
+    const out = result();
+    const pixels = targets[0];
+    for (let rb = 0; rb < rowBlocks; ++rb) {
+      for (let j = 0; j < rpi; ++j) {
+        const row = rb * rpi + j;
+        if (row >= rows) break;
+        const dst = row * cols;
+        let src = rb * colBlocks * itemStride + j * ch;
+        // Whole blocks of 4 with the copy unrolled, then any other block float by float.
+        let col0 = 0;
+        if (ch === 4) {
+          for (; col0 + 4 <= cols; col0 += 4, src += itemStride) {
+            out[dst + col0] = pixels[src];
+            out[dst + col0 + 1] = pixels[src + 1];
+            out[dst + col0 + 2] = pixels[src + 2];
+            out[dst + col0 + 3] = pixels[src + 3];
+          }
+        }
+        for (; col0 < cols; col0 += ch, src += itemStride) {
+          const n = Math.min(ch, cols - col0);
+          for (let c = 0; c < n; ++c) out[dst + col0 + c] = pixels[src + c];
+        }
+      }
+    }
+    return out;
+  }
   const out = result().fill(NaN);
   for (let j = 0; j < rpi; ++j) {
     const pixels = targets[feedback ? 0 : j];

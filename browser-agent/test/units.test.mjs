@@ -100,6 +100,30 @@ test('unpack: a transform feedback buffer interleaves the rows of each item', ()
   assert.throws(() => unpack(out, [buffer, buffer]), /expected 1 feedback buffer, got 2/);
 });
 
+test('unpack: a feedback buffer with ragged column and row blocks, whole or short', () => {
+  // 5x6 output, items of 2 rows x 4 cols: 3 row blocks x 2 col blocks (the second holds cols 4
+  // and 5 and two padding floats; row 5 of the last row block is padding).
+  const out = { rows: 5, cols: 6, rows_per_item: 2, channels: 4, width: 6, height: 1, feedback: true };
+  const buffer = new Float32Array(6 * 2 * 4).fill(-1);
+  for (let t = 0; t < 6; ++t) {
+    for (let j = 0; j < 2; ++j) {
+      const row = Math.floor(t / 2) * 2 + j;
+      for (let c = 0; c < 4; ++c) {
+        const col = (t % 2) * 4 + c;
+        if (row < 5 && col < 6) buffer[(t * 2 + j) * 4 + c] = row * 6 + col;
+      }
+    }
+  }
+  // Every item captured: every element comes from the buffer, stale values all overwritten.
+  const into = new Float32Array(30).fill(7);
+  assert.equal(unpack(out, [buffer], into), into);
+  assert.deepEqual([...into], [...Array(30).keys()]);
+  // The last item missing: its rows' cols 4 and 5 (row 4 only; row 5 is padding) stay NaN.
+  const short = unpack(out, [buffer.subarray(0, 5 * 2 * 4)], new Float32Array(30).fill(7));
+  assert.deepEqual([...short.subarray(0, 28)], [...Array(28).keys()]);
+  assert.ok(short.subarray(28).every(Number.isNaN), 'uncaptured floats are NaN, not stale');
+});
+
 test('unpack into a given array: the same values, into that array; a wrong length is refused', () => {
   const { out, targets } = raggedTargets();
   // Stale values in the destination must all be overwritten (here by the output or NaN).
