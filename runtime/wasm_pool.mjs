@@ -20,11 +20,13 @@ export class WasmHelperPool {
   /**
    * `helpers`: worker count (the largest T of the kernels to run, minus 1); `factory`: makes a
    * worker running wasm_worker.mjs (wasm.mjs defaultWorkerFactory). Call start(), add() each
-   * kernel, then serve(); run() executes one.
+   * kernel, then serve(); run() executes one. `spinUs`: µs a helper polls for the next execution
+   * before it blocks (wasm_worker.mjs DEFAULT_SPIN_US when undefined).
    */
-  constructor(helpers, factory) {
+  constructor(helpers, factory, { spinUs = undefined } = {}) {
     this.size = helpers + 1;
     this.factory = factory;
+    this.spinUs = spinUs;
     this.threads = [];
     this.control = null;
     this.ctl = null;
@@ -58,7 +60,7 @@ export class WasmHelperPool {
   async serve() {
     this.control = new SharedArrayBuffer(CONTROL.BYTES);
     this.ctl = new Int32Array(this.control);
-    this.threads.forEach((thread, h) => thread.post({ cmd: 'serve', control: this.control, size: this.size, tid: h + 1 }));
+    this.threads.forEach((thread, h) => thread.post({ cmd: 'serve', control: this.control, size: this.size, tid: h + 1, spinUs: this.spinUs }));
     for (const thread of this.threads) await thread.next();
   }
 

@@ -5,7 +5,7 @@
 //   node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
 //        [--workloads configs/workloads/matmul.json,configs/workloads/resnet18.json]
 //        [--tasks dense512,C2,C5,C8] [--targets webgl2,webgpu,wasm] [--rounds 6] [--repeat 5]
-//        [--tfjs-wasm-threads match|default|N] [--batch 16] [--wasm-runner page|agent]
+//        [--tfjs-wasm-threads match|default|N] [--batch 16] [--wasm-runner page|agent] [--wasm-spin-us N]
 //
 // Tasks are looked up by name in the --workloads files (--tasks all: every task of them;
 // webtune's workload JSON; a task's
@@ -56,7 +56,7 @@ import { epilogueSuffix, flopsOf, loadTasks, mathOf } from './tasks.mjs';
 
 const USAGE = `usage: node bench/web_vs_tfjs/bench.mjs --artifacts DIR [--out FILE] [--gl swiftshader|llvmpipe]
     [--workloads FILE,...] [--tasks NAME,...|all] [--targets webgl2,webgpu,wasm] [--rounds 6] [--repeat 5]
-    [--tfjs-wasm-threads match|default|N] [--batch 16] [--wasm-runner page|agent] [--chromium PATH]`;
+    [--tfjs-wasm-threads match|default|N] [--batch 16] [--wasm-runner page|agent] [--wasm-spin-us N] [--chromium PATH]`;
 const { values: opts } = parseCommandLine('bench', {
   options: {
     artifacts: { type: 'string' },
@@ -73,6 +73,9 @@ const { values: opts } = parseCommandLine('bench', {
     'tfjs-wasm-threads': { type: 'string', default: 'match' },
     // How webtune's wasm kernels run: page (as a package runs them) or agent (as tuned).
     'wasm-runner': { type: 'string', default: 'page' },
+    // µs the page runner's helpers poll for the next execution before they block (default: the
+    // runtime's, wasm_worker.mjs DEFAULT_SPIN_US).
+    'wasm-spin-us': { type: 'string', default: '' },
     chromium: { type: 'string', default: process.env.WEBTUNE_CHROMIUM || '/usr/bin/chromium' },
   },
 }, USAGE);
@@ -95,6 +98,11 @@ if (!/^(match|default|[1-9][0-9]*)$/.test(tfjsThreads)) {
 const wasmRunner = opts['wasm-runner'];
 if (wasmRunner !== 'page' && wasmRunner !== 'agent') {
   console.error(`bench: --wasm-runner takes page or agent, not '${wasmRunner}'`);
+  process.exit(2);
+}
+const wasmSpinUs = opts['wasm-spin-us'] === '' ? undefined : Number(opts['wasm-spin-us']);
+if (wasmSpinUs !== undefined && !(Number.isInteger(wasmSpinUs) && wasmSpinUs >= 0)) {
+  console.error(`bench: --wasm-spin-us takes a whole number of µs, not '${opts['wasm-spin-us']}'`);
   process.exit(2);
 }
 if (!(repeat >= 1 && rounds >= 1 && repeat * rounds >= 10)) {
@@ -273,6 +281,7 @@ async function main() {
     env.gl = opts.gl;
     env.tfjs_wasm_threads_requested = tfjsThreads;
     env.wasm_runner = wasmRunner;
+    env.wasm_spin_us = wasmSpinUs ?? 'default';
     console.error(`bench: ${env.chromium}, ${opts.gl}, WebGL2 ${env.webgl2_renderer}, WebGPU ${env.webgpu_adapter}, ` +
       `cross-origin isolated: ${env.cross_origin_isolated}`);
 
@@ -315,8 +324,8 @@ async function main() {
           if (!record || row.skipped) return;
           await settle();
           try {
-            ours[mode].push(await page.evaluate((rec, n, md, b, wr) => window.bench.runWebtune(rec, { repeat: n, mode: md, batch: b, wasmRunner: wr }),
-              record, repeat, mode, batch, wasmRunner));
+            ours[mode].push(await page.evaluate((rec, n, md, b, wr, su) => window.bench.runWebtune(rec, { repeat: n, mode: md, batch: b, wasmRunner: wr, wasmSpinUs: su }),
+              record, repeat, mode, batch, wasmRunner, wasmSpinUs));
           } catch (e) {
             row.skipped = `webtune run failed (${mode}): ${e.message}`;
           }

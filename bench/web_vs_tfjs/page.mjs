@@ -96,9 +96,9 @@ async function executorFor(target) {
  * says ("fence": as tuned; "readback": options.readback, the output read back too). Resolves
  * to {costs_s, median_s, gflops, mode, device, key} or throws (the MeasureError's errorNo kept).
  */
-async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mode = 'fence', batch = 16, wasmRunner = 'agent' } = {}) {
+async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mode = 'fence', batch = 16, wasmRunner = 'agent', wasmSpinUs = undefined } = {}) {
   if (!MODES.includes(mode)) throw new Error(`mode is ${MODES.join(', ')}, not '${mode}'`);
-  if (record.artifact.target === 'wasm' && wasmRunner === 'page') return runWasmOnPage(record, { repeat, mode, batch });
+  if (record.artifact.target === 'wasm' && wasmRunner === 'page') return runWasmOnPage(record, { repeat, mode, batch, spinUs: wasmSpinUs });
   if (wasmRunner !== 'agent' && wasmRunner !== 'page') throw new Error(`wasmRunner is agent or page, not '${wasmRunner}'`);
   // "batched": `batch` runs back to back per sample, one wait at the end (TVM's `number`).
   if (mode === 'batched') number = batch;
@@ -131,8 +131,8 @@ async function runWebtune(record, { repeat = 15, number = 1, timeoutS = 300, mod
 let onPage = null;  // {source, seed, kernel, pool, run, check, dispose}: the kernel prepared last
 
 /** The WasmKernel of `record` on this thread with its seeded inputs, checked once. */
-async function wasmOnPage(record) {
-  if (onPage?.source === record.artifact.source && onPage.seed === record.seed) return onPage;
+async function wasmOnPage(record, spinUs = undefined) {
+  if (onPage?.source === record.artifact.source && onPage.seed === record.seed && onPage.spinUs === spinUs) return onPage;
   onPage?.dispose();
   onPage = null;
   const { WasmKernel, createMemory, defaultWorkerFactory, writeFloats } = await import('/runtime/wasm.mjs');
@@ -150,10 +150,10 @@ async function wasmOnPage(record) {
   let pool = null;
   const run = () => (pool ? pool.run(0, kernel) : kernel.runHere());
   const check = (samples) => requireSamplesMatch(kernel.outputView().slice(), { samples });
-  const prepared = { source: record.artifact.source, seed: record.seed, kernel, run, check, dispose: () => pool?.dispose() };
+  const prepared = { source: record.artifact.source, seed: record.seed, spinUs, kernel, run, check, dispose: () => pool?.dispose() };
   try {
     if (plan.threads > 1) {
-      pool = new WasmHelperPool(plan.threads - 1, await defaultWorkerFactory());
+      pool = new WasmHelperPool(plan.threads - 1, await defaultWorkerFactory(), { spinUs });
       prepared.pool = pool;
       await pool.start();
       await pool.add(0, kernel);
@@ -178,8 +178,8 @@ async function wasmOnPage(record) {
 }
 
 /** runWebtune for a wasm record with the kernel on this thread ('page', above). */
-async function runWasmOnPage(record, { repeat = 15, mode = 'fence', batch = 16, warmup = 2 } = {}) {
-  const { kernel, run, pool, check } = await wasmOnPage(record);
+async function runWasmOnPage(record, { repeat = 15, mode = 'fence', batch = 16, warmup = 2, spinUs = undefined } = {}) {
+  const { kernel, run, pool, check } = await wasmOnPage(record, spinUs);
   // The record's samples, against the output the kernel left in memory (a kernel prepared for
   // an earlier call with the same module and inputs is checked against this record's too).
   check(record.samples);
