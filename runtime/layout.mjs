@@ -156,7 +156,7 @@ export function unpack(output, targets, into = null) {
   if (feedback && targets[0].length >= items * itemStride) {
     // Every item was captured, so every output element is covered: no NaN fill, and the index
     // arithmetic is hoisted out of the per-float loop (the general loop below divides twice per
-    // float; 150 K floats of a 192 × 784 output took it about 0.5 ms of a read-back).
+    // float). In Node 20, on a 192 × 784 output: about 0.3 ms here, 0.6 ms in the general loop.
     const out = result();
     const pixels = targets[0];
     for (let rb = 0; rb < rowBlocks; ++rb) {
