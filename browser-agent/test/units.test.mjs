@@ -85,35 +85,41 @@ test('unpack: ragged column blocks, R targets, and a short target leaves NaN', (
   assert.deepEqual([...short.subarray(24)], [24, 25, 26, 27, 28, 29]);
 });
 
-test('unpack: a transform feedback buffer interleaves the rows of each item', () => {
-  // 3x8 output from a vertex-stage kernel: items of 2 rows x 4 cols, 2 row blocks x 2 col blocks;
-  // row j of item t at floats (t*2 + j)*4 .. +3 of the one buffer (OutputLayout in C++).
-  const out = { rows: 3, cols: 8, rows_per_item: 2, channels: 4, width: 4, height: 1, feedback: true };
-  const buffer = new Float32Array(4 * 2 * 4).fill(-1);
-  for (let t = 0; t < 4; ++t) {
+/**
+ * The feedback buffer of a vertex-stage kernel whose output is `rows` x `cols`, items of 2 rows x
+ * 4 cols, item t = (row block)·(col blocks) + col block; row j of item t at floats
+ * (t*2 + j)*4 .. +3 (OutputLayout in C++). Output element i is i; padding floats are -1.
+ */
+function feedbackBuffer(rows, cols) {
+  const colBlocks = Math.ceil(cols / 4);
+  const items = Math.ceil(rows / 2) * colBlocks;
+  const buffer = new Float32Array(items * 2 * 4).fill(-1);
+  for (let t = 0; t < items; ++t) {
     for (let j = 0; j < 2; ++j) {
-      const row = Math.floor(t / 2) * 2 + j;
-      for (let c = 0; c < 4; ++c) if (row < 3) buffer[(t * 2 + j) * 4 + c] = row * 8 + (t % 2) * 4 + c;
+      const row = Math.floor(t / colBlocks) * 2 + j;
+      for (let c = 0; c < 4; ++c) {
+        const col = (t % colBlocks) * 4 + c;
+        if (row < rows && col < cols) buffer[(t * 2 + j) * 4 + c] = row * cols + col;
+      }
     }
   }
+  return buffer;
+}
+
+test('unpack: a transform feedback buffer interleaves the rows of each item', () => {
+  // 3x8 output: 2 row blocks x 2 col blocks, row 3 is padding.
+  const out = { rows: 3, cols: 8, rows_per_item: 2, channels: 4, width: 4, height: 1, feedback: true };
+  const buffer = feedbackBuffer(3, 8);
+  assert.equal(buffer[(1 * 2 + 1) * 4 + 2], 14, 'row 1, col 6: item 1, its row 1, float 2');
   assert.deepEqual([...unpack(out, [buffer])], [...Array(24).keys()]);
   assert.throws(() => unpack(out, [buffer, buffer]), /expected 1 feedback buffer, got 2/);
 });
 
 test('unpack: a feedback buffer with ragged column and row blocks, whole or short', () => {
-  // 5x6 output, items of 2 rows x 4 cols: 3 row blocks x 2 col blocks (the second holds cols 4
-  // and 5 and two padding floats; row 5 of the last row block is padding).
+  // 5x6 output: 3 row blocks x 2 col blocks (the second holds cols 4 and 5 and two padding
+  // floats; row 5 of the last row block is padding).
   const out = { rows: 5, cols: 6, rows_per_item: 2, channels: 4, width: 6, height: 1, feedback: true };
-  const buffer = new Float32Array(6 * 2 * 4).fill(-1);
-  for (let t = 0; t < 6; ++t) {
-    for (let j = 0; j < 2; ++j) {
-      const row = Math.floor(t / 2) * 2 + j;
-      for (let c = 0; c < 4; ++c) {
-        const col = (t % 2) * 4 + c;
-        if (row < 5 && col < 6) buffer[(t * 2 + j) * 4 + c] = row * 6 + col;
-      }
-    }
-  }
+  const buffer = feedbackBuffer(5, 6);
   // Every item captured: every element comes from the buffer, stale values all overwritten.
   const into = new Float32Array(30).fill(7);
   assert.equal(unpack(out, [buffer], into), into);
