@@ -165,6 +165,29 @@ void check_value(const Value& v, const Tensor& t, const std::string& what) {
 
 }  // namespace
 
+std::vector<Value> run_node(const Node& node, size_t index, const std::vector<const Value*>& inputs,
+                            const std::vector<DataType>& output_types, int64_t opset) {
+  const auto& table = kernel_table();
+  auto kernel = table.find(node.op_type);
+  if (kernel == table.end())
+    throw GraphError(node.describe(index) + ": operator '" + node.op_type +
+                     "' is not supported by the reference executor (graph/operators.hpp)");
+  kernels::KernelContext ctx{node, inputs, {}, output_types, opset};
+  ctx.outputs.resize(node.outputs.size());
+  ctx.output_types.resize(node.outputs.size(), DataType::kFloat32);
+  try {
+    kernel->second(ctx);
+  } catch (const std::exception& e) {
+    // GraphError from kernels, std::invalid_argument from Node::get_* (wrong attribute kind).
+    throw GraphError(node.describe(index) + ": " + e.what());
+  }
+  return std::move(ctx.outputs);
+}
+
+bool has_kernel(const std::string& op_type) {
+  return kernel_table().count(op_type) != 0;
+}
+
 std::vector<std::string> executable_operators() {
   std::vector<std::string> ops;
   for (const auto& [op, kernel] : kernel_table()) ops.push_back(op);
@@ -212,31 +235,31 @@ ValueMap execute(const Graph& graph, const ValueMap& inputs, const ExecuteOption
   ValueMap result;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
-    kernels::KernelContext ctx{node, {}, {}, {}, options.opset};
+    std::vector<const Value*> args;
     for (const std::string& in : node.inputs) {
       if (in.empty()) {
-        ctx.inputs.push_back(nullptr);
+        args.push_back(nullptr);
         continue;
       }
       const Value* v = lookup(in);
       if (!v) throw GraphError(node.describe(i) + ": input '" + in + "' has no value");
-      ctx.inputs.push_back(v);
+      args.push_back(v);
     }
-    ctx.outputs.resize(node.outputs.size());
+    std::vector<DataType> types;
     for (const std::string& out : node.outputs)
-      ctx.output_types.push_back(out.empty() ? DataType::kFloat32 : graph.tensor(out).type);
-    try {
-      table.at(node.op_type)(ctx);
-      for (size_t o = 0; o < node.outputs.size(); ++o)
-        if (!node.outputs[o].empty())
-          check_value(ctx.outputs[o], graph.tensor(node.outputs[o]),
-                      "output " + std::to_string(o) + " ('" + node.outputs[o] + "')");
-    } catch (const std::exception& e) {
-      // GraphError from kernels, std::invalid_argument from Node::get_* (wrong attribute kind).
-      throw GraphError(node.describe(i) + ": " + e.what());
-    }
+      types.push_back(out.empty() ? DataType::kFloat32 : graph.tensor(out).type);
+    std::vector<Value> outs = run_node(node, i, args, types, options.opset);
     for (size_t o = 0; o < node.outputs.size(); ++o)
-      if (!node.outputs[o].empty()) env[node.outputs[o]] = std::move(ctx.outputs[o]);
+      if (!node.outputs[o].empty()) {
+        try {
+          check_value(outs[o], graph.tensor(node.outputs[o]),
+                      "output " + std::to_string(o) + " ('" + node.outputs[o] + "')");
+        } catch (const GraphError& e) {
+          throw GraphError(node.describe(i) + ": " + e.what());
+        }
+      }
+    for (size_t o = 0; o < node.outputs.size(); ++o)
+      if (!node.outputs[o].empty()) env[node.outputs[o]] = std::move(outs[o]);
     if (options.keep_intermediates)
       for (const std::string& out : node.outputs)
         if (!out.empty()) result[out] = env.at(out);
