@@ -22,7 +22,20 @@
 // Each sample is one end-to-end inference: the input uploaded from a Float32Array (NCHW, the
 // model's <model>.input.f32), the model run, the output read back into a Float32Array. Before
 // any timing every engine's output is checked against <model>.logits.f32 (max abs error ≤ 1e-3 ×
-// max |logit|); an engine that fails to load, to run, or the check is reported and not timed.
+// max |logit|).
+//
+// Refusals: any failure of one engine on one model is that engine's "refused: <reason>" for
+// that model × target, in the table (the reason in full on the engine's line) and in the JSON
+// (engines[engine].refused = the reason, refused_at = load | prepare | check | run), and the
+// bench goes on with the other engines and models; it never aborts for one engine. The
+// failures: the model's files cannot be read (every engine of the model: "cannot load the
+// model: ..."); tfjs_model.mjs cannot translate the graph (an op such as HardSigmoid, a
+// ceil-mode MaxPool: the tfjs engines, with the node it names; the model's other engines run);
+// an engine cannot be made (an ORT session that refuses the model or an operator, a webtune
+// package that does not load); its first run throws; its output fails the check ("wrong
+// output: ..."); a timed run throws ("run failed in round R: ...", not timed after it, its
+// earlier samples kept in the JSON). Only a broken session (Chromium or the page does not
+// start, the page is not cross-origin isolated) or a bad command line stops the bench.
 // Then --warmup untimed runs. Then --rounds rounds; each round times every engine of the model
 // (--round-warmup untimed runs, then --runs timed ones), the engine that goes first rotating
 // from round to round, so that a slow spell of this shared machine falls on all of them. An
@@ -99,7 +112,11 @@ export function rowSummary(target, results) {
 const fmtMs = (v) => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) : '—');
 const fmtX = (v) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : '—');
 
-/** The text table: one line per engine, grouped by model and row, then the row's verdict. */
+/**
+ * The text table: one line per engine, grouped by model and row, then the row's verdict. A
+ * refused engine's line says "refused: <reason>" after its engine name (the reason in full, over
+ * the figure columns).
+ */
 export function formatTable(models) {
   const head = ['model', 'target', 'engine', 'median ms', 'round medians', 'samples', 'check (max err / tol)', 'webtune speedup'];
   const lines = [head];
@@ -109,6 +126,10 @@ export function formatTable(models) {
       for (const e of ROWS[row.target].engines) {
         const r = m.engines[e];
         if (!r) continue;
+        if (r.refused) {
+          lines.push([m.model, row.target, e, `refused: ${r.refused}`]);
+          continue;
+        }
         const check = r.check ? `${r.check.max_abs_err.toExponential(1)} / ${r.check.tolerance.toExponential(1)}${r.check.ok ? '' : ' WRONG'}` : '—';
         const rounds = r.round_medians_ms?.length ? `${fmtMs(Math.min(...r.round_medians_ms))}–${fmtMs(Math.max(...r.round_medians_ms))}` : '—';
         const why = r.check && !r.check.ok ? 'wrong output' : r.error?.slice(0, 40);
@@ -120,12 +141,130 @@ export function formatTable(models) {
         `${fmtX(row.speedup_vs_fastest)} (goal ≥ ${row.goal}×${row.met === null ? '' : row.met ? ': met' : ': not met'})`);
     }
   }
-  const width = head.map((_, c) => Math.max(...lines.map((l) => l[c].length)));
+  // Column widths over the full lines; a refused line's reason spans the figure columns.
+  const full = lines.filter((l) => l.length === head.length);
+  const width = head.map((_, c) => Math.max(...(c < 3 ? lines : full).map((l) => l[c].length)));
   return [
     'end-to-end latency per inference (upload + run + read-back), ms; speedup = anchor ms ÷ webtune ms',
-    ...lines.map((l) => l.map((cell, c) => cell.padEnd(width[c])).join('  ').trimEnd()),
+    ...lines.map((l) => l.map((cell, c) => (c < l.length - 1 ? cell.padEnd(width[c]) : cell)).join('  ').trimEnd()),
     '', ...verdicts,
   ].join('\n');
+}
+
+/** An engine failure's reason, one line (page.evaluate's errors may carry a stack). */
+export function reason(e) {
+  const text = String(e?.message ?? e ?? 'unknown error');
+  return text.split('\n')[0].replace(/\s+/g, ' ').trim() || 'unknown error';
+}
+
+/** window.bench.* of the page through puppeteer, as async functions (benchModel's `api`). */
+export function pageApi(page) {
+  const call = (name) => (...args) => page.evaluate((n, a) => window.bench[n](...a), name, args);
+  return Object.fromEntries(['loadModel', 'prepare', 'time', 'release', 'profile', 'dropModel'].map((n) => [n, call(n)]));
+}
+
+/**
+ * One model through every picked engine of `cfg.targets`: load, check, warm-up, the timed
+ * rounds, the rows. `api`: the page's window.bench functions (pageApi(); a stand-in in the
+ * tests). An engine that fails at any stage (the model or the tfjs graph cannot be loaded or
+ * translated, the engine cannot be made, a run throws, the output check fails) is recorded as
+ * {refused: reason, error: reason, refused_at: stage} and not timed (further); the other engines
+ * and models go on. A webtune engine without a package gets {error} only (not run, "—").
+ * Returns {model, summary, engines, rows, loadavg}.
+ */
+export async function benchModel(api, model, cfg, log = (line) => console.error(line)) {
+  const {
+    targets, engines: picked, warmup = 2, rounds = 4, runs = 5, roundWarmup = 0, settleMs = 200,
+    ortWebglPack, profile = false, webtuneThreads = {}, webtunePackage = () => 'no --webtune-packages',
+    sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  } = cfg;
+  const mres = { model, summary: null, engines: {}, rows: [], loadavg: [] };
+  const wanted = targets.flatMap((t) => ROWS[t].engines.filter((e) => picked.includes(e)));
+  const refuse = (engine, stage, why, extra = {}) => {
+    mres.engines[engine] = { ...(mres.engines[engine] ?? {}), ...extra, refused: why, error: why, refused_at: stage };
+    log(`bench: ${model} ${engine}: refused (${stage}): ${why}`);
+  };
+  try {
+    mres.summary = await api.loadModel(model);
+  } catch (e) {
+    const why = `cannot load the model: ${reason(e)}`;
+    for (const engine of wanted) refuse(engine, 'load', why);
+    mres.rows = targets.map((t) => rowSummary(t, mres.engines));
+    return mres;
+  }
+  if (mres.summary.tfjs_refused) log(`bench: ${model}: the tfjs builder refuses the graph: ${mres.summary.tfjs_refused}`);
+  else log(`bench: ${model}: tfjs ops ${JSON.stringify(mres.summary.tfjs_ops)}`);
+  const timed = [];
+  for (const engine of wanted) {
+    if (PACKAGE_TARGET[engine]) {
+      const missing = webtunePackage(model, engine);
+      if (missing) {
+        mres.engines[engine] = { error: missing };
+        continue;
+      }
+    }
+    const t0 = Date.now();
+    try {
+      const p = await api.prepare(engine, model, { warmup, ortWebglPack });
+      mres.engines[engine] = { ...p, samples_ms: [], round_medians_ms: [] };
+      if (engine === 'webtune-wasm') mres.engines[engine].info.kernel_threads = webtuneThreads[model] ?? null;
+      log(`bench: ${model} ${engine}: loaded in ${p.load_ms.toFixed(0)} ms, first run ${p.first_run_ms.toFixed(0)} ms, ` +
+        `max abs error ${p.check.max_abs_err.toExponential(2)} (tolerance ${p.check.tolerance.toExponential(2)})` +
+        `${p.check.ok ? '' : ' WRONG'}; ${JSON.stringify(p.info)} (${((Date.now() - t0) / 1e3).toFixed(0)} s)`);
+      if (p.check.ok) {
+        timed.push(engine);
+      } else {
+        refuse(engine, 'check', `wrong output: max abs error ${p.check.max_abs_err} > ${p.check.tolerance}`);
+        await api.release(engine, model).catch(() => {});
+      }
+    } catch (e) {
+      refuse(engine, 'prepare', reason(e));
+      await api.release(engine, model).catch(() => {});
+    }
+  }
+  for (let round = 0; round < rounds; ++round) {
+    mres.loadavg.push({ round, at: new Date().toISOString(), loadavg: os.loadavg() });
+    const order = timed.map((_, i) => timed[(i + round) % timed.length]);
+    for (const engine of order) {
+      const r = mres.engines[engine];
+      if (r.refused) continue;
+      await sleep(settleMs);
+      try {
+        const ms = await api.time(engine, model, runs, { warmup: roundWarmup });
+        r.samples_ms.push(...ms);
+        r.round_medians_ms.push(median(ms));
+      } catch (e) {
+        refuse(engine, 'run', `run failed in round ${round + 1}: ${reason(e)}`);
+        await api.release(engine, model).catch(() => {});
+      }
+    }
+    log(`bench: ${model} round ${round + 1}/${rounds} (load ${os.loadavg()[0].toFixed(1)}): ` +
+      order.map((e) => `${e} ${mres.engines[e].refused ? 'refused' : fmtMs(mres.engines[e].round_medians_ms.at(-1))}`).join(', '));
+  }
+  for (const engine of timed) {
+    const r = mres.engines[engine];
+    r.median_ms = r.refused ? null : median(r.samples_ms);
+  }
+  mres.rows = targets.map((t) => rowSummary(t, mres.engines));
+  if (profile) {
+    // After the timed rounds: one run per webtune engine with every step timed alone.
+    for (const engine of timed.filter((e) => PACKAGE_TARGET[e])) {
+      const r = mres.engines[engine];
+      if (r.refused) continue;
+      try {
+        r.profile = await api.profile(engine, model);
+        log(formatProfile(model, engine, r.profile));
+      } catch (e) {
+        log(`bench: ${model} ${engine}: profile failed: ${reason(e)}`);
+      }
+    }
+  }
+  try {
+    await api.dropModel(model);
+  } catch (e) {
+    log(`bench: ${model}: dropping the model failed: ${reason(e)}`);
+  }
+  return mres;
 }
 
 /** A profile (page.mjs profile()) as lines: the sums by step kind, then the slowest steps. */
@@ -243,80 +382,14 @@ async function main() {
       `cross-origin isolated: ${env.cross_origin_isolated}, onnxruntime-web ${env.ort_version}, tfjs ${env.tfjs_version}`);
     if (!env.cross_origin_isolated) throw new Error('the page is not cross-origin isolated: the wasm engines would run 1 thread');
     result.setup = await page.evaluate((t) => window.bench.setup({ threads: t }), threads);
-    console.error(`bench: tfjs wasm ${JSON.stringify(result.setup.tfjs_wasm)}`);
 
+    const api = pageApi(page);
+    const cfg = {
+      targets, engines: picked, warmup, rounds, runs, roundWarmup, settleMs, ortWebglPack, profile: opts.profile,
+      webtuneThreads, webtunePackage: (m, e) => (hasPackage(m, e) ? null : packages ? `no package ${packageDir(m, e)}` : 'no --webtune-packages'),
+    };
     for (const model of modelNames) {
-      const summary = await page.evaluate((m) => window.bench.loadModel(m), model);
-      console.error(`bench: ${model}: tfjs ops ${JSON.stringify(summary.tfjs_ops)}`);
-      const mres = { model, summary, engines: {}, rows: [], loadavg: [] };
-      const timed = [];
-      for (const target of targets) {
-        for (const engine of ROWS[target].engines) {
-          if (!picked.includes(engine)) continue;
-          if (engine.startsWith('webtune') && !hasPackage(model, engine)) {
-            mres.engines[engine] = { error: packages ? `no package ${packageDir(model, engine)}` : 'no --webtune-packages' };
-            continue;
-          }
-          const t0 = Date.now();
-          try {
-            const p = await page.evaluate((e, m, w, pack) => window.bench.prepare(e, m, { warmup: w, ortWebglPack: pack }),
-              engine, model, warmup, ortWebglPack);
-            mres.engines[engine] = { ...p, samples_ms: [], round_medians_ms: [] };
-            if (engine === 'webtune-wasm') mres.engines[engine].info.kernel_threads = webtuneThreads[model] ?? null;
-            if (p.check.ok) timed.push(engine);
-            else {
-              mres.engines[engine].error = `wrong output: max abs error ${p.check.max_abs_err} > ${p.check.tolerance}`;
-              await page.evaluate((en, m) => window.bench.release(en, m), engine, model);
-            }
-            console.error(`bench: ${model} ${engine}: loaded in ${p.load_ms.toFixed(0)} ms, first run ${p.first_run_ms.toFixed(0)} ms, ` +
-              `max abs error ${p.check.max_abs_err.toExponential(2)} (tolerance ${p.check.tolerance.toExponential(2)})` +
-              `${p.check.ok ? '' : ' WRONG: not timed'}; ${JSON.stringify(p.info)} (${((Date.now() - t0) / 1e3).toFixed(0)} s)`);
-          } catch (e) {
-            mres.engines[engine] = { error: e.message };
-            console.error(`bench: ${model} ${engine}: failed, not timed: ${e.message}`);
-            await page.evaluate((en, m) => window.bench.release(en, m), engine, model).catch(() => {});
-          }
-        }
-      }
-      for (let round = 0; round < rounds; ++round) {
-        mres.loadavg.push({ round, at: new Date().toISOString(), loadavg: os.loadavg() });
-        const order = timed.map((_, i) => timed[(i + round) % timed.length]);
-        for (const engine of order) {
-          const r = mres.engines[engine];
-          if (r.error) continue;
-          await new Promise((resolve) => setTimeout(resolve, settleMs));
-          try {
-            const ms = await page.evaluate((e, m, n, w) => window.bench.time(e, m, n, { warmup: w }), engine, model, runs, roundWarmup);
-            r.samples_ms.push(...ms);
-            r.round_medians_ms.push(median(ms));
-          } catch (e) {
-            r.error = `run failed in round ${round}: ${e.message}`;
-            console.error(`bench: ${model} ${engine}: ${r.error}`);
-          }
-        }
-        console.error(`bench: ${model} round ${round + 1}/${rounds} (load ${os.loadavg()[0].toFixed(1)}): ` +
-          order.map((e) => `${e} ${fmtMs(mres.engines[e].round_medians_ms.at(-1))}`).join(', '));
-      }
-      for (const engine of timed) {
-        const r = mres.engines[engine];
-        r.median_ms = r.error ? null : median(r.samples_ms);
-      }
-      mres.rows = targets.map((t) => rowSummary(t, mres.engines));
-      if (opts.profile) {
-        // After the timed rounds: one run per webtune engine with every step timed alone.
-        for (const engine of timed.filter((e) => PACKAGE_TARGET[e])) {
-          const r = mres.engines[engine];
-          if (r.error) continue;
-          try {
-            r.profile = await page.evaluate((e, m) => window.bench.profile(e, m), engine, model);
-            console.error(formatProfile(model, engine, r.profile));
-          } catch (e) {
-            console.error(`bench: ${model} ${engine}: profile failed: ${e.message}`);
-          }
-        }
-      }
-      await page.evaluate((m) => window.bench.dropModel(m), model);
-      result.models.push(mres);
+      result.models.push(await benchModel(api, model, cfg));
     }
   } finally {
     await session.close();

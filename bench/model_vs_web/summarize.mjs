@@ -6,7 +6,8 @@
 // Table 1, per model × target × engine: the median end-to-end latency of each run (ms) and their
 // median, the spread of the per-round medians over all runs, the output check, and webtune's
 // speedup over the engine (anchor median ÷ webtune median, from the medians over runs; "—"
-// without a webtune package). Table 2, per model × target: webtune, the faster anchor, the
+// without a webtune package). An engine bench.mjs refused in a run reads "refused" there, its
+// reason in the check column. Table 2, per model × target: webtune, the faster anchor, the
 // speedup against it and issue 16's goal. Then each run's date, load averages, threads and
 // Chromium.
 
@@ -65,12 +66,13 @@ for (const model of models) {
       const rounds = m.entries.flatMap((r) => r.round_medians_ms ?? []);
       const checks = m.entries.filter((r) => r.check).map((r) => `${r.check.max_abs_err.toExponential(1)}${r.check.ok ? '' : ' **wrong**'}`);
       const tol = m.entries.find((r) => r.check)?.check.tolerance;
-      const errors = [...new Set(m.entries.filter((r) => r.error && !r.check).map((r) => r.error))];
-      const cells = m.medians.map((v, i) => (v === null ? (m.entries[i].check && !m.entries[i].check.ok ? 'wrong' : '—') : ms(v)));
+      const errors = [...new Set(m.entries.filter((r) => r.error && !r.check).map((r) => (r.refused ? `refused: ${r.refused}` : r.error)))];
+      const ranRefused = [...new Set(m.entries.filter((r) => r.refused && r.check?.ok).map((r) => `refused: ${r.refused}`))];
+      const cells = m.medians.map((v, i) => (v === null ? (m.entries[i].check && !m.entries[i].check.ok ? 'wrong' : m.entries[i].refused ? 'refused' : '—') : ms(v)));
       console.log(`| ${[
         model, target, engine, cells.join(' / '), `**${ms(m.median_ms)}**`,
         rounds.length ? `${ms(Math.min(...rounds))}–${ms(Math.max(...rounds))}` : '—',
-        checks.length ? `${[...new Set(checks)].join(', ')} (${tol?.toExponential(1)})` : (errors.join('; ').slice(0, 80) || '—'),
+        checks.length ? `${[...new Set(checks)].join(', ')} (${tol?.toExponential(1)})${ranRefused.length ? `; ${ranRefused.join('; ').slice(0, 80)}` : ''}` : (errors.join('; ').slice(0, 120) || '—'),
         engine.startsWith('webtune') ? '' : x(row.speedups[engine]),
       ].join(' | ')} |`);
     }
