@@ -15,16 +15,22 @@
 //     ort.webgpu.min.mjs  'webgpu' EP of the asyncify build (ort-wasm-simd-threaded.asyncify.wasm),
 //                         the C++ WebGPU EP that ORT's docs point WebGPU users to;
 //     ort.wasm.min.mjs    'wasm' EP (ort-wasm-simd-threaded.wasm, SIMD + threads).
-//   env.wasm.numThreads = T before a bundle's first session; it takes effect only in a
-//   cross-origin isolated page (else ORT drops to 1 with a warning). Checked after the first
-//   session: env.wasm.numThreads as ORT left it and the pthread workers its module started
-//   (T − 1, "WebAssembly will create (Module.numThreads − 1) workers", ORT's wasm-factory).
+//   env.wasm.numThreads = T before a bundle's first session; ORT reads it once, when the
+//   bundle's wasm module is instantiated, and only in a cross-origin isolated page (else it drops
+//   to 1 with a warning). So each thread count gets its own copy of the bundle, imported as
+//   `<bundle>?threads=T` (its own env and wasm instance): ort-wasm on the count prepare() or
+//   probeThreads() names, the GPU EPs' bundles on setup()'s. Checked after the first session:
+//   env.wasm.numThreads as ORT left it (ort-wasm: refused unless it is T) and the pthread workers
+//   its module started (T − 1, "WebAssembly will create (Module.numThreads − 1) workers", ORT's
+//   wasm-factory).
 // - TensorFlow.js: the same graph through tfjs ops in NHWC with the file's weights
 //   (tfjs_model.mjs), on webgl, webgpu and wasm; `tf.tensor(input)` + the graph +
-//   `await y.data()`. tfjs wasm on T threads needs the workaround of bench/web_vs_tfjs/page.mjs
-//   (tfjs caps its thread count at navigator.hardwareConcurrency / 2): setup() re-creates the wasm
-//   backend with setThreadsCount(T) while hardwareConcurrency reads 2·T, and checks
-//   tf.wasm.getThreadsCount() === T.
+//   `await y.data()`. tfjs wasm reads setThreadsCount(T) only when its backend initialises, and
+//   caps it at navigator.hardwareConcurrency / 2; the workaround of bench/web_vs_tfjs/page.mjs
+//   re-creates the wasm backend with setThreadsCount(T) while hardwareConcurrency reads 2·T, and
+//   checks tf.wasm.getThreadsCount() === T. Re-creating it is also how one page changes the count
+//   (useTfjsWasm(): for prepare() and each count of probeThreads(); the tensors of the old
+//   backend die with it, so no tfjs-wasm engine may be live then).
 // - webtune: a package built by `webtune build` (docs/package.md), served under
 //   /webtune/<model>-<target>/: `const m = await load(baseUrl)`, `await m.run(input)`.
 //
@@ -355,6 +361,54 @@ async function prepare(engine, model, { warmup = 2, ortWebglPack, threads: t = t
 }
 
 /**
+ * The thread counts of wasm anchor `engine` (ort-wasm or tfjs-wasm) on `model`, each timed
+ * alone: for each count of `counts`, after `settleMs` of idleness, the engine made on that many
+ * threads (ORT: a session of the bundle's copy for that count; tfjs: the wasm backend
+ * re-created), one checked warm-up run (its output checked as prepare() does) and `warmup` − 1
+ * more, `runs` timed runs, and the engine released. Resolves to [{threads, samples_ms,
+ * engine_threads} or {threads, error}] in the order of `counts`; rejects when the engine cannot
+ * run the model at all (a tfjs graph the builder refused).
+ */
+async function probeThreads(engine, model, { counts, runs = 3, warmup = 1, settleMs = 200 } = {}) {
+  const spec = ENGINES[engine];
+  if (!spec || spec.target !== 'wasm' || spec.side === 'webtune') throw new Error(`'${engine}' is not a wasm anchor`);
+  const m = models.get(model);
+  if (!m) throw new Error(`model '${model}' is not loaded`);
+  if (spec.side === 'tfjs' && !m.plan) throw new Error(m.tfjsRefused);
+  if (live.has(`${engine}|${model}`)) await release(engine, model);
+  const probe = [];
+  for (const t of counts) {
+    await new Promise((resolve) => setTimeout(resolve, settleMs));
+    const entry = { threads: t };
+    let e = null;
+    try {
+      e = await makeEngine(spec, m, model, { threads: t });
+      entry.engine_threads = e.info.wasm_threads ?? e.info.threads;
+      const check = checkOutput(await e.run(m.input), m);
+      if (!check.ok) throw new Error(`wrong output on ${t} threads: max abs error ${check.max_abs_err} > ${check.tolerance}`);
+      for (let i = 1; i < warmup; ++i) await e.run(m.input);
+      const ms = [];
+      for (let i = 0; i < runs; ++i) {
+        const t0 = performance.now();
+        await e.run(m.input);
+        ms.push(performance.now() - t0);
+      }
+      entry.samples_ms = ms;
+    } catch (err) {
+      entry.error = err?.message ?? String(err);
+    } finally {
+      try {
+        await e?.dispose();
+      } catch {
+        // The count's engine is dropped either way.
+      }
+    }
+    probe.push(entry);
+  }
+  return probe;
+}
+
+/**
  * `runs` end-to-end inferences of `engine` on `model`'s input, after `warmup` untimed ones;
  * resolves to the milliseconds of each (performance.now() around upload + run + read-back).
  */
@@ -439,6 +493,6 @@ function workerCount() {
 }
 
 window.bench = {
-  engines: () => ENGINES, environment, setup, loadModel, dropModel, prepare, time, profile, release, workerCount,
+  engines: () => ENGINES, environment, setup, loadModel, dropModel, prepare, probeThreads, time, profile, release, workerCount,
   ready: true,
 };

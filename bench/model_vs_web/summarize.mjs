@@ -8,8 +8,8 @@
 // speedup over the engine (anchor median ÷ webtune median, from the medians over runs; "—"
 // without a webtune package). An engine bench.mjs refused in a run reads "refused" there, its
 // reason in the check column. Table 2, per model × target: webtune, the faster anchor, the
-// speedup against it and issue 16's goal. Then each run's date, load averages, threads and
-// Chromium.
+// speedup against it and issue 16's goal. Then each run's date, load averages, threads (webtune's,
+// and the count each wasm anchor ran) and Chromium.
 
 import fs from 'node:fs';
 
@@ -84,8 +84,17 @@ console.log('| model | target | webtune ms | faster anchor, ms | speedup | goal 
 console.log('| --- | --- | --- | --- | --- | --- | --- |');
 for (const v of verdicts) console.log(v);
 console.log('');
+/** The wasm anchors' threads of a run: per model and anchor, or the one count of older runs. */
+function anchorThreads(run) {
+  if (run.anchor_threads === undefined) return `on ${run.threads} threads`;
+  const chosen = run.models.flatMap((m) => ['ort-wasm', 'tfjs-wasm']
+    .filter((e) => m.engines[e]?.threads).map((e) => `${m.model} ${e} ${m.engines[e].threads.chosen ?? '—'}`));
+  const how = run.anchor_threads === 'best' ? 'the fastest count of each' : `--anchor-threads ${run.anchor_threads}`;
+  return `${how}${chosen.length ? ` (${chosen.join(', ')})` : ''}`;
+}
+
 runs.forEach((run, i) => {
   const loads = run.models.flatMap((m) => m.loadavg.map((l) => l.loadavg[0]));
   console.log(`- run ${i + 1}: ${run.date} – ${run.finished ?? '?'}, ${run.env?.chromium ?? '?'}, ${run.rounds} rounds × ${run.runs} runs, ` +
-    `wasm threads ${run.threads} (${run.threads_from}), load average (1 min) ${loads.length ? `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}` : '?'}`);
+    `webtune wasm threads ${run.threads} (${run.threads_from}), wasm anchors ${anchorThreads(run)}, load average (1 min) ${loads.length ? `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}` : '?'}`);
 });

@@ -4,10 +4,13 @@
 // GlobalAveragePool, Flatten, Gemm with transB), its logits computed here by a plain NCHW
 // reference. bench.mjs runs onnxruntime-web (wasm, webgl) and TensorFlow.js (wasm, webgl) and a
 // stub webtune package (returns the reference logits; exercises the package path), and the test
-// asserts that every engine passed the output check and was timed, with 2 wasm threads. A second
+// asserts that every engine passed the output check and was timed, the wasm anchors on 2 threads
+// (--anchor-threads 2, webtune's count). A second
 // run feeds a model that the tfjs builder cannot translate (Conv + HardSigmoid), one whose file
 // is cut short, and the small CNN: the tfjs engines of the first and every engine of the second
-// are reported "refused: <reason>", and the other engines and the third model are still timed.
+// are reported "refused: <reason>", and the other engines and the third model are still timed;
+// that run's wasm anchors pick their threads (--anchor-threads best: each of 1..hardwareConcurrency
+// timed, the fastest kept and stated under the table's header).
 //
 //   node --test bench/model_vs_web/test/browser.test.mjs
 //
@@ -160,7 +163,7 @@ test('bench.mjs on a small CNN: ORT and tfjs engines pass the check and are time
     const { stdout } = await promisify(execFile)(process.execPath, [
       bench, '--models', 'tiny', '--models-dir', models, '--webtune-packages', path.join(dir, 'packages'),
       '--targets', 'webgl2,wasm', '--engines', 'webtune-wasm,ort-wasm,tfjs-wasm,ort-webgl,tfjs-webgl',
-      '--rounds', '2', '--runs', '2', '--warmup', '0', '--out', out,
+      '--anchor-threads', '2', '--rounds', '2', '--runs', '2', '--warmup', '0', '--out', out,
     ], { timeout: 600000, maxBuffer: 1 << 24 });
     const result = JSON.parse(fs.readFileSync(out, 'utf8'));
     assert.equal(result.threads, 2);
@@ -178,6 +181,8 @@ test('bench.mjs on a small CNN: ORT and tfjs engines pass the check and are time
     assert.equal(m.engines['ort-wasm'].info.wasm_threads, 2);
     assert.equal(m.engines['ort-wasm'].info.pthread_workers, 1);
     assert.equal(m.engines['tfjs-wasm'].info.threads, 2);
+    for (const engine of ['ort-wasm', 'tfjs-wasm']) assert.deepEqual(m.engines[engine].threads, { chosen: 2, from: '--anchor-threads 2' });
+    assert.match(stdout, /^tiny: webtune-wasm threads: 2 \(its kernels\), ort-wasm threads: 2 \(--anchor-threads 2\), tfjs-wasm threads: 2 \(--anchor-threads 2\)$/m);
     assert.deepEqual(m.summary.tfjs_ops, {
       'tf.fused.conv2d(bias, relu)': 1, 'tf.fused.depthwiseConv2d(bias, relu6)': 1, 'tf.fused.conv2d(bias, linear)': 1,
       'tf.add': 1, 'tf.relu': 1, 'tf.maxPool': 1, 'tf.mean': 1, 'tf.reshape': 1, 'tf.fused.matMul(bias)': 1,
@@ -250,7 +255,7 @@ test('bench.mjs: an engine that cannot run a model is reported "refused: <reason
     assert.match(hsig.summary.tfjs_refused, /node 'hsig' \(HardSigmoid\): no TensorFlow.js mapping/);
     const refused = hsig.engines['tfjs-wasm'];
     assert.match(refused.refused, /node 'hsig' \(HardSigmoid\): no TensorFlow.js mapping/);
-    assert.equal(refused.refused_at, 'prepare');
+    assert.equal(refused.refused_at, 'threads');  // the first stage that needs the graph
     assert.equal(refused.median_ms, undefined);
     // ORT runs HardSigmoid: checked and timed on the same model.
     const ort = hsig.engines['ort-wasm'];
@@ -258,6 +263,24 @@ test('bench.mjs: an engine that cannot run a model is reported "refused: <reason
     assert.ok(ort.check.ok);
     assert.equal(ort.samples_ms.length, 4);
     assert.equal(hsig.rows[0].fastest_anchor, 'ort-wasm');
+    // --anchor-threads best (the default): ORT and tfjs each timed on 1..hardwareConcurrency
+    // threads, 3 runs after a checked warm-up, and run on the fastest count.
+    const hc = result.env.hardware_concurrency;
+    for (const [m, engine] of [[hsig, 'ort-wasm'], [small, 'ort-wasm'], [small, 'tfjs-wasm']]) {
+      const t = m.engines[engine].threads;
+      assert.equal(t.from, `best of 1..${hc}`);
+      assert.deepEqual(t.probe.map((p) => p.threads), Array.from({ length: hc }, (_, i) => i + 1));
+      for (const p of t.probe) {
+        assert.equal(p.error, undefined, `${m.model} ${engine} on ${p.threads}: ${p.error}`);
+        assert.equal(p.samples_ms.length, 3);
+        assert.equal(p.engine_threads, p.threads);
+      }
+      const medians = t.probe.map((p) => [...p.samples_ms].sort((a, b) => a - b)[1]);
+      assert.equal(t.chosen, t.probe[medians.indexOf(Math.min(...medians))].threads);
+      const info = m.engines[engine].info;
+      assert.equal(engine === 'ort-wasm' ? info.wasm_threads : info.threads, t.chosen, `${m.model} ${engine}`);
+      assert.match(stdout, new RegExp(`^${m.model}: .*${engine} threads: ${t.chosen} \\(best of 1\\.\\.${hc}; medians 1: `, 'm'));
+    }
     // A file cut short: every engine refused, with the reader's reason.
     for (const engine of ['ort-wasm', 'tfjs-wasm']) {
       assert.match(broken.engines[engine].refused, /^cannot load the model: onnx: .* at byte \d+/, engine);

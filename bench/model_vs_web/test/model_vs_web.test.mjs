@@ -13,7 +13,7 @@ import path from 'node:path';
 import test from 'node:test';
 
 import { DataType, parseModel, serializeModel, tensorValues } from '../onnx.mjs';
-import { benchModel, formatProfile, formatTable, median, packageThreads, reason, rowSummary } from '../bench.mjs';
+import { benchModel, chooseThreads, formatProfile, formatTable, median, packageThreads, reason, rowSummary, threadsText } from '../bench.mjs';
 import { planTfjsModel } from '../tfjs_model.mjs';
 
 /** A tiny ResNet-like block: Conv+Relu, depthwise Conv+Clip(0,6), Add, MaxPool, GAP, Flatten, Gemm. */
@@ -254,8 +254,16 @@ function fakePage(behaviour) {
         ? { name: m, tfjs_ops: null, tfjs_refused: "tfjs model: node 'hs' (HardSigmoid): no TensorFlow.js mapping in bench/model_vs_web/tfjs_model.mjs" }
         : { name: m, tfjs_ops: { 'tf.relu': 1 }, tfjs_refused: null };
     },
-    async prepare(engine, m) {
-      calls.push(['prepare', engine, m]);
+    async probeThreads(engine, m, { counts, runs }) {
+      calls.push(['probeThreads', engine, m, counts, runs]);
+      if (engine.startsWith('tfjs') && m === 'hsig') throw new Error("tfjs model: node 'hs' (HardSigmoid): no TensorFlow.js mapping in bench/model_vs_web/tfjs_model.mjs");
+      // 1 thread: 60 ms (tfjs: wrong output), 2 threads: 40 ms, more: 45 ms.
+      return counts.map((t) => (engine === 'tfjs-wasm' && t === 1
+        ? { threads: t, error: 'wrong output on 1 threads: max abs error 0.5 > 0.001' }
+        : { threads: t, samples_ms: Array(runs).fill(t === 1 ? 60 : t === 2 ? 40 : 45), engine_threads: t }));
+    },
+    async prepare(engine, m, options) {
+      calls.push(['prepare', engine, m, options]);
       if (engine.startsWith('tfjs') && m === 'hsig') throw new Error("tfjs model: node 'hs' (HardSigmoid): no TensorFlow.js mapping in bench/model_vs_web/tfjs_model.mjs");
       if (behaviour[engine] === 'refuse') throw new Error("Can't create a session. ERROR_CODE: 9, ERROR_MESSAGE: Could not find an implementation for HardSigmoid(6) node with name 'hs'");
       return { engine, model: m, info: {}, check: check(behaviour[engine] !== 'wrong'), load_ms: 5, first_run_ms: 2 };
@@ -277,7 +285,7 @@ test('bench.mjs: every engine failure is that engine "refused: <reason>" for the
   const page = fakePage(behaviour);
   const cfg = {
     targets: ['webgl2', 'wasm'], engines: Object.keys(behaviour), rounds: 3, runs: 2, warmup: 0, settleMs: 0,
-    sleep: async () => {}, webtunePackage: () => null,
+    sleep: async () => {}, webtunePackage: () => null, anchorThreads: 'best', maxThreads: 3,
   };
   const log = [];
   const models = [];
@@ -305,6 +313,7 @@ test('bench.mjs: every engine failure is that engine "refused: <reason>" for the
   assert.ok(!page.calls.some(([f, , m]) => f === 'prepare' && m === 'gone'));
   // The tfjs builder's refusal: the tfjs engines refused with it, ORT's wasm engine timed.
   assert.match(hsig.engines['tfjs-wasm'].refused, /node 'hs' \(HardSigmoid\): no TensorFlow.js mapping/);
+  assert.equal(hsig.engines['tfjs-wasm'].refused_at, 'threads');
   assert.match(hsig.engines['tfjs-webgl'].refused, /node 'hs' \(HardSigmoid\)/);
   assert.equal(hsig.engines['ort-wasm'].median_ms, 40);
   assert.equal(hsig.rows.find((r) => r.target === 'wasm').fastest_anchor, 'ort-wasm');
@@ -321,4 +330,47 @@ test('bench.mjs: every engine failure is that engine "refused: <reason>" for the
   assert.match(table, /tiny webgl2: webtune 10\.0 ms; faster anchor — — ms/);
   assert.equal(reason(new Error('a\n  b')), 'a');
   assert.equal(reason('x  y'), 'x y');
+});
+
+test('bench.mjs: --anchor-threads best probes 1..N per wasm anchor and keeps the fastest; N is used as given', async () => {
+  assert.deepEqual(chooseThreads([{ threads: 1, samples_ms: [30, 10, 20] }, { threads: 2, samples_ms: [12, 15, 9] }, { threads: 3, error: 'x' }]),
+    { threads: 2, median_ms: 12 });
+  assert.deepEqual(chooseThreads([{ threads: 1, samples_ms: [5] }, { threads: 2, samples_ms: [5] }]), { threads: 1, median_ms: 5 });  // a tie: fewer threads
+  assert.equal(chooseThreads([{ threads: 1, error: 'x' }]), null);
+  const behaviour = { 'webtune-wasm': 'ok', 'ort-wasm': 'ok', 'tfjs-wasm': 'ok' };
+  const cfg = {
+    targets: ['wasm'], engines: Object.keys(behaviour), rounds: 1, runs: 1, warmup: 0, settleMs: 0,
+    sleep: async () => {}, webtunePackage: () => null, webtuneThreads: { tiny: 2 }, maxThreads: 3,
+  };
+  const page = fakePage(behaviour);
+  const best = await benchModel(page, 'tiny', { ...cfg, anchorThreads: 'best' }, () => {});
+  // Each anchor probed on 1, 2, 3 threads, 3 runs each, then prepared on the fastest (2).
+  assert.deepEqual(page.calls.filter(([f]) => f === 'probeThreads').map(([, e, , counts, runs]) => [e, counts, runs]),
+    [['ort-wasm', [1, 2, 3], 3], ['tfjs-wasm', [1, 2, 3], 3]]);
+  for (const e of ['ort-wasm', 'tfjs-wasm']) {
+    assert.equal(page.calls.find(([f, en]) => f === 'prepare' && en === e)[3].threads, 2, e);
+    assert.equal(best.engines[e].threads.chosen, 2);
+    assert.equal(best.engines[e].threads.from, 'best of 1..3');
+    assert.equal(best.engines[e].threads.probe.length, 3);
+  }
+  assert.equal(page.calls.find(([f, en]) => f === 'prepare' && en === 'webtune-wasm')[3].threads, undefined);
+  assert.equal(threadsText('ort-wasm', best.engines['ort-wasm']), '2 (best of 1..3; medians 1: 60.0 ms, 2: 40.0 ms, 3: 45.0 ms)');
+  assert.equal(threadsText('tfjs-wasm', best.engines['tfjs-wasm']), '2 (best of 1..3; medians 1: failed, 2: 40.0 ms, 3: 45.0 ms)');
+  const table = formatTable([best]).split('\n');
+  assert.equal(table[1], 'tiny: webtune-wasm threads: 2 (its kernels), ort-wasm threads: 2 (best of 1..3; medians 1: 60.0 ms, 2: 40.0 ms, 3: 45.0 ms), ' +
+    'tfjs-wasm threads: 2 (best of 1..3; medians 1: failed, 2: 40.0 ms, 3: 45.0 ms)');
+  assert.match(table[2], /^model +target +engine/);
+  // --anchor-threads 1: no probe, both anchors prepared on 1 thread.
+  const fixed = fakePage(behaviour);
+  const one = await benchModel(fixed, 'tiny', { ...cfg, anchorThreads: 1 }, () => {});
+  assert.ok(!fixed.calls.some(([f]) => f === 'probeThreads'));
+  for (const e of ['ort-wasm', 'tfjs-wasm']) assert.equal(fixed.calls.find(([f, en]) => f === 'prepare' && en === e)[3].threads, 1, e);
+  assert.match(formatTable([one]).split('\n')[1], /ort-wasm threads: 1 \(--anchor-threads 1\), tfjs-wasm threads: 1 \(--anchor-threads 1\)$/);
+  // Every count failing: the anchor is refused with the (one) reason.
+  const failing = fakePage(behaviour);
+  failing.probeThreads = async (e, m, { counts }) => counts.map((t) => ({ threads: t, error: "Can't create a session. ERROR_CODE: 9\nmore" }));
+  const none = await benchModel(failing, 'tiny', { ...cfg, anchorThreads: 'best' }, () => {});
+  assert.equal(none.engines['ort-wasm'].refused, "Can't create a session. ERROR_CODE: 9");
+  assert.equal(none.engines['ort-wasm'].refused_at, 'threads');
+  assert.equal(none.engines['webtune-wasm'].samples_ms.length, 1);
 });
