@@ -426,7 +426,10 @@ async function main() {
 
   // webtune's wasm thread count (its packages' kernels'; also ORT's GPU-EP bundles' wasm part),
   // and the wasm anchors' (--anchor-threads: best of 1..hardwareConcurrency, or N).
-  const anchorThreads = opts['anchor-threads'] === 'best' ? 'best' : int('anchor-threads', 1);
+  const anchorThreads = opts['anchor-threads'] === 'best' ? 'best' : Number(opts['anchor-threads']);
+  if (anchorThreads !== 'best' && !(Number.isInteger(anchorThreads) && anchorThreads >= 1)) {
+    fail(`--anchor-threads takes best or an integer ≥ 1, not '${opts['anchor-threads']}'`);
+  }
   let threads;
   let threadsFrom;
   const webtuneThreads = {};

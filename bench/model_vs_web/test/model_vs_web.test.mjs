@@ -163,6 +163,16 @@ test('tfjs_model.mjs: unsupported graphs are refused naming the node', () => {
     inputs: [{ name: 'input', shape: [1, 1, 2, 2] }], outputs: [{ name: 'y', shape: [1, 1, 2, 2] }],
   });
   assert.throws(() => planTfjsModel(bad), /node 'odd' \(Softsign\): no TensorFlow.js mapping/);
+  const hardSigmoid = serializeModel({
+    nodes: [{ opType: 'HardSigmoid', inputs: ['input'], outputs: ['y'], name: 'hs' }],
+    inputs: [{ name: 'input', shape: [1, 1, 2, 2] }], outputs: [{ name: 'y', shape: [1, 1, 2, 2] }],
+  });
+  assert.throws(() => planTfjsModel(hardSigmoid), /node 'hs' \(HardSigmoid\): no TensorFlow.js mapping/);
+  const ceil = serializeModel({
+    nodes: [{ opType: 'MaxPool', inputs: ['input'], outputs: ['y'], name: 'pool', attributes: { kernel_shape: [2, 2], strides: [2, 2], ceil_mode: 1 } }],
+    inputs: [{ name: 'input', shape: [1, 1, 3, 3] }], outputs: [{ name: 'y', shape: [1, 1, 2, 2] }],
+  });
+  assert.throws(() => planTfjsModel(ceil), /node 'pool' \(MaxPool\): ceil_mode 1 is not handled/);
   const grouped = serializeModel({
     nodes: [{ opType: 'Conv', inputs: ['input', 'w'], outputs: ['y'], name: 'g2', attributes: { group: 2, kernel_shape: [1, 1] } }],
     initializers: [{ name: 'w', dims: [4, 2, 1, 1], values: new Array(8).fill(1) }],
