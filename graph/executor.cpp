@@ -81,6 +81,31 @@ int64_t normalize_axis(int64_t axis, size_t rank, const char* what, int64_t extr
   return axis < 0 ? axis + r : axis;
 }
 
+std::vector<int64_t> int_list(const Value& v, const char* what) {
+  if (v.is_float() || v.shape.size() > 1)
+    fail(std::string(what) + " must be an integer tensor of rank 0 or 1, not " +
+         std::string(data_type_name(v.type)) + " " + shape_text(v.shape));
+  return v.ints;
+}
+
+int64_t wrap_int(int64_t v, DataType type) {
+  if (type == DataType::kInt32) return static_cast<int32_t>(v);  // modular (C++20)
+  if (type == DataType::kBool) return v != 0;
+  return v;
+}
+
+double scalar_of(const Value& v, const char* what) {
+  if (v.elements() != 1)
+    fail(std::string(what) + " must hold one value, not " + shape_text(v.shape));
+  return v.is_float() ? static_cast<double>(v.data.at(0)) : static_cast<double>(v.ints.at(0));
+}
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
 const Value& KernelContext::input(size_t i, const char* what) const {
   if (i >= inputs.size() || inputs[i] == nullptr)
     fail(std::string("needs input ") + std::to_string(i) + " (" + what + ")");
@@ -103,32 +128,98 @@ using Kernel = void (*)(kernels::KernelContext&);
 
 const std::map<std::string, Kernel>& kernel_table() {
   static const std::map<std::string, Kernel> table = {
-      {"Add", kernels::binary},
+      {"Abs", kernels::signed_unary},
+      {"Add", kernels::arithmetic},
+      {"And", kernels::logical},
       {"AveragePool", kernels::average_pool},
       {"BatchNormalization", kernels::batch_normalization},
+      {"Cast", kernels::cast},
+      {"Ceil", kernels::unary},
       {"Clip", kernels::clip},
       {"Concat", kernels::concat},
+      {"ConstantOfShape", kernels::constant_of_shape},
       {"Conv", kernels::conv},
-      {"Div", kernels::binary},
+      {"ConvTranspose", kernels::conv_transpose},
+      {"Div", kernels::arithmetic},
       {"Dropout", kernels::dropout},
+      {"Elu", kernels::unary},
+      {"Equal", kernels::compare},
+      {"Erf", kernels::unary},
+      {"Exp", kernels::unary},
+      {"Expand", kernels::expand},
       {"Flatten", kernels::flatten},
+      {"Floor", kernels::unary},
       {"FusedConv", kernels::conv},
       {"FusedGemm", kernels::gemm},
       {"FusedMatMul", kernels::matmul},
+      {"Gather", kernels::gather},
+      {"GatherElements", kernels::gather_elements},
+      {"Gelu", kernels::unary},
       {"Gemm", kernels::gemm},
       {"GlobalAveragePool", kernels::global_average_pool},
+      {"GlobalMaxPool", kernels::global_max_pool},
+      {"Greater", kernels::compare},
+      {"GreaterOrEqual", kernels::compare},
       {"HardSigmoid", kernels::unary},
       {"HardSwish", kernels::unary},
       {"Identity", kernels::identity},
+      {"InstanceNormalization", kernels::instance_normalization},
+      {"LayerNormalization", kernels::layer_normalization},
+      {"LeakyRelu", kernels::unary},
+      {"Less", kernels::compare},
+      {"LessOrEqual", kernels::compare},
+      {"Log", kernels::unary},
+      {"LogSoftmax", kernels::softmax},
       {"MatMul", kernels::matmul},
+      {"Max", kernels::variadic},
       {"MaxPool", kernels::max_pool},
-      {"Mul", kernels::binary},
+      {"Mean", kernels::variadic},
+      {"Min", kernels::variadic},
+      {"Mod", kernels::arithmetic},
+      {"Mul", kernels::arithmetic},
+      {"Neg", kernels::signed_unary},
+      {"Not", kernels::logical_not},
+      {"Or", kernels::logical},
+      {"PRelu", kernels::prelu},
+      {"Pad", kernels::pad},
+      {"Pow", kernels::arithmetic},
+      {"Range", kernels::range},
+      {"Reciprocal", kernels::unary},
+      {"ReduceL1", kernels::reduce},
+      {"ReduceL2", kernels::reduce},
+      {"ReduceLogSum", kernels::reduce},
+      {"ReduceLogSumExp", kernels::reduce},
+      {"ReduceMax", kernels::reduce},
+      {"ReduceMean", kernels::reduce},
+      {"ReduceMin", kernels::reduce},
+      {"ReduceProd", kernels::reduce},
+      {"ReduceSum", kernels::reduce},
+      {"ReduceSumSquare", kernels::reduce},
       {"Relu", kernels::unary},
       {"Reshape", kernels::reshape},
+      {"Resize", kernels::resize},
+      {"Round", kernels::unary},
+      {"Selu", kernels::unary},
+      {"Shape", kernels::shape},
       {"Sigmoid", kernels::unary},
+      {"Sign", kernels::signed_unary},
+      {"Size", kernels::size},
+      {"Slice", kernels::slice},
       {"Softmax", kernels::softmax},
-      {"Sub", kernels::binary},
+      {"Softplus", kernels::unary},
+      {"Softsign", kernels::unary},
+      {"Split", kernels::split},
+      {"Sqrt", kernels::unary},
+      {"Squeeze", kernels::squeeze},
+      {"Sub", kernels::arithmetic},
+      {"Sum", kernels::variadic},
+      {"Tanh", kernels::unary},
+      {"Tile", kernels::tile},
       {"Transpose", kernels::transpose},
+      {"Unsqueeze", kernels::unsqueeze},
+      {"Upsample", kernels::resize},
+      {"Where", kernels::where},
+      {"Xor", kernels::logical},
   };
   return table;
 }

@@ -29,8 +29,8 @@ namespace {
 const fs::path kShared = fs::path(WEBTUNE_SOURCE_DIR) / ".." / "shared" / "models";
 const fs::path kConfigs = fs::path(WEBTUNE_SOURCE_DIR) / "configs" / "workloads";
 
-/// X [batch,3,4,4] → Conv(W1 [3,3,3,3], B1, pads 1) → Relu → Conv(W2, B2, pads 1) → Relu → Erf
-/// → Y, opset 13. batch is 1, or the symbolic "batch" when `symbolic`. Erf is an operator the
+/// X [batch,3,4,4] → Conv(W1 [3,3,3,3], B1, pads 1) → Relu → Conv(W2, B2, pads 1) → Relu → Sinh
+/// → Y, opset 13. batch is 1, or the symbolic "batch" when `symbolic`. Sinh is an operator the
 /// graph layer does not support: counted, while the two convs still make one task of weight 2.
 onnx::ModelProto small_model(bool symbolic) {
   onnx::ModelProto m;
@@ -89,7 +89,7 @@ onnx::ModelProto small_model(bool symbolic) {
     node("Relu", "relu" + s, {"c" + s}, "r" + s);
     v = "r" + s;
   }
-  node("Erf", "erf", {v}, "Y");
+  node("Sinh", "sinh", {v}, "Y");
   return m;
 }
 
@@ -123,9 +123,9 @@ TEST_F(CliImportTest, PrintsTheTasksAndWritesAWorkloadFileThatLoadsBack) {
   EXPECT_NE(run.out.find("opset 13, producer webtune-test"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("operators: 5 nodes before fusion, 3 after"), std::string::npos)
       << run.out;
-  // The unsupported Erf is listed with its count; the tasks are still extracted.
+  // The unsupported Sinh is listed with its count; the tasks are still extracted.
   EXPECT_NE(run.out.find("unsupported operators (kept as graph nodes"), std::string::npos);
-  EXPECT_NE(run.out.find("  Erf "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("  Sinh "), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("\n1 task (2 nodes,"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("conv2d_1"), std::string::npos);
   EXPECT_NE(run.out.find("1x3x4x4 K3 3x3 s1 p1"), std::string::npos) << run.out;

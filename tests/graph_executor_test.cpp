@@ -21,6 +21,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
@@ -105,6 +107,17 @@ struct Builder {
     t.name = name;
     t.type = DataType::kInt64;
     t.shape = {static_cast<int64_t>(data.size())};
+    t.int_data = std::move(data);
+    g.tensors[name] = std::move(t);
+    return *this;
+  }
+  /// An integer constant of any shape ({} = a scalar) and integer type.
+  Builder& int_tensor(const std::string& name, std::vector<int64_t> shape,
+                      std::vector<int64_t> data, DataType type = DataType::kInt64) {
+    Tensor t;
+    t.name = name;
+    t.type = type;
+    t.shape = std::move(shape);
     t.int_data = std::move(data);
     g.tensors[name] = std::move(t);
     return *this;
@@ -878,6 +891,953 @@ TEST(GraphExecutor, AttributeValuesItDoesNotHandleAreNamed) {
   EXPECT_EQ(
       run1(d.g, {{"X", Value::floats({2}, {1, 2})}, {"T", Value{{}, {}, {0}, DataType::kBool}}}),
       (std::vector<float>{1, 2}));
+}
+
+// ---- shape arithmetic on int64 (what constant folding runs through run_node) ----------------
+
+namespace {
+
+Value bools(Ints shape, std::vector<int64_t> v) {
+  Value x;
+  x.shape = std::move(shape);
+  x.ints = std::move(v);
+  x.type = DataType::kBool;
+  return x;
+}
+
+Value int32s(Ints shape, std::vector<int64_t> v) {
+  Value x = Value::int64s(std::move(shape), std::move(v));
+  x.type = DataType::kInt32;
+  return x;
+}
+
+/// Runs a one-node graph-less node through run_node() (the constant-folding entry).
+Value run_one(const std::string& op, const std::vector<Value>& inputs,
+              std::map<std::string, Attribute> attributes = {},
+              DataType out_type = DataType::kFloat32, int64_t opset = 13) {
+  Node n;
+  n.name = "n";
+  n.op_type = op;
+  for (size_t i = 0; i < inputs.size(); ++i) n.inputs.push_back("in" + std::to_string(i));
+  n.outputs = {"out"};
+  n.attributes = std::move(attributes);
+  std::vector<const Value*> args;
+  for (const Value& v : inputs) args.push_back(&v);
+  return run_node(n, 0, args, {out_type}, opset).at(0);
+}
+
+std::string run_one_error(const std::string& op, const std::vector<Value>& inputs,
+                          std::map<std::string, Attribute> attributes = {}) {
+  try {
+    run_one(op, inputs, std::move(attributes));
+  } catch (const GraphError& e) {
+    return e.what();
+  }
+  return "(ran)";
+}
+
+}  // namespace
+
+TEST(GraphExecutor, PyTorchShapeChainFoldsOnInt64) {
+  // X [2,3,8,8] → Shape → Gather(2) → Div(2) → Unsqueeze(0); Shape → Slice[0:2]; Concat with
+  // [-1] → [2,3,4,-1] → Reshape X to [2,3,4,16]; and Mul / Sub / Equal / Where / Cast on the way.
+  Builder b;
+  b.input("X", {2, 3, 8, 8});
+  b.int_tensor("i2", {}, {2}).int_tensor("two", {}, {2}).ints("ax0", {0});
+  b.ints("s0", {0}).ints("e2", {2}).ints("minus1", {-1});
+  b.declare("s", {4}, DataType::kInt64).declare("h", {}, DataType::kInt64);
+  b.declare("hd", {}, DataType::kInt64).declare("hu", {1}, DataType::kInt64);
+  b.declare("nc", {2}, DataType::kInt64).declare("target", {4}, DataType::kInt64);
+  b.declare("eq", {4}, DataType::kBool).declare("fixed", {4}, DataType::kInt64);
+  b.output("Y", {2, 3, 4, 16}).output("f", {4}).output("size", {}, DataType::kInt64);
+  b.node("Shape", {"X"}, {"s"});
+  b.node("Gather", {"s", "i2"}, {"h"}, {{"axis", int64_t{0}}});
+  b.node("Div", {"h", "two"}, {"hd"});
+  b.node("Unsqueeze", {"hd", "ax0"}, {"hu"});
+  b.node("Slice", {"s", "s0", "e2"}, {"nc"});
+  b.node("Concat", {"nc", "hu", "minus1"}, {"target"}, {{"axis", int64_t{0}}});
+  b.node("Reshape", {"X", "target"}, {"Y"});
+  b.node("Equal", {"target", "minus1"}, {"eq"});
+  b.node("Where", {"eq", "s", "target"}, {"fixed"});  // -1 replaced by X's dimension (8)
+  b.node("Cast", {"fixed"}, {"f"}, {{"to", int64_t{1}}});
+  b.node("Size", {"X"}, {"size"});
+  std::vector<float> x(2 * 3 * 8 * 8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  ValueMap out =
+      execute(b.g, {{"X", Value::floats({2, 3, 8, 8}, x)}}, {.keep_intermediates = true});
+  EXPECT_EQ(out.at("s").ints, (Ints{2, 3, 8, 8}));
+  EXPECT_EQ(out.at("s").type, DataType::kInt64);
+  EXPECT_EQ(out.at("h").shape, Ints{});
+  EXPECT_EQ(out.at("h").ints, Ints{8});
+  EXPECT_EQ(out.at("hd").ints, Ints{4});
+  EXPECT_EQ(out.at("hu").shape, Ints{1});
+  EXPECT_EQ(out.at("nc").ints, (Ints{2, 3}));
+  EXPECT_EQ(out.at("target").ints, (Ints{2, 3, 4, -1}));
+  EXPECT_EQ(out.at("Y").shape, (Ints{2, 3, 4, 16}));
+  EXPECT_EQ(out.at("Y").data, x);
+  EXPECT_EQ(out.at("eq").type, DataType::kBool);
+  EXPECT_EQ(out.at("eq").ints, (Ints{0, 0, 0, 1}));
+  EXPECT_EQ(out.at("fixed").ints, (Ints{2, 3, 4, 8}));
+  EXPECT_EQ(out.at("f").data, (std::vector<float>{2, 3, 4, 8}));
+  EXPECT_EQ(out.at("size").ints, Ints{384});
+
+  // The same nodes one by one through run_node(), as constant folding calls them.
+  const Value s = Value::int64s({4}, {2, 3, 8, 8});
+  EXPECT_EQ(run_one("Shape", {Value::floats({2, 3, 8, 8}, x)},
+                    {{"start", int64_t{-3}}, {"end", int64_t{-1}}})
+                .ints,
+            (Ints{3, 8}));
+  EXPECT_EQ(run_one("Shape", {s}, {{"start", int64_t{-9}}, {"end", int64_t{9}}}).ints, Ints{4});
+  const Value g = run_one("Gather", {s, Value::int64s({2}, {-1, 0})});
+  EXPECT_EQ(g.ints, (Ints{8, 2}));
+  EXPECT_EQ(g.type, DataType::kInt64);
+  EXPECT_EQ(run_one("Mul", {s, Value::int64s({}, {3})}).ints, (Ints{6, 9, 24, 24}));
+}
+
+TEST(GraphExecutor, IntegerArithmeticTruncatesLikeC) {
+  const Value a = Value::int64s({2, 3}, {7, -7, 9, -9, 0, 5});
+  const Value b = Value::int64s({3}, {2, 2, -4});
+  // Broadcast [2,3] op [3].
+  EXPECT_EQ(run_one("Add", {a, b}).ints, (Ints{9, -5, 5, -7, 2, 1}));
+  EXPECT_EQ(run_one("Sub", {a, b}).ints, (Ints{5, -9, 13, -11, -2, 9}));
+  EXPECT_EQ(run_one("Mul", {a, b}).ints, (Ints{14, -14, -36, -18, 0, -20}));
+  // Toward zero: -7 / 2 = -3, 9 / -4 = -2, -9 / 2 = -4, 5 / -4 = -1.
+  EXPECT_EQ(run_one("Div", {a, b}).ints, (Ints{3, -3, -2, -4, 0, -1}));
+  // Mod: fmod 0 takes the divisor's sign (Python), fmod 1 the dividend's (C).
+  EXPECT_EQ(run_one("Mod", {a, b}).ints, (Ints{1, 1, -3, 1, 0, -3}));
+  EXPECT_EQ(run_one("Mod", {a, b}, {{"fmod", int64_t{1}}}).ints, (Ints{1, -1, 1, -1, 0, 1}));
+  EXPECT_EQ(run_one("Pow", {Value::int64s({3}, {2, -3, 5}), Value::int64s({3}, {10, 3, 0})}).ints,
+            (Ints{1024, -27, 1}));
+  // Pow with a float exponent keeps the base's type; a float base with an int exponent too.
+  const Value p = run_one("Pow", {Value::int64s({2}, {4, 9}), Value::floats({2}, {0.5f, 0.5f})});
+  EXPECT_EQ(p.type, DataType::kInt64);
+  EXPECT_EQ(p.ints, (Ints{2, 3}));
+  EXPECT_EQ(run_one("Pow", {Value::floats({2}, {2, 3}), Value::int64s({2}, {3, -1})}).data,
+            (std::vector<float>{8, 1.0f / 3}));
+  EXPECT_EQ(run_one("Max", {a, b, Value::int64s({}, {1})}).ints, (Ints{7, 2, 9, 2, 2, 5}));
+  EXPECT_EQ(run_one("Min", {a, b}).ints, (Ints{2, -7, -4, -9, 0, -4}));
+  EXPECT_EQ(run_one("Sum", {a, b, b}).ints, (Ints{11, -3, 1, -5, 4, -3}));
+  EXPECT_EQ(run_one("Neg", {a}).ints, (Ints{-7, 7, -9, 9, 0, -5}));
+  EXPECT_EQ(run_one("Abs", {a}).ints, (Ints{7, 7, 9, 9, 0, 5}));
+  EXPECT_EQ(run_one("Sign", {a}).ints, (Ints{1, -1, 1, -1, 0, 1}));
+  // int32 wraps to 32 bits and stays int32.
+  const Value w = run_one("Mul", {int32s({1}, {65536}), int32s({1}, {65536})});
+  EXPECT_EQ(w.type, DataType::kInt32);
+  EXPECT_EQ(w.ints, Ints{0});
+  EXPECT_NE(
+      run_one_error("Div", {a, Value::int64s({}, {0})}).find("Div 'n': integer division by zero"),
+      std::string::npos);
+  EXPECT_NE(run_one_error("Add", {a, Value::floats({}, {1})}).find("one element type"),
+            std::string::npos);
+  // Float Div stays IEEE (no refusal), float Mod with fmod 0 is Python's.
+  EXPECT_EQ(run_one("Mod", {Value::floats({2}, {-7, 7}), Value::floats({2}, {3, -3})}).data,
+            (std::vector<float>{2, -2}));
+}
+
+TEST(GraphExecutor, ComparisonsLogicAndWhere) {
+  const Value a = Value::floats({2, 2}, {1, 2, 3, 4});
+  const Value b = Value::floats({2}, {2, 3});
+  auto bools_of = [](const Value& v) {
+    EXPECT_EQ(v.type, DataType::kBool);
+    return v.ints;
+  };
+  EXPECT_EQ(bools_of(run_one("Equal", {a, b})), (Ints{0, 0, 0, 0}));
+  EXPECT_EQ(bools_of(run_one("Less", {a, b})), (Ints{1, 1, 0, 0}));
+  EXPECT_EQ(bools_of(run_one("Greater", {a, b})), (Ints{0, 0, 1, 1}));
+  EXPECT_EQ(bools_of(run_one("LessOrEqual", {a, b})), (Ints{1, 1, 0, 0}));
+  EXPECT_EQ(bools_of(run_one("GreaterOrEqual", {a, Value::floats({2, 1}, {2, 4})})),
+            (Ints{0, 1, 0, 1}));
+  EXPECT_EQ(bools_of(run_one("Equal", {Value::int64s({3}, {1, 5, 7}), Value::int64s({}, {5})})),
+            (Ints{0, 1, 0}));
+  const Value p = bools({4}, {0, 0, 1, 1}), q = bools({4}, {0, 1, 0, 1});
+  EXPECT_EQ(bools_of(run_one("And", {p, q})), (Ints{0, 0, 0, 1}));
+  EXPECT_EQ(bools_of(run_one("Or", {p, q})), (Ints{0, 1, 1, 1}));
+  EXPECT_EQ(bools_of(run_one("Xor", {p, q})), (Ints{0, 1, 1, 0}));
+  EXPECT_EQ(bools_of(run_one("Not", {p})), (Ints{1, 1, 0, 0}));
+  // Where broadcasts all three: condition [2,1], X [2], Y scalar.
+  const Value w = run_one(
+      "Where", {bools({2, 1}, {1, 0}), Value::floats({2}, {5, 6}), Value::floats({}, {-1})});
+  EXPECT_EQ(w.shape, (Ints{2, 2}));
+  EXPECT_EQ(w.data, (std::vector<float>{5, 6, -1, -1}));
+  EXPECT_NE(run_one_error("And", {a, a}).find("bool"), std::string::npos);
+}
+
+TEST(GraphExecutor, CastTruncatesTowardZero) {
+  const Value x = Value::floats({6}, {-2.7f, -0.5f, 0.0f, 0.5f, 2.7f, 3e9f});
+  const Value i64 = run_one("Cast", {x}, {{"to", int64_t{7}}}, DataType::kInt64);
+  EXPECT_EQ(i64.type, DataType::kInt64);
+  EXPECT_EQ(i64.ints, (Ints{-2, 0, 0, 0, 2, 3000000000}));
+  const Value i32 = run_one("Cast", {x}, {{"to", int64_t{6}}}, DataType::kInt32);
+  EXPECT_EQ(i32.type, DataType::kInt32);
+  EXPECT_EQ(i32.ints, (Ints{-2, 0, 0, 0, 2, INT32_MIN}));  // out of range: as numpy on x86
+  EXPECT_EQ(run_one("Cast", {x}, {{"to", int64_t{9}}}).ints, (Ints{1, 1, 0, 1, 1, 1}));
+  const Value f = run_one("Cast", {Value::int64s({3}, {-3, 0, 1 << 24})}, {{"to", int64_t{1}}});
+  EXPECT_TRUE(f.is_float());
+  EXPECT_EQ(f.data, (std::vector<float>{-3, 0, 16777216}));
+  EXPECT_EQ(run_one("Cast", {bools({2}, {1, 0})}, {{"to", int64_t{7}}}).ints, (Ints{1, 0}));
+  EXPECT_EQ(
+      run_one("Cast", {Value::int64s({1}, {(int64_t{1} << 32) + 5})}, {{"to", int64_t{6}}}).ints,
+      Ints{5});  // int64 → int32 wraps
+  EXPECT_NE(run_one_error("Cast", {x}, {{"to", int64_t{11}}}).find("to 11 is not FLOAT"),
+            std::string::npos);
+}
+
+TEST(GraphExecutor, ConstantOfShapeRangeExpandTile) {
+  // ConstantOfShape: the TENSOR attribute `value` as a one-element list; default float 0.
+  const Value shape = Value::int64s({2}, {2, 3});
+  Value c = run_one("ConstantOfShape", {shape});
+  EXPECT_TRUE(c.is_float());
+  EXPECT_EQ(c.shape, (Ints{2, 3}));
+  EXPECT_EQ(c.data, std::vector<float>(6, 0.0f));
+  c = run_one("ConstantOfShape", {shape}, {{"value", std::vector<float>{2.5f}}});
+  EXPECT_EQ(c.data, std::vector<float>(6, 2.5f));
+  c = run_one("ConstantOfShape", {shape}, {{"value", Ints{7}}}, DataType::kInt64);
+  EXPECT_EQ(c.type, DataType::kInt64);
+  EXPECT_EQ(c.ints, Ints(6, 7));
+  c = run_one("ConstantOfShape", {shape}, {{"value", Ints{1}}}, DataType::kBool);
+  EXPECT_EQ(c.type, DataType::kBool);
+  c = run_one("ConstantOfShape", {Value::int64s({0}, {})}, {{"value", Ints{4}}}, DataType::kInt32);
+  EXPECT_EQ(c.shape, Ints{});  // an empty shape makes a scalar
+  EXPECT_EQ(c.ints, Ints{4});
+  EXPECT_NE(run_one_error("ConstantOfShape", {shape}, {{"value", Ints{1, 2}}}).find("one"),
+            std::string::npos);
+
+  // Range: max(ceil((limit - start) / delta), 0) elements, float or int.
+  auto range = [](Value s, Value l, Value d) { return run_one("Range", {s, l, d}); };
+  EXPECT_EQ(range(Value::int64s({}, {10}), Value::int64s({}, {1}), Value::int64s({}, {-3})).ints,
+            (Ints{10, 7, 4}));
+  EXPECT_EQ(range(Value::int64s({}, {0}), Value::int64s({}, {5}), Value::int64s({}, {2})).ints,
+            (Ints{0, 2, 4}));
+  EXPECT_EQ(range(Value::int64s({}, {3}), Value::int64s({}, {3}), Value::int64s({}, {1})).shape,
+            Ints{0});
+  const Value fr =
+      range(Value::floats({}, {1}), Value::floats({}, {2}), Value::floats({}, {0.25f}));
+  EXPECT_EQ(fr.data, (std::vector<float>{1, 1.25f, 1.5f, 1.75f}));
+
+  // Expand: bidirectional (a 1 in the shape keeps the input's dimension).
+  const Value e =
+      run_one("Expand", {Value::floats({3, 1}, {1, 2, 3}), Value::int64s({3}, {2, 1, 2})});
+  EXPECT_EQ(e.shape, (Ints{2, 3, 2}));
+  EXPECT_EQ(e.data, (std::vector<float>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+  const Value ei = run_one("Expand", {Value::int64s({2}, {4, 5}), Value::int64s({2}, {2, 1})});
+  EXPECT_EQ(ei.ints, (Ints{4, 5, 4, 5}));
+  // Tile.
+  const Value t =
+      run_one("Tile", {Value::floats({2, 2}, {1, 2, 3, 4}), Value::int64s({2}, {2, 3})});
+  EXPECT_EQ(t.shape, (Ints{4, 6}));
+  EXPECT_EQ(t.data, (std::vector<float>{1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4,
+                                        1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4}));
+}
+
+TEST(GraphExecutor, SqueezeUnsqueezeAxesAsAttributeOrInput) {
+  const Value x = Value::floats({1, 3, 1, 2}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(run_one("Squeeze", {x}).shape, (Ints{3, 2}));                              // every 1
+  EXPECT_EQ(run_one("Squeeze", {x}, {{"axes", Ints{-2}}}).shape, (Ints{1, 3, 2}));     // opset < 13
+  EXPECT_EQ(run_one("Squeeze", {x, Value::int64s({1}, {0})}).shape, (Ints{3, 1, 2}));  // >= 13
+  EXPECT_EQ(run_one("Squeeze", {x}).data, x.data);
+  EXPECT_NE(run_one_error("Squeeze", {x}, {{"axes", Ints{1}}}).find("is not 1"), std::string::npos);
+  const Value u = run_one("Unsqueeze", {Value::int64s({2}, {7, 8}), Value::int64s({2}, {0, -1})});
+  EXPECT_EQ(u.shape, (Ints{1, 2, 1}));
+  EXPECT_EQ(u.ints, (Ints{7, 8}));
+  EXPECT_EQ(run_one("Unsqueeze", {Value::int64s({}, {3})}, {{"axes", Ints{0}}}).shape, Ints{1});
+  EXPECT_EQ(run_one("Unsqueeze", {x}, {{"axes", Ints{1, 4}}}).shape, (Ints{1, 1, 3, 1, 1, 2}));
+  EXPECT_NE(run_one_error("Unsqueeze", {x}, {{"axes", Ints{1, 1}}}).find("twice"),
+            std::string::npos);
+}
+
+TEST(GraphExecutor, GatherAnyAxisNegativeAndInt32Indices) {
+  // data [2,3,2] = 0..11.
+  std::vector<float> d(12);
+  for (int i = 0; i < 12; ++i) d[i] = static_cast<float>(i);
+  const Value x = Value::floats({2, 3, 2}, d);
+  const Value g1 = run_one("Gather", {x, int32s({2, 2}, {2, -3, -1, 1})}, {{"axis", int64_t{1}}});
+  EXPECT_EQ(g1.shape, (Ints{2, 2, 2, 2}));
+  // [n, (i, j), k]: rows 2, 0, 2, 1 of each batch.
+  EXPECT_EQ(g1.data, (std::vector<float>{4, 5, 0, 1, 4, 5, 2, 3, 10, 11, 6, 7, 10, 11, 8, 9}));
+  const Value g2 = run_one("Gather", {x, Value::int64s({}, {-1})}, {{"axis", int64_t{-1}}});
+  EXPECT_EQ(g2.shape, (Ints{2, 3}));
+  EXPECT_EQ(g2.data, (std::vector<float>{1, 3, 5, 7, 9, 11}));
+  const Value g3 =
+      run_one("Gather", {Value::int64s({4}, {10, 20, 30, 40}), Value::int64s({3}, {3, 0, -2})});
+  EXPECT_EQ(g3.ints, (Ints{40, 10, 30}));
+  EXPECT_NE(
+      run_one_error("Gather", {x, Value::int64s({1}, {2})}).find("index 2 is outside [-2, 1]"),
+      std::string::npos);
+  // GatherElements along axis 1.
+  const Value ge = run_one(
+      "GatherElements", {Value::floats({2, 2}, {1, 2, 3, 4}), Value::int64s({2, 2}, {0, 0, 1, -2})},
+      {{"axis", int64_t{1}}});
+  EXPECT_EQ(ge.data, (std::vector<float>{1, 1, 4, 3}));
+}
+
+namespace {
+
+/// The indices x[start:end:step] picks from an axis of n, by Python's rules (negative bounds
+/// count from the end, then clamp to the axis; INT64_MAX / INT64_MIN mean "to the end"),
+/// enumerated one by one. One difference, the ONNX doc's: with a negative step a start before
+/// the axis clamps to 0 (Python would pick nothing).
+std::vector<int64_t> python_slice(int64_t start, int64_t end, int64_t step, int64_t n) {
+  auto adjust = [n, step](int64_t v) {
+    if (v < 0) v = std::max<int64_t>(v + n, step < 0 ? -1 : 0);
+    if (v >= n) v = step < 0 ? n - 1 : n;
+    return v;
+  };
+  const int64_t s = step < 0 && start < -n ? 0 : adjust(start), e = adjust(end);
+  std::vector<int64_t> picked;
+  for (int64_t i = s; step > 0 ? i < e : i > e; i += step) picked.push_back(i);
+  return picked;
+}
+
+}  // namespace
+
+TEST(GraphExecutor, SliceMatchesPythonSlicingOnRandomShapes) {
+  std::mt19937 gen(7);
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  const std::vector<int64_t> bounds = {0, 1, 2, -1, -2, -5, 3, 7, kMax, kMin, 100, -100};
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t rank = 1 + gen() % 3;
+    Ints shape;
+    for (size_t i = 0; i < rank; ++i) shape.push_back(1 + gen() % 5);
+    const std::vector<float> data = random_floats(static_cast<size_t>(count_of(shape)), trial);
+    // Slice a random subset of axes (given in a random order, some negative).
+    Ints starts, ends, axes, steps;
+    std::vector<std::vector<int64_t>> picked(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      picked[i].resize(static_cast<size_t>(shape[i]));
+      std::iota(picked[i].begin(), picked[i].end(), 0);
+    }
+    for (size_t i = 0; i < rank; ++i) {
+      if (gen() % 3 == 0) continue;
+      const int64_t st = bounds[gen() % bounds.size()], en = bounds[gen() % bounds.size()];
+      const int64_t sp = std::vector<int64_t>{1, 2, 3, -1, -2}[gen() % 5];
+      starts.push_back(st);
+      ends.push_back(en);
+      steps.push_back(sp);
+      axes.push_back(gen() % 2 ? static_cast<int64_t>(i)
+                               : static_cast<int64_t>(i) - static_cast<int64_t>(rank));
+      picked[i] = python_slice(st, en, sp, shape[i]);
+    }
+    if (starts.empty()) continue;
+    // The expected tensor: every combination of picked indices, in order.
+    Ints out_shape;
+    for (const auto& p : picked) out_shape.push_back(static_cast<int64_t>(p.size()));
+    std::vector<float> expected;
+    std::vector<size_t> k(rank, 0);
+    if (count_of(out_shape) > 0) {
+      while (true) {
+        int64_t offset = 0;
+        for (size_t i = 0; i < rank; ++i) offset = offset * shape[i] + picked[i][k[i]];
+        expected.push_back(data[static_cast<size_t>(offset)]);
+        size_t i = rank;
+        while (i-- > 0 && ++k[i] == picked[i].size()) k[i] = 0;
+        if (i == static_cast<size_t>(-1)) break;
+      }
+    }
+    const Value x = Value::floats(shape, data);
+    const Value y =
+        run_one("Slice", {x, Value::int64s({static_cast<int64_t>(starts.size())}, starts),
+                          Value::int64s({static_cast<int64_t>(ends.size())}, ends),
+                          Value::int64s({static_cast<int64_t>(axes.size())}, axes),
+                          Value::int64s({static_cast<int64_t>(steps.size())}, steps)});
+    ASSERT_EQ(y.shape, out_shape) << "trial " << trial;
+    ASSERT_EQ(y.data, expected) << "trial " << trial;
+  }
+  // Slice-1: attributes, no steps; and int64 data.
+  const Value a = run_one("Slice", {Value::int64s({2, 3}, {1, 2, 3, 4, 5, 6})},
+                          {{"starts", Ints{1, -2}}, {"ends", Ints{kMax, 3}}, {"axes", Ints{0, 1}}});
+  EXPECT_EQ(a.shape, (Ints{1, 2}));
+  EXPECT_EQ(a.ints, (Ints{5, 6}));
+  EXPECT_NE(run_one_error("Slice", {Value::int64s({2}, {1, 2}), Value::int64s({1}, {0}),
+                                    Value::int64s({1}, {2}), Value::int64s({1}, {0}),
+                                    Value::int64s({1}, {0})})
+                .find("step 0"),
+            std::string::npos);
+}
+
+TEST(GraphExecutor, SplitAttributeInputAndEqualParts) {
+  const Value x = Value::floats({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto split = [&](std::vector<const Value*> in, size_t outs,
+                   std::map<std::string, Attribute> attrs) {
+    Node n;
+    n.op_type = "Split";
+    n.inputs = {"x"};
+    if (in.size() > 1) n.inputs.push_back("split");
+    for (size_t i = 0; i < outs; ++i) n.outputs.push_back("y" + std::to_string(i));
+    n.attributes = std::move(attrs);
+    return run_node(n, 0, in, std::vector<DataType>(outs, DataType::kFloat32));
+  };
+  const Value sizes = Value::int64s({2}, {2, 3});
+  auto parts = split({&x, &sizes}, 2, {{"axis", int64_t{-1}}});  // opset 13: input
+  EXPECT_EQ(parts[0].data, (std::vector<float>{0, 1, 5, 6}));
+  EXPECT_EQ(parts[1].shape, (Ints{2, 3}));
+  EXPECT_EQ(parts[1].data, (std::vector<float>{2, 3, 4, 7, 8, 9}));
+  parts = split({&x}, 2, {{"axis", int64_t{1}}, {"split", Ints{4, 1}}});  // before 13: attribute
+  EXPECT_EQ(parts[1].data, (std::vector<float>{4, 9}));
+  parts = split({&x}, 2, {});  // equal parts along axis 0
+  EXPECT_EQ(parts[0].data, (std::vector<float>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(parts[1].data, (std::vector<float>{5, 6, 7, 8, 9}));
+  parts = split({&x}, 3, {{"axis", int64_t{1}}});  // 5 in 3: 2, 2, 1
+  EXPECT_EQ(parts[2].data, (std::vector<float>{4, 9}));
+  EXPECT_THROW(split({&x}, 2, {{"axis", int64_t{1}}, {"split", Ints{1, 1}}}), GraphError);
+}
+
+// ---- float operators against naive loops on random shapes --------------------------------
+
+namespace {
+
+/// Row-major index of `index` in `shape`.
+int64_t flat_index(const Ints& index, const Ints& shape) {
+  int64_t f = 0;
+  for (size_t i = 0; i < shape.size(); ++i) f = f * shape[i] + index[i];
+  return f;
+}
+
+/// Calls f(index) for every index of `shape` in row-major order.
+template <typename F>
+void for_each_index(const Ints& shape, F f) {
+  if (count_of(shape) == 0) return;
+  Ints index(shape.size(), 0);
+  while (true) {
+    f(index);
+    size_t i = shape.size();
+    while (i-- > 0 && ++index[i] == shape[i]) index[i] = 0;
+    if (i == static_cast<size_t>(-1)) return;
+  }
+}
+
+}  // namespace
+
+TEST(GraphExecutor, ReductionsMatchNaiveLoopsOnRandomShapes) {
+  std::mt19937 gen(11);
+  const std::vector<std::string> ops = {
+      "ReduceSum", "ReduceMean", "ReduceMax",       "ReduceMin",    "ReduceProd",
+      "ReduceL1",  "ReduceL2",   "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"};
+  for (int trial = 0; trial < 120; ++trial) {
+    const std::string& op = ops[trial % ops.size()];
+    const size_t rank = 1 + gen() % 4;
+    Ints shape;
+    for (size_t i = 0; i < rank; ++i) shape.push_back(1 + gen() % 4);
+    // Positive values keep LogSum defined; Prod stays near 1.
+    const std::vector<float> x =
+        random_floats(static_cast<size_t>(count_of(shape)), trial, 0.5f, 1.5f);
+    std::vector<bool> reduced(rank, false);
+    Ints axes;
+    for (size_t i = 0; i < rank; ++i)
+      if (gen() % 2) {
+        reduced[i] = true;
+        axes.push_back(gen() % 2 ? static_cast<int64_t>(i) : static_cast<int64_t>(i - rank));
+      }
+    const bool all = axes.empty();
+    if (all) reduced.assign(rank, true);
+    const bool keepdims = gen() % 2;
+    // Groups by the index with the reduced axes set to 0.
+    std::map<Ints, std::vector<double>> groups;
+    for_each_index(shape, [&](const Ints& index) {
+      Ints key = index;
+      for (size_t i = 0; i < rank; ++i)
+        if (reduced[i]) key[i] = 0;
+      groups[key].push_back(x[static_cast<size_t>(flat_index(index, shape))]);
+    });
+    std::vector<float> expected;
+    for (const auto& [key, values] : groups) {  // std::map orders keys row-major
+      double r = 0;
+      if (op == "ReduceSum")
+        for (double v : values) r += v;
+      if (op == "ReduceMean") {
+        for (double v : values) r += v;
+        r /= values.size();
+      }
+      if (op == "ReduceMax") r = *std::max_element(values.begin(), values.end());
+      if (op == "ReduceMin") r = *std::min_element(values.begin(), values.end());
+      if (op == "ReduceProd") {
+        r = 1;
+        for (double v : values) r *= v;
+      }
+      if (op == "ReduceL1")
+        for (double v : values) r += std::fabs(v);
+      if (op == "ReduceL2") {
+        for (double v : values) r += v * v;
+        r = std::sqrt(r);
+      }
+      if (op == "ReduceSumSquare")
+        for (double v : values) r += v * v;
+      if (op == "ReduceLogSum") {
+        for (double v : values) r += v;
+        r = std::log(r);
+      }
+      if (op == "ReduceLogSumExp") {
+        for (double v : values) r += std::exp(v);
+        r = std::log(r);
+      }
+      expected.push_back(static_cast<float>(r));
+    }
+    Ints out_shape;
+    for (size_t i = 0; i < rank; ++i)
+      if (!reduced[i])
+        out_shape.push_back(shape[i]);
+      else if (keepdims)
+        out_shape.push_back(1);
+    std::map<std::string, Attribute> attrs = {{"keepdims", int64_t{keepdims}}};
+    Value y;
+    if (op == "ReduceSum" && trial % 2) {  // ReduceSum-13: axes as input 1
+      y = run_one(
+          op, {Value::floats(shape, x), Value::int64s({static_cast<int64_t>(axes.size())}, axes)},
+          attrs);
+    } else {
+      if (!all) attrs["axes"] = axes;
+      y = run_one(op, {Value::floats(shape, x)}, attrs);
+    }
+    ASSERT_EQ(y.shape, out_shape) << op << " trial " << trial;
+    EXPECT_CLOSE(y.data, expected, 1e-5) << op << " trial " << trial;
+  }
+  // noop_with_empty_axes passes the input through; int64 sums are exact.
+  const Value x = Value::floats({2, 2}, {1, 2, 3, 4});
+  EXPECT_EQ(
+      run_one("ReduceSum", {x, Value::int64s({0}, {})}, {{"noop_with_empty_axes", int64_t{1}}})
+          .data,
+      x.data);
+  EXPECT_EQ(run_one("ReduceSum", {x, Value::int64s({0}, {})}).data, std::vector<float>{10});
+  const Value big = Value::int64s({2}, {(int64_t{1} << 60) + 1, 1});
+  const Value s = run_one("ReduceSum", {big}, {{"keepdims", int64_t{0}}});
+  EXPECT_EQ(s.type, DataType::kInt64);
+  EXPECT_EQ(s.ints, Ints{(int64_t{1} << 60) + 2});
+  EXPECT_EQ(run_one("ReduceProd", {Value::int64s({1, 3}, {2, 3, 4})}, {{"axes", Ints{1}}}).ints,
+            Ints{24});
+}
+
+TEST(GraphExecutor, LayerAndInstanceNormalizationMatchNaiveLoops) {
+  std::mt19937 gen(5);
+  for (int trial = 0; trial < 30; ++trial) {
+    const size_t rank = 2 + gen() % 3;
+    Ints shape;
+    for (size_t i = 0; i < rank; ++i) shape.push_back(1 + gen() % 4);
+    const int64_t axis =
+        static_cast<int64_t>(gen() % rank) - (gen() % 2 ? static_cast<int64_t>(rank) : 0);
+    const size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
+    const Ints norm_shape(shape.begin() + a, shape.end());
+    const int64_t outer = count_of(Ints(shape.begin(), shape.begin() + a)),
+                  size = count_of(norm_shape);
+    const std::vector<float> x = random_floats(static_cast<size_t>(count_of(shape)), trial, -2, 3);
+    const std::vector<float> scale = random_floats(static_cast<size_t>(size), trial + 100);
+    const std::vector<float> bias = random_floats(static_cast<size_t>(size), trial + 200);
+    const bool with_bias = trial % 3 != 0;
+    const float eps = trial % 2 ? 1e-5f : 0.1f;
+    std::vector<float> expected, means, inv_stds;
+    for (int64_t r = 0; r < outer; ++r) {
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < size; ++i) m += x[r * size + i];
+      m /= size;
+      for (int64_t i = 0; i < size; ++i) v += (x[r * size + i] - m) * (x[r * size + i] - m);
+      v /= size;
+      means.push_back(static_cast<float>(m));
+      inv_stds.push_back(static_cast<float>(1 / std::sqrt(v + eps)));
+      for (int64_t i = 0; i < size; ++i)
+        expected.push_back(static_cast<float>(
+            (x[r * size + i] - m) / std::sqrt(v + eps) * scale[i] + (with_bias ? bias[i] : 0.0)));
+    }
+    Node n;
+    n.op_type = "LayerNormalization";
+    n.inputs = {"X", "Scale"};
+    if (with_bias) n.inputs.push_back("B");
+    n.outputs = {"Y", "Mean", "InvStdDev"};
+    n.attributes = {{"axis", axis}, {"epsilon", eps}};
+    const Value xv = Value::floats(shape, x), sv = Value::floats(norm_shape, scale),
+                bv = Value::floats(norm_shape, bias);
+    std::vector<const Value*> in = {&xv, &sv};
+    if (with_bias) in.push_back(&bv);
+    const auto out =
+        run_node(n, 0, in, {DataType::kFloat32, DataType::kFloat32, DataType::kFloat32});
+    EXPECT_CLOSE(out[0].data, expected, 1e-5) << "trial " << trial;
+    Ints stats_shape(shape.begin(), shape.begin() + a);
+    stats_shape.resize(rank, 1);
+    EXPECT_EQ(out[1].shape, stats_shape);
+    EXPECT_CLOSE(out[1].data, means, 1e-6);
+    EXPECT_CLOSE(out[2].data, inv_stds, 1e-4);
+  }
+  // InstanceNormalization: per (n, c) over the spatial dimensions.
+  const std::vector<float> x = random_floats(2 * 3 * 5, 9, -1, 2);
+  const std::vector<float> scale = {0.5f, 1, 2}, bias = {0, 1, -1};
+  std::vector<float> expected;
+  for (int p = 0; p < 6; ++p) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 5; ++i) m += x[p * 5 + i];
+    m /= 5;
+    for (int i = 0; i < 5; ++i) v += (x[p * 5 + i] - m) * (x[p * 5 + i] - m);
+    v /= 5;
+    for (int i = 0; i < 5; ++i)
+      expected.push_back(static_cast<float>(
+          (x[p * 5 + i] - m) / std::sqrt(v + 1e-5) * scale[p % 3] + bias[p % 3]));
+  }
+  EXPECT_CLOSE(
+      run_one("InstanceNormalization",
+              {Value::floats({2, 3, 5}, x), Value::floats({3}, scale), Value::floats({3}, bias)})
+          .data,
+      expected, 1e-5);
+}
+
+struct ConvTransposeCase {
+  std::string name;
+  int64_t n, c, h, w, m, kh, kw, group;
+  Ints strides, dilations, pads, output_padding;  ///< pads [top, left, bottom, right]
+  Ints output_shape;                              ///< {} = none
+  std::string auto_pad;
+};
+
+void PrintTo(const ConvTransposeCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class ConvTransposeAgainstNaive : public ::testing::TestWithParam<ConvTransposeCase> {};
+
+TEST_P(ConvTransposeAgainstNaive, MatchesTheGatherForm) {
+  // y[n, m, oh, ow] = b[m] + Σ x[n, c, ih, iw] · w[c, m', i, j] over the channels c of m's group
+  // and the taps (i, j) with oh = ih·sh + i·dh − top (the same for w): written as a gather over
+  // output positions, the opposite of the kernel's scatter.
+  const ConvTransposeCase& k = GetParam();
+  const int64_t mg = k.m / k.group, cg = k.c / k.group;
+  const std::vector<float> x = random_floats(k.n * k.c * k.h * k.w, 1);
+  const std::vector<float> w = random_floats(k.c * mg * k.kh * k.kw, 2);
+  const std::vector<float> b = random_floats(k.m, 3);
+  const int64_t eh = (k.kh - 1) * k.dilations[0] + 1, ew = (k.kw - 1) * k.dilations[1] + 1;
+  const int64_t full_h = k.strides[0] * (k.h - 1) + k.output_padding[0] + eh;
+  const int64_t full_w = k.strides[1] * (k.w - 1) + k.output_padding[1] + ew;
+  int64_t top = k.pads[0], left = k.pads[1], oh_n, ow_n;
+  if (!k.output_shape.empty() || !k.auto_pad.empty()) {
+    oh_n = k.output_shape.empty() ? k.h * k.strides[0] : k.output_shape[0];
+    ow_n = k.output_shape.empty() ? k.w * k.strides[1] : k.output_shape[1];
+    // The ONNX doc: total padding = full - out; SAME_UPPER puts the odd one at the end.
+    const int64_t th = full_h - oh_n, tw = full_w - ow_n;
+    top = k.auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+    left = k.auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+  } else {
+    oh_n = full_h - k.pads[0] - k.pads[2];
+    ow_n = full_w - k.pads[1] - k.pads[3];
+  }
+  std::vector<float> expected;
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t m = 0; m < k.m; ++m)
+      for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          double s = b[m];
+          const int64_t g = m / mg;
+          for (int64_t c = g * cg; c < (g + 1) * cg; ++c)
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j) {
+                const int64_t nh = oh + top - i * k.dilations[0];
+                const int64_t nw = ow + left - j * k.dilations[1];
+                if (nh < 0 || nw < 0 || nh % k.strides[0] || nw % k.strides[1]) continue;
+                const int64_t ih = nh / k.strides[0], iw = nw / k.strides[1];
+                if (ih >= k.h || iw >= k.w) continue;
+                s += double(x[((n * k.c + c) * k.h + ih) * k.w + iw]) *
+                     w[((c * mg + m % mg) * k.kh + i) * k.kw + j];
+              }
+          expected.push_back(static_cast<float>(s));
+        }
+  std::map<std::string, Attribute> attrs = {{"strides", k.strides},
+                                            {"dilations", k.dilations},
+                                            {"group", k.group},
+                                            {"output_padding", k.output_padding}};
+  if (k.auto_pad.empty() && k.output_shape.empty()) attrs["pads"] = k.pads;
+  if (!k.auto_pad.empty()) attrs["auto_pad"] = k.auto_pad;
+  if (!k.output_shape.empty()) attrs["output_shape"] = k.output_shape;
+  const Value y = run_one("ConvTranspose",
+                          {Value::floats({k.n, k.c, k.h, k.w}, x),
+                           Value::floats({k.c, mg, k.kh, k.kw}, w), Value::floats({k.m}, b)},
+                          attrs);
+  EXPECT_EQ(y.shape, (Ints{k.n, k.m, oh_n, ow_n}));
+  EXPECT_CLOSE(y.data, expected, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvTransposeAgainstNaive,
+    ::testing::Values(
+        ConvTransposeCase{
+            "plain", 1, 2, 3, 3, 3, 3, 3, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, {0, 0}, {}, ""},
+        ConvTransposeCase{
+            "stride2_pad1", 2, 3, 4, 5, 2, 3, 3, 1, {2, 2}, {1, 1}, {1, 1, 1, 1}, {0, 0}, {}, ""},
+        ConvTransposeCase{"asym_pads_outpad",
+                          1,
+                          2,
+                          3,
+                          4,
+                          2,
+                          2,
+                          3,
+                          1,
+                          {2, 3},
+                          {1, 1},
+                          {0, 1, 1, 0},
+                          {1, 2},
+                          {},
+                          ""},
+        ConvTransposeCase{
+            "dilated", 1, 1, 4, 4, 2, 3, 2, 1, {1, 2}, {2, 3}, {1, 0, 2, 1}, {0, 1}, {}, ""},
+        ConvTransposeCase{
+            "group2", 1, 4, 3, 3, 6, 3, 3, 2, {2, 1}, {1, 1}, {1, 1, 0, 0}, {1, 0}, {}, ""},
+        ConvTransposeCase{
+            "depthwise", 2, 3, 5, 4, 3, 4, 4, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}, {0, 0}, {}, ""},
+        ConvTransposeCase{"output_shape",
+                          1,
+                          2,
+                          3,
+                          3,
+                          2,
+                          3,
+                          3,
+                          1,
+                          {2, 2},
+                          {1, 1},
+                          {0, 0, 0, 0},
+                          {0, 0},
+                          {6, 5},
+                          ""},
+        ConvTransposeCase{"same_upper",
+                          1,
+                          2,
+                          3,
+                          4,
+                          2,
+                          3,
+                          3,
+                          1,
+                          {2, 2},
+                          {1, 1},
+                          {0, 0, 0, 0},
+                          {0, 0},
+                          {},
+                          "SAME_UPPER"},
+        ConvTransposeCase{"same_lower",
+                          1,
+                          2,
+                          3,
+                          4,
+                          2,
+                          4,
+                          3,
+                          1,
+                          {2, 2},
+                          {1, 1},
+                          {0, 0, 0, 0},
+                          {0, 0},
+                          {},
+                          "SAME_LOWER"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(GraphExecutor, PadModesMatchNumpyOnRandomShapes) {
+  std::mt19937 gen(3);
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::string mode = std::vector<std::string>{"constant", "reflect", "edge"}[trial % 3];
+    const size_t rank = 1 + gen() % 3;
+    Ints shape, pads(2 * rank);
+    for (size_t i = 0; i < rank; ++i) shape.push_back(2 + gen() % 3);
+    for (size_t i = 0; i < rank; ++i) {
+      // numpy's reflect needs pads < the axis; constant and edge also crop (negative pads).
+      const int64_t lo = mode == "constant" ? -1 : 0;
+      pads[i] = lo + static_cast<int64_t>(gen() % (shape[i] - lo));
+      pads[i + rank] = lo + static_cast<int64_t>(gen() % (shape[i] - lo));
+    }
+    const std::vector<float> x = random_floats(static_cast<size_t>(count_of(shape)), trial);
+    Ints out_shape;
+    for (size_t i = 0; i < rank; ++i) out_shape.push_back(shape[i] + pads[i] + pads[i + rank]);
+    std::vector<float> expected;
+    for_each_index(out_shape, [&](const Ints& o) {
+      Ints in(rank);
+      bool inside = true;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t i = o[d] - pads[d];
+        const int64_t n = shape[d];
+        if (i < 0 || i >= n) {
+          if (mode == "constant") inside = false;
+          if (mode == "edge") i = i < 0 ? 0 : n - 1;
+          if (mode == "reflect") i = i < 0 ? -i : 2 * (n - 1) - i;  // one reflection
+        }
+        in[d] = i;
+      }
+      expected.push_back(inside ? x[static_cast<size_t>(flat_index(in, shape))] : 2.5f);
+    });
+    Value y;
+    if (trial % 2) {  // Pad-11: inputs
+      y = run_one(
+          "Pad",
+          {Value::floats(shape, x), Value::int64s({static_cast<int64_t>(pads.size())}, pads),
+           Value::floats({}, {2.5f})},
+          {{"mode", mode}});
+    } else {  // Pad-2: attributes
+      y = run_one("Pad", {Value::floats(shape, x)},
+                  {{"mode", mode}, {"pads", pads}, {"value", 2.5f}});
+    }
+    ASSERT_EQ(y.shape, out_shape) << mode << " trial " << trial;
+    ASSERT_EQ(y.data, expected) << mode << " trial " << trial;
+  }
+  // int64 data pads with the value too.
+  EXPECT_EQ(run_one("Pad", {Value::int64s({2}, {5, 6}), Value::int64s({2}, {1, 2}),
+                            Value::int64s({}, {-1})})
+                .ints,
+            (Ints{-1, 5, 6, -1, -1}));
+  EXPECT_NE(run_one_error("Pad", {Value::floats({2}, {1, 2})},
+                          {{"mode", std::string("wrap")}, {"pads", Ints{1, 1}}})
+                .find("mode 'wrap'"),
+            std::string::npos);
+}
+
+TEST(GraphExecutor, ResizeBilinearMatchesPyTorchOnRandomSizes) {
+  // PyTorch's bilinear interpolation with align_corners=False (ONNX half_pixel, edges repeated):
+  // src = (dst + 0.5) · in / out − 0.5, clamped below at 0; the two neighbours, the upper one
+  // clamped to the last row.
+  std::mt19937 gen(13);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t n = 1 + gen() % 2, c = 1 + gen() % 3, h = 1 + gen() % 5, w = 1 + gen() % 5;
+    const int64_t oh = 1 + gen() % 9, ow = 1 + gen() % 9;
+    const std::vector<float> x = random_floats(static_cast<size_t>(n * c * h * w), trial);
+    auto source = [](int64_t dst, int64_t in, int64_t out, int64_t& i0, int64_t& i1, double& l) {
+      double src = (dst + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5;
+      if (src < 0) src = 0;
+      i0 = static_cast<int64_t>(src);
+      i1 = std::min(i0 + 1, in - 1);
+      l = src - static_cast<double>(i0);
+    };
+    std::vector<float> expected;
+    for (int64_t p = 0; p < n * c; ++p)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t z = 0; z < ow; ++z) {
+          int64_t y0, y1, x0, x1;
+          double ly, lx;
+          source(y, h, oh, y0, y1, ly);
+          source(z, w, ow, x0, x1, lx);
+          auto at = [&](int64_t i, int64_t j) { return double(x[(p * h + i) * w + j]); };
+          expected.push_back(
+              static_cast<float>((1 - ly) * ((1 - lx) * at(y0, x0) + lx * at(y0, x1)) +
+                                 ly * ((1 - lx) * at(y1, x0) + lx * at(y1, x1))));
+        }
+    Node node;
+    node.op_type = "Resize";
+    node.inputs = {"X", "", "", "sizes"};
+    node.outputs = {"Y"};
+    node.attributes = {{"mode", std::string("linear")}};
+    const Value xv = Value::floats({n, c, h, w}, x), sizes = Value::int64s({4}, {n, c, oh, ow});
+    const Value y = run_node(node, 0, {&xv, nullptr, nullptr, &sizes}, {DataType::kFloat32}).at(0);
+    ASSERT_EQ(y.shape, (Ints{n, c, oh, ow}));
+    EXPECT_CLOSE(y.data, expected, 1e-5) << "trial " << trial;
+  }
+}
+
+TEST(GraphExecutor, UpsampleAndResize10UseAsymmetricCoordinates) {
+  const Value x = Value::floats({1, 1, 2, 2}, {1, 2, 3, 4});
+  const std::vector<float> nearest = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
+                                      3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+  // Upsample-7: scales attribute; Upsample-9 and Resize-10: scales input.
+  EXPECT_EQ(
+      run_one("Upsample", {x}, {{"scales", std::vector<float>{1, 1, 2, 3}}}, DataType::kFloat32, 7)
+          .data,
+      nearest);
+  const Value scales = Value::floats({4}, {1, 1, 2, 3});
+  EXPECT_EQ(run_one("Upsample", {x, scales}, {}, DataType::kFloat32, 9).data, nearest);
+  EXPECT_EQ(run_one("Resize", {x, scales}, {}, DataType::kFloat32, 10).data, nearest);
+  // Linear, x_in = x_out / scale, the edge repeated past the last input.
+  const Value lin = run_one("Resize", {x, Value::floats({4}, {1, 1, 2, 2})},
+                            {{"mode", std::string("linear")}}, DataType::kFloat32, 10);
+  EXPECT_EQ(lin.shape, (Ints{1, 1, 4, 4}));
+  EXPECT_CLOSE(lin.data,
+               (std::vector<float>{1, 1.5f, 2, 2, 2, 2.5f, 3, 3, 3, 3.5f, 4, 4, 3, 3.5f, 4, 4}),
+               1e-6);
+  // Shrinking: ceil(x_out / scale), as onnxruntime: 2x4 by 0.6 → [1, 3].
+  const Value down = run_one("Resize",
+                             {Value::floats({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                              Value::floats({4}, {1, 1, 0.6f, 0.6f})},
+                             {}, DataType::kFloat32, 10);
+  EXPECT_EQ(down.shape, (Ints{1, 1, 1, 2}));
+  EXPECT_EQ(down.data, (std::vector<float>{1, 3}));
+  // Resize-11+ refuses what it does not know.
+  Node bad;
+  bad.op_type = "Resize";
+  bad.inputs = {"X", "", "scales"};
+  bad.outputs = {"Y"};
+  bad.attributes = {{"coordinate_transformation_mode", std::string("diagonal")}};
+  const Value s2 = Value::floats({4}, {1, 1, 2, 2});
+  EXPECT_THROW(run_node(bad, 0, {&x, nullptr, &s2}, {DataType::kFloat32}), GraphError);
+}
+
+TEST(GraphExecutor, MoreActivationsByHand) {
+  const Value x = Value::floats({5}, {-2, -0.5f, 0, 0.5f, 2});
+  auto f = [&](const std::string& op, std::map<std::string, Attribute> attrs = {}) {
+    return run_one(op, {x}, std::move(attrs)).data;
+  };
+  std::vector<float> e;
+  auto each = [&](double (*g)(double)) {
+    std::vector<float> r;
+    for (float v : x.data) r.push_back(static_cast<float>(g(v)));
+    return r;
+  };
+  EXPECT_CLOSE(f("Tanh"), each([](double v) { return std::tanh(v); }), 1e-7);
+  EXPECT_CLOSE(f("Exp"), each([](double v) { return std::exp(v); }), 1e-6);
+  EXPECT_CLOSE(f("Erf"),
+               (std::vector<float>{-0.995322265f, -0.520499878f, 0, 0.520499878f, 0.995322265f}),
+               1e-7);
+  EXPECT_CLOSE(f("Softplus"), each([](double v) { return std::log(1 + std::exp(v)); }), 1e-6);
+  EXPECT_CLOSE(f("Softsign"), (std::vector<float>{-2.0f / 3, -1.0f / 3, 0, 1.0f / 3, 2.0f / 3}),
+               1e-7);
+  EXPECT_CLOSE(f("Elu", {{"alpha", 2.0f}}),
+               each([](double v) { return v < 0 ? 2 * (std::exp(v) - 1) : v; }), 1e-6);
+  EXPECT_CLOSE(f("Selu"), each([](double v) {
+                 return 1.0507009873554805 * (v > 0 ? v : 1.6732632423543772 * (std::exp(v) - 1));
+               }),
+               1e-6);
+  EXPECT_EQ(f("LeakyRelu"), (std::vector<float>{-0.02f, -0.005f, 0, 0.5f, 2}));
+  EXPECT_EQ(f("LeakyRelu", {{"alpha", 0.5f}}), (std::vector<float>{-1, -0.25f, 0, 0.5f, 2}));
+  EXPECT_EQ(f("Neg"), (std::vector<float>{2, 0.5f, 0, -0.5f, -2}));
+  EXPECT_EQ(f("Abs"), (std::vector<float>{2, 0.5f, 0, 0.5f, 2}));
+  EXPECT_EQ(f("Floor"), (std::vector<float>{-2, -1, 0, 0, 2}));
+  EXPECT_EQ(f("Ceil"), (std::vector<float>{-2, 0, 0, 1, 2}));
+  EXPECT_EQ(f("Round"), (std::vector<float>{-2, 0, 0, 0, 2}));  // half to even
+  EXPECT_EQ(run_one("Round", {Value::floats({3}, {1.5f, 2.5f, -1.5f})}).data,
+            (std::vector<float>{2, 2, -2}));
+  const Value pos = Value::floats({3}, {0.25f, 1, 4});
+  EXPECT_EQ(run_one("Sqrt", {pos}).data, (std::vector<float>{0.5f, 1, 2}));
+  EXPECT_EQ(run_one("Reciprocal", {pos}).data, (std::vector<float>{4, 1, 0.25f}));
+  EXPECT_CLOSE(run_one("Log", {pos}).data, (std::vector<float>{-1.3862944f, 0, 1.3862944f}), 1e-7);
+  // Gelu (opset 20, only in webtune's own graphs): exact and tanh approximation.
+  EXPECT_CLOSE(f("Gelu"),
+               (std::vector<float>{-0.0455002639f, -0.154268769f, 0, 0.345731231f, 1.95449974f}),
+               1e-7);
+  EXPECT_CLOSE(f("Gelu", {{"approximate", std::string("tanh")}}),
+               (std::vector<float>{-0.0454023059f, -0.154285990f, 0, 0.345714010f, 1.95459769f}),
+               1e-7);
+  EXPECT_NE(
+      run_one_error("Gelu", {x}, {{"approximate", std::string("fast")}}).find("approximate 'fast'"),
+      std::string::npos);
+  // PRelu: the slope broadcasts to X ([C,1,1] over [N,C,H,W]).
+  const Value px = Value::floats({1, 2, 1, 2}, {-1, 2, -3, 4});
+  EXPECT_EQ(run_one("PRelu", {px, Value::floats({2, 1, 1}, {0.5f, 0.25f})}).data,
+            (std::vector<float>{-0.5f, 2, -0.75f, 4}));
+  EXPECT_NE(
+      run_one_error("PRelu", {Value::floats({2}, {1, 2}), Value::floats({2, 2}, {1, 2, 3, 4})})
+          .find("does not broadcast to X"),
+      std::string::npos);
+}
+
+TEST(GraphExecutor, VariadicLogSoftmaxGlobalMaxPool) {
+  const Value a = Value::floats({2, 2}, {1, 8, 3, -4}), b = Value::floats({2}, {2, 5});
+  const Value c = Value::floats({}, {4});
+  EXPECT_EQ(run_one("Sum", {a, b, c}).data, (std::vector<float>{7, 17, 9, 5}));
+  EXPECT_EQ(run_one("Mean", {a, b, c}).data,
+            (std::vector<float>{7.0f / 3, 17.0f / 3, 3, 5.0f / 3}));
+  EXPECT_EQ(run_one("Max", {a, b, c}).data, (std::vector<float>{4, 8, 4, 5}));
+  EXPECT_EQ(run_one("Min", {a, b}).data, (std::vector<float>{1, 5, 2, -4}));
+  EXPECT_EQ(run_one("Max", {a}).data, a.data);
+  EXPECT_TRUE(
+      std::isnan(run_one("Max", {Value::floats({1}, {NAN}), Value::floats({1}, {1})}).data[0]));
+  // LogSoftmax = x − max − log Σ exp(x − max), along the last axis (opset 13).
+  const Value l = run_one("LogSoftmax", {Value::floats({2, 2}, {0, std::log(3.0f), 1000, 1000})});
+  EXPECT_CLOSE(
+      l.data,
+      (std::vector<float>{-std::log(4.0f), std::log(0.75f), -std::log(2.0f), -std::log(2.0f)}),
+      1e-6);
+  // GlobalMaxPool over every spatial dimension.
+  const Value g =
+      run_one("GlobalMaxPool", {Value::floats({1, 2, 2, 2}, {1, 5, -2, 3, -1, -7, -3, -2})});
+  EXPECT_EQ(g.shape, (Ints{1, 2, 1, 1}));
+  EXPECT_EQ(g.data, (std::vector<float>{5, -1}));
 }
 
 // ---- ONNX conformance (libonnx-testdata) -----------------------------------------------------

@@ -1046,8 +1046,11 @@ TEST(FusionPasses, EveryLibonnxTestdataNodeModelThatImportsSurvivesThePassesAndE
   // and gemm_all_attributes (transA), gemm_alpha, matmul_3d / _4d (batched), and 7 Gemms whose
   // computed C is [1,N], [M,N], [1] or a scalar (gemm_beta, gemm_transposeB,
   // gemm_default_zero_bias, _vector_bias, _matrix_bias, _single_elem_vector_bias,
-  // _scalar_bias).
-  EXPECT_GE(imported, 700);
+  // _scalar_bias). ConstantOfShape is a supported operator, so the 12 cases whose
+  // ConstantOfShape has a TENSOR `value` attribute (the 3 test_constantofshape_* and 9
+  // test_layer_normalization_*_expanded) are refused until the importer reads tensor
+  // attributes: 694 import meanwhile.
+  EXPECT_GE(imported, 690);
   EXPECT_EQ(tasks, 7);
   EXPECT_EQ(not_tunable, 13);
   std::printf("libonnx-testdata: %d models imported, %d tasks, %d nodes not tunable\n", imported,

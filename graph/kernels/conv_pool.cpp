@@ -1,7 +1,8 @@
 /// \file conv_pool.cpp
-/// Reference kernels with a sliding window: Conv / FusedConv, MaxPool, AveragePool, and
-/// GlobalAveragePool. 1-D, 2-D and 3-D windows share one code path: the spatial dimensions are
-/// padded at the front to three (size 1, kernel 1, stride 1, no padding).
+/// Reference kernels with a sliding window: Conv / FusedConv (1+), ConvTranspose (1+), MaxPool
+/// (8+; 1 to 7 without Indices), AveragePool (7+), GlobalAveragePool and GlobalMaxPool (1+).
+/// 1-D, 2-D and 3-D windows share one code path: the spatial dimensions are padded at the front
+/// to three (size 1, kernel 1, stride 1, no padding).
 ///
 /// Window geometry follows the ONNX operator docs (Conv-11, MaxPool-12, AveragePool-11):
 ///   NOTSET:  out = floor((in + pad_begin + pad_end - ((k - 1)·dilation + 1)) / stride) + 1,
@@ -373,6 +374,143 @@ void global_average_pool(KernelContext& ctx) {
     for (int64_t i = 0; i < size; ++i) sum += x.data[p * size + i];
     y.data[p] = static_cast<float>(sum / static_cast<double>(size));
   }
+}
+
+void global_max_pool(KernelContext& ctx) {
+  const Value& x = pool_input(ctx);
+  const int64_t planes = x.shape[0] * x.shape[1];
+  const int64_t size = product(x.shape, 2, x.shape.size());
+  Value& y = ctx.outputs[0];
+  y.shape = {x.shape[0], x.shape[1]};
+  y.shape.resize(x.shape.size(), 1);
+  y.data.resize(static_cast<size_t>(planes));
+  for (int64_t p = 0; p < planes; ++p) {
+    float best = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < size; ++i) best = std::max(best, x.data[p * size + i]);
+    y.data[p] = best;
+  }
+}
+
+void conv_transpose(KernelContext& ctx) {
+  // ConvTranspose-11: X [N, C, spatial...], W [C, M/group, kernel...], optional B [M]. Each
+  // input position i scatters x · w[k] to output position i·stride + k·dilation - pad_begin.
+  // Output size: stride·(in - 1) + output_padding + (k - 1)·dilation + 1 - pad_begin - pad_end;
+  // with output_shape (or auto_pad SAME_*, output in·stride) the total padding follows from it
+  // and is split as the ONNX doc says: SAME_UPPER puts the odd one at the end, otherwise at the
+  // beginning; an output larger than the scatter reaches (negative total) ends in zeros.
+  const Node& node = ctx.node;
+  const Value& x = ctx.float_input(0, "X");
+  const Value& w = ctx.float_input(1, "W");
+  if (x.shape.size() < 3 || w.shape.size() != x.shape.size())
+    fail("X " + shape_text(x.shape) + " and W " + shape_text(w.shape) +
+         " must be [N, C, spatial...] and [C, M/group, kernel...] of the same rank");
+  const size_t r = x.shape.size() - 2;
+  if (r > kDims)
+    fail("the input has " + std::to_string(r) +
+         " spatial dimensions; the reference executor runs 1-D, 2-D and 3-D windows");
+  const int64_t batch = x.shape[0], channels = x.shape[1];
+  const int64_t group = node.get_int("group", 1);
+  if (group < 1 || channels % group != 0 || w.shape[0] != channels)
+    fail("group " + std::to_string(group) + " does not fit X " + shape_text(x.shape) + " and W " +
+         shape_text(w.shape) + " (C must divide by group, W's dim 0 must be C)");
+  const int64_t mg = w.shape[1], filters = mg * group, cg = channels / group;
+  const std::vector<int64_t> kernel = spatial_of(w.shape);
+  if (node.has("kernel_shape") && node.get_ints("kernel_shape", {}) != kernel)
+    fail("kernel_shape " + shape_text(node.get_ints("kernel_shape", {})) +
+         " differs from W's spatial dimensions " + shape_text(kernel));
+  const auto strides = ints_of_size(node, "strides", r, 1, r);
+  const auto dilations = ints_of_size(node, "dilations", r, 1, r);
+  const auto out_pad = ints_of_size(node, "output_padding", r, 0, r);
+  const auto pads = ints_of_size(node, "pads", 2 * r, 0, r);
+  std::vector<int64_t> out_shape_attr = node.get_ints("output_shape", {});
+  if (out_shape_attr.size() == r + 2)  // some exporters give N and C too
+    out_shape_attr.erase(out_shape_attr.begin(), out_shape_attr.begin() + 2);
+  if (!out_shape_attr.empty() && out_shape_attr.size() != r)
+    fail("output_shape " + shape_text(out_shape_attr) + " does not have " + std::to_string(r) +
+         " spatial dimensions");
+  const std::string auto_pad = node.get_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER")
+    fail("auto_pad '" + auto_pad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+
+  Geometry g;
+  g.rank = r;
+  for (size_t i = 0; i < kDims; ++i) {
+    g.in[i] = g.k[i] = g.s[i] = g.d[i] = g.out[i] = 1;
+    g.pb[i] = g.pe[i] = 0;
+  }
+  const size_t off = kDims - r;
+  for (size_t j = 0; j < r; ++j) {
+    const size_t i = off + j;
+    g.in[i] = x.shape[2 + j];
+    g.k[i] = kernel[j];
+    g.s[i] = strides[j];
+    g.d[i] = dilations[j];
+    if (g.k[i] < 1 || g.s[i] < 1 || g.d[i] < 1)
+      fail("kernel, strides and dilations must be positive");
+    const int64_t full = g.s[i] * (g.in[i] - 1) + out_pad[j] + (g.k[i] - 1) * g.d[i] + 1;
+    if (!out_shape_attr.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      g.out[i] = out_shape_attr.empty() ? g.in[i] * g.s[i] : out_shape_attr[j];
+      const int64_t total = full - g.out[i];
+      if (total < 0) {  // an output larger than the scatter reaches: zeros at the end
+        g.pb[i] = 0;
+        g.pe[i] = total;
+      } else {
+        g.pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        g.pe[i] = total - g.pb[i];
+      }
+    } else {
+      if (auto_pad == "NOTSET") {
+        g.pb[i] = pads[j];
+        g.pe[i] = pads[j + r];
+      }
+      g.out[i] = full - g.pb[i] - g.pe[i];
+    }
+    if (g.out[i] < 1) fail("the output would have a dimension of " + std::to_string(g.out[i]));
+  }
+  Epilogue epilogue;
+  epilogue.bias = ctx.optional_input(2) != nullptr;
+  std::vector<int64_t> out_shape = {batch, filters};
+  for (int64_t o : g.out_shape()) out_shape.push_back(o);
+  const auto bound = epilogue_inputs(ctx, epilogue, filters, out_shape);
+
+  Value& y = ctx.outputs[0];
+  y.shape = out_shape;
+  y.data.assign(static_cast<size_t>(product(out_shape, 0, out_shape.size())), 0.0f);
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+  const int64_t taps = g.k[0] * g.k[1] * g.k[2];
+  std::vector<double> acc(static_cast<size_t>(out_size));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t m = 0; m < filters; ++m) {
+      const int64_t grp = m / mg, ml = m % mg;
+      std::fill(acc.begin(), acc.end(), bound.bias ? static_cast<double>(bound.bias[m]) : 0.0);
+      for (int64_t c = 0; c < cg; ++c) {
+        const int64_t ch = grp * cg + c;
+        const float* xc = x.data.data() + (n * channels + ch) * in_size;
+        const float* wc = w.data.data() + (ch * mg + ml) * taps;
+        for (int64_t id = 0; id < g.in[0]; ++id)
+          for (int64_t ih = 0; ih < g.in[1]; ++ih)
+            for (int64_t iw = 0; iw < g.in[2]; ++iw) {
+              const double xv = xc[(id * g.in[1] + ih) * g.in[2] + iw];
+              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                const int64_t od = id * g.s[0] + kd * g.d[0] - g.pb[0];
+                if (od < 0 || od >= g.out[0]) continue;
+                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                  const int64_t oh = ih * g.s[1] + kh * g.d[1] - g.pb[1];
+                  if (oh < 0 || oh >= g.out[1]) continue;
+                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                    const int64_t ow = iw * g.s[2] + kw * g.d[2] - g.pb[2];
+                    if (ow < 0 || ow >= g.out[2]) continue;
+                    acc[(od * g.out[1] + oh) * g.out[2] + ow] +=
+                        xv * wc[(kd * g.k[1] + kh) * g.k[2] + kw];
+                  }
+                }
+              }
+            }
+      }
+      float* yp = y.data.data() + (n * filters + m) * out_size;
+      for (int64_t i = 0; i < out_size; ++i) yp[i] = static_cast<float>(acc[i]);
+    }
 }
 
 }  // namespace webtune::graph::kernels

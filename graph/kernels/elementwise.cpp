@@ -1,7 +1,17 @@
 /// \file elementwise.cpp
-/// Reference kernels that map values: Add / Sub / Mul / Div with numpy's multidirectional
-/// broadcast (ONNX "Broadcasting"), Relu, Sigmoid, HardSigmoid, HardSwish, Clip (both opset
-/// styles), BatchNormalization (inference) and Softmax (both opset semantics).
+/// Reference kernels that combine tensors element by element with numpy's multidirectional
+/// broadcast (ONNX "Broadcasting"), on float32 or integer tensors (int64 / int32 / bool, held in
+/// Value::ints), so that shape arithmetic (Shape → Gather → Div → Concat ...) runs too:
+///  - Add, Sub, Mul, Div (opset 7+), Pow (7+; 12+ base and exponent of different types, the
+///    result of the base's type), Mod (10+, `fmod` 0 / 1): float32 computes in float32 as ONNX's
+///    numpy reference does (Pow in double, rounded once); integers wrap (int32 to 32 bits), Div
+///    truncates toward zero like C (ONNX's reference for int64), division by zero is refused;
+///  - Max, Min, Sum, Mean (variadic, opset 8+; Max / Min NaN-propagating like numpy);
+///  - Equal, Less, Greater (7+), LessOrEqual, GreaterOrEqual (12+): bool results;
+///  - And, Or, Xor (7+), Not (1+) on bool tensors; Where (9+);
+///  - Cast (6+; `to` FLOAT, INT32, INT64, BOOL; float to int truncates toward zero like numpy's
+///    astype, NaN and out-of-range values give the type's minimum as on x86);
+///  - Neg, Abs (6+), Sign (9+) on float or int.
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +20,7 @@
 #include "kernels.hpp"
 
 namespace webtune::graph::kernels {
-namespace {
 
-/// numpy broadcast of two shapes (right-aligned; a dimension of 1 stretches).
 std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   const size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);
@@ -26,7 +34,6 @@ std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::v
   return out;
 }
 
-/// Strides of `shape` (row-major) over the broadcast shape `out`: 0 where it stretches.
 std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape,
                                        const std::vector<int64_t>& out) {
   std::vector<int64_t> strides(out.size(), 0);
@@ -39,172 +46,364 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape,
   return strides;
 }
 
-template <typename Op>
-void broadcast_binary(const Value& a, const Value& b, Value& y, Op op) {
-  y.shape = broadcast_shape(a.shape, b.shape);
-  y.data.resize(static_cast<size_t>(product(y.shape, 0, y.shape.size())));
-  if (y.data.empty()) return;
-  if (y.shape.empty()) {  // both scalars
-    y.data[0] = op(a.data[0], b.data[0]);
-    return;
-  }
-  const std::vector<int64_t> sa = broadcast_strides(a.shape, y.shape);
-  const std::vector<int64_t> sb = broadcast_strides(b.shape, y.shape);
-  const size_t rank = y.shape.size();
-  const int64_t inner = y.shape.back(), ia = sa.back(), ib = sb.back();
-  std::vector<int64_t> index(rank - 1, 0);
-  const int64_t rows = product(y.shape, 0, rank - 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t a_off = 0, b_off = 0;
-    for (size_t i = 0; i + 1 < rank; ++i) {
-      a_off += index[i] * sa[i];
-      b_off += index[i] * sb[i];
-    }
-    float* out = y.data.data() + r * inner;
-    const float* ap = a.data.data() + a_off;
-    const float* bp = b.data.data() + b_off;
-    for (int64_t j = 0; j < inner; ++j) out[j] = op(ap[j * ia], bp[j * ib]);
-    for (size_t i = rank - 1; i-- > 0;) {  // odometer over the outer dimensions
-      if (++index[i] < y.shape[i]) break;
-      index[i] = 0;
-    }
-  }
+namespace {
+
+/// y[o] = op(a[ia], b[ib]) over the broadcast of a's and b's shapes; `R` is y's element type.
+template <typename R, typename A, typename B, typename Op>
+std::vector<R> map2(const std::vector<int64_t>& out, const Value& a, const std::vector<A>& av,
+                    const Value& b, const std::vector<B>& bv, Op op) {
+  std::vector<R> y(static_cast<size_t>(product(out, 0, out.size())));
+  for_each_broadcast<2>(out, {&a.shape, &b.shape}, [&](int64_t o, const std::array<int64_t, 2>& i) {
+    y[o] = op(av[i[0]], bv[i[1]]);
+  });
+  return y;
 }
 
-/// The single value of a Clip bound input (a scalar or one-element tensor).
-float scalar_bound(const Value& v, const char* what) {
-  if (!v.is_float() || v.data.size() != 1)
-    fail(std::string("Clip's ") + what + " must be a float32 scalar, not " +
-         std::string(data_type_name(v.type)) + " " + shape_text(v.shape));
-  return v.data[0];
+int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrapping_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrapping_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+/// C's a / b (toward zero); b == 0 is refused, INT64_MIN / -1 wraps.
+int64_t int_div(int64_t a, int64_t b) {
+  if (b == 0) fail("integer division by zero");
+  if (b == -1) return wrapping_sub(0, a);
+  return a / b;
+}
+
+/// a mod b: the sign of b (Python's %, fmod 0) or of a (C's fmod, fmod 1).
+int64_t int_mod(int64_t a, int64_t b, bool c_style) {
+  if (b == 0) fail("integer modulo by zero");
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (!c_style && r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+double float_mod(double a, double b, bool c_style) {
+  double r = std::fmod(a, b);
+  if (!c_style && r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+/// a ** b for integers; a negative exponent truncates 1 / a^|b| toward zero.
+int64_t int_pow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? (b % 2 ? -1 : 1) : 0);  // a == 0: numpy errs; 0
+  int64_t r = 1;
+  while (b) {
+    if (b & 1) r = wrapping_mul(r, a);
+    a = wrapping_mul(a, a);
+    b >>= 1;
+  }
+  return r;
+}
+
+/// The element type of an integer result of inputs of types a and b (a's, as ONNX requires them
+/// equal).
+DataType int_result(const Value& a) {
+  return a.type == DataType::kBool ? DataType::kInt64 : a.type;
+}
+
+/// Refuses a float / int mix where ONNX requires one element type.
+void same_kind(const Value& a, const Value& b, const std::string& op) {
+  if (a.is_float() != b.is_float())
+    fail(op + " of " + std::string(data_type_name(a.type)) + " and " +
+         std::string(data_type_name(b.type)) + ": the inputs must have one element type");
+}
+
+/// One of the binary arithmetic ops on two values, into a new value.
+Value arithmetic_of(const std::string& op, const Value& a, const Value& b, bool c_mod) {
+  Value y;
+  y.shape = broadcast_shape(a.shape, b.shape);
+  if (op == "Pow") {
+    // Pow-12: base and exponent may differ; the result has the base's type. In double.
+    auto value = [](const Value& v, size_t i) {
+      return v.is_float() ? static_cast<double>(v.data[i]) : static_cast<double>(v.ints[i]);
+    };
+    y.type = a.type;
+    if (a.is_float()) {
+      y.data.resize(static_cast<size_t>(product(y.shape, 0, y.shape.size())));
+      for_each_broadcast<2>(
+          y.shape, {&a.shape, &b.shape}, [&](int64_t o, const std::array<int64_t, 2>& i) {
+            y.data[o] =
+                static_cast<float>(std::pow(static_cast<double>(a.data[i[0]]), value(b, i[1])));
+          });
+    } else {
+      y.ints.resize(static_cast<size_t>(product(y.shape, 0, y.shape.size())));
+      for_each_broadcast<2>(
+          y.shape, {&a.shape, &b.shape}, [&](int64_t o, const std::array<int64_t, 2>& i) {
+            int64_t r;
+            if (b.is_float()) {
+              const double p = std::pow(static_cast<double>(a.ints[i[0]]), b.data[i[1]]);
+              r = std::fabs(p) < 9.2e18 ? static_cast<int64_t>(p)
+                                        : std::numeric_limits<int64_t>::min();
+            } else {
+              r = int_pow(a.ints[i[0]], b.ints[i[1]]);
+            }
+            y.ints[o] = wrap_int(r, y.type);
+          });
+    }
+    return y;
+  }
+  same_kind(a, b, op);
+  if (a.is_float()) {
+    using F = float;
+    if (op == "Add")
+      y.data = map2<F>(y.shape, a, a.data, b, b.data, [](F p, F q) { return p + q; });
+    else if (op == "Sub")
+      y.data = map2<F>(y.shape, a, a.data, b, b.data, [](F p, F q) { return p - q; });
+    else if (op == "Mul")
+      y.data = map2<F>(y.shape, a, a.data, b, b.data, [](F p, F q) { return p * q; });
+    else if (op == "Div")
+      y.data = map2<F>(y.shape, a, a.data, b, b.data, [](F p, F q) { return p / q; });
+    else  // Mod
+      y.data = map2<F>(y.shape, a, a.data, b, b.data,
+                       [c_mod](F p, F q) { return static_cast<F>(float_mod(p, q, c_mod)); });
+    return y;
+  }
+  y.type = int_result(a);
+  using I = int64_t;
+  if (op == "Add")
+    y.ints = map2<I>(y.shape, a, a.ints, b, b.ints, wrapping_add);
+  else if (op == "Sub")
+    y.ints = map2<I>(y.shape, a, a.ints, b, b.ints, wrapping_sub);
+  else if (op == "Mul")
+    y.ints = map2<I>(y.shape, a, a.ints, b, b.ints, wrapping_mul);
+  else if (op == "Div")
+    y.ints = map2<I>(y.shape, a, a.ints, b, b.ints, int_div);
+  else
+    y.ints =
+        map2<I>(y.shape, a, a.ints, b, b.ints, [c_mod](I p, I q) { return int_mod(p, q, c_mod); });
+  if (y.type == DataType::kInt32)
+    for (int64_t& v : y.ints) v = wrap_int(v, y.type);
+  return y;
+}
+
+template <typename T>
+T max_of(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return a < b ? b : a;
+}
+
+template <typename T>
+T min_of(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return b < a ? b : a;
+}
+
+/// x converted to the integer type `to` as numpy's astype does on x86: toward zero, NaN and
+/// values outside the type give its minimum.
+int64_t float_to_int(float x, DataType to) {
+  if (to == DataType::kBool) return x != 0.0f;
+  const double v = x;
+  if (to == DataType::kInt32) {
+    if (!(v > -2147483649.0 && v < 2147483648.0)) return std::numeric_limits<int32_t>::min();
+    return static_cast<int32_t>(v);
+  }
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
 }
 
 }  // namespace
 
-void binary(KernelContext& ctx) {
-  const Value& a = ctx.float_input(0, "A");
-  const Value& b = ctx.float_input(1, "B");
-  Value& y = ctx.outputs[0];
+void arithmetic(KernelContext& ctx) {
   const std::string& op = ctx.node.op_type;
-  if (op == "Add")
-    broadcast_binary(a, b, y, [](float p, float q) { return p + q; });
-  else if (op == "Sub")
-    broadcast_binary(a, b, y, [](float p, float q) { return p - q; });
-  else if (op == "Mul")
-    broadcast_binary(a, b, y, [](float p, float q) { return p * q; });
+  const bool c_mod = op == "Mod" && ctx.node.get_int("fmod", 0) != 0;
+  ctx.outputs[0] = arithmetic_of(op, ctx.input(0, "A"), ctx.input(1, "B"), c_mod);
+}
+
+void variadic(KernelContext& ctx) {
+  const std::string& op = ctx.node.op_type;
+  if (ctx.node.inputs.empty()) fail("needs at least one input");
+  Value acc = ctx.input(0, "data_0");
+  for (size_t k = 1; k < ctx.node.inputs.size(); ++k) {
+    const Value& b = ctx.input(k, "data_i");
+    same_kind(acc, b, op);
+    Value y;
+    y.shape = broadcast_shape(acc.shape, b.shape);
+    y.type = acc.type;
+    if (acc.is_float()) {
+      using F = float;
+      if (op == "Max")
+        y.data = map2<F>(y.shape, acc, acc.data, b, b.data, max_of<F>);
+      else if (op == "Min")
+        y.data = map2<F>(y.shape, acc, acc.data, b, b.data, min_of<F>);
+      else  // Sum, Mean: summed in float32 in input order, as numpy's reference
+        y.data = map2<F>(y.shape, acc, acc.data, b, b.data, [](F p, F q) { return p + q; });
+    } else {
+      using I = int64_t;
+      if (op == "Max")
+        y.ints = map2<I>(y.shape, acc, acc.ints, b, b.ints, max_of<I>);
+      else if (op == "Min")
+        y.ints = map2<I>(y.shape, acc, acc.ints, b, b.ints, min_of<I>);
+      else
+        y.ints = map2<I>(y.shape, acc, acc.ints, b, b.ints, wrapping_add);
+      if (y.type == DataType::kInt32)
+        for (int64_t& v : y.ints) v = wrap_int(v, y.type);
+    }
+    acc = std::move(y);
+  }
+  if (op == "Mean") {
+    const auto n = static_cast<int64_t>(ctx.node.inputs.size());
+    if (acc.is_float())
+      for (float& v : acc.data) v /= static_cast<float>(n);
+    else
+      for (int64_t& v : acc.ints) v = int_div(v, n);
+  }
+  ctx.outputs[0] = std::move(acc);
+}
+
+void compare(KernelContext& ctx) {
+  const std::string& op = ctx.node.op_type;
+  const Value& a = ctx.input(0, "A");
+  const Value& b = ctx.input(1, "B");
+  same_kind(a, b, op);
+  Value& y = ctx.outputs[0];
+  y.shape = broadcast_shape(a.shape, b.shape);
+  y.type = DataType::kBool;
+  auto run = [&](const auto& av, const auto& bv) {
+    using T = typename std::decay_t<decltype(av)>::value_type;
+    if (op == "Equal")
+      y.ints = map2<int64_t>(y.shape, a, av, b, bv, [](T p, T q) { return int64_t{p == q}; });
+    else if (op == "Less")
+      y.ints = map2<int64_t>(y.shape, a, av, b, bv, [](T p, T q) { return int64_t{p < q}; });
+    else if (op == "Greater")
+      y.ints = map2<int64_t>(y.shape, a, av, b, bv, [](T p, T q) { return int64_t{p > q}; });
+    else if (op == "LessOrEqual")
+      y.ints = map2<int64_t>(y.shape, a, av, b, bv, [](T p, T q) { return int64_t{p <= q}; });
+    else
+      y.ints = map2<int64_t>(y.shape, a, av, b, bv, [](T p, T q) { return int64_t{p >= q}; });
+  };
+  if (a.is_float())
+    run(a.data, b.data);
   else
-    broadcast_binary(a, b, y, [](float p, float q) { return p / q; });
+    run(a.ints, b.ints);
 }
 
-void unary(KernelContext& ctx) {
-  const Value& x = ctx.float_input(0, "X");
-  Value& y = ctx.outputs[0];
-  y.shape = x.shape;
-  y.data.resize(x.data.size());
+void logical(KernelContext& ctx) {
   const std::string& op = ctx.node.op_type;
-  const size_t n = x.data.size();
-  if (op == "Relu") {
-    for (size_t i = 0; i < n; ++i) y.data[i] = x.data[i] > 0.0f ? x.data[i] : 0.0f;
-  } else if (op == "Sigmoid") {
-    for (size_t i = 0; i < n; ++i)
-      y.data[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x.data[i]))));
-  } else if (op == "HardSigmoid") {
-    const float alpha = ctx.node.get_float("alpha", 0.2f), beta = ctx.node.get_float("beta", 0.5f);
-    for (size_t i = 0; i < n; ++i)
-      y.data[i] = std::max(0.0f, std::min(1.0f, alpha * x.data[i] + beta));
-  } else {  // HardSwish: x · HardSigmoid(x) with alpha = 1/6, beta = 0.5
-    for (size_t i = 0; i < n; ++i)
-      y.data[i] = x.data[i] * std::max(0.0f, std::min(1.0f, x.data[i] / 6.0f + 0.5f));
-  }
+  const Value& a = ctx.input(0, "A");
+  const Value& b = ctx.input(1, "B");
+  if (a.is_float() || b.is_float()) fail(op + " runs on bool tensors, not float32");
+  Value& y = ctx.outputs[0];
+  y.shape = broadcast_shape(a.shape, b.shape);
+  y.type = DataType::kBool;
+  using I = int64_t;
+  if (op == "And")
+    y.ints = map2<I>(y.shape, a, a.ints, b, b.ints, [](I p, I q) { return I{p != 0 && q != 0}; });
+  else if (op == "Or")
+    y.ints = map2<I>(y.shape, a, a.ints, b, b.ints, [](I p, I q) { return I{p != 0 || q != 0}; });
+  else
+    y.ints =
+        map2<I>(y.shape, a, a.ints, b, b.ints, [](I p, I q) { return I{(p != 0) != (q != 0)}; });
 }
 
-void clip(KernelContext& ctx) {
-  const Node& node = ctx.node;
-  const Value& x = ctx.float_input(0, "input");
-  // Opset < 11: bounds are the attributes min / max; from opset 11 on: the optional inputs 1 and
-  // 2 ("" = absent). A node is one or the other, so the opset is not needed to tell them apart.
-  float lo = -std::numeric_limits<float>::infinity();
-  float hi = std::numeric_limits<float>::infinity();
-  const bool by_attribute = node.has("min") || node.has("max");
-  if (by_attribute && node.inputs.size() > 1)
-    fail("has both min/max attributes (opset < 11) and bound inputs (opset >= 11)");
-  if (by_attribute) {
-    lo = node.get_float("min", lo);
-    hi = node.get_float("max", hi);
-  }
-  if (const Value* v = ctx.optional_input(1)) lo = scalar_bound(*v, "min");
-  if (const Value* v = ctx.optional_input(2)) hi = scalar_bound(*v, "max");
+void logical_not(KernelContext& ctx) {
+  const Value& x = ctx.input(0, "X");
+  if (x.is_float()) fail("Not runs on bool tensors, not float32");
   Value& y = ctx.outputs[0];
   y.shape = x.shape;
-  y.data.resize(x.data.size());
-  // numpy.clip's order: with lo > hi every value becomes hi.
-  for (size_t i = 0; i < x.data.size(); ++i) y.data[i] = std::min(std::max(x.data[i], lo), hi);
+  y.type = DataType::kBool;
+  y.ints.resize(x.ints.size());
+  for (size_t i = 0; i < x.ints.size(); ++i) y.ints[i] = x.ints[i] == 0;
 }
 
-void batch_normalization(KernelContext& ctx) {
-  const Node& node = ctx.node;
-  if (node.get_int("training_mode", 0) != 0)
-    fail("training_mode 1 is not run (the reference executor runs inference)");
-  if (node.get_int("spatial", 1) != 1)
-    fail("spatial 0 (per-element statistics, opset < 9) is not supported");
-  for (size_t o = 1; o < node.outputs.size(); ++o)
-    if (ctx.wanted(o))
-      fail("output " + std::to_string(o) + " ('" + node.outputs[o] +
-           "', a training statistic) is not computed (the reference executor runs inference)");
-  const Value& x = ctx.float_input(0, "X");
-  if (x.shape.size() < 2) fail("X has shape " + shape_text(x.shape) + "; it needs [N, C, ...]");
-  const int64_t channels = x.shape[1];
-  const char* names[4] = {"scale", "B", "input_mean", "input_var"};
-  const float* params[4];
-  for (size_t i = 0; i < 4; ++i) {
-    const Value& p = ctx.float_input(i + 1, names[i]);
-    if (p.shape != std::vector<int64_t>{channels})
-      fail(std::string(names[i]) + " has shape " + shape_text(p.shape) + ", expected [" +
-           std::to_string(channels) + "]");
-    params[i] = p.data.data();
+void where(KernelContext& ctx) {
+  const Value& c = ctx.input(0, "condition");
+  const Value& x = ctx.input(1, "X");
+  const Value& yv = ctx.input(2, "Y");
+  if (c.is_float()) fail("condition must be bool, not float32");
+  same_kind(x, yv, "Where");
+  Value& out = ctx.outputs[0];
+  out.shape = broadcast_shape(broadcast_shape(c.shape, x.shape), yv.shape);
+  out.type = x.type;
+  auto run = [&](const auto& xv, const auto& yvv, auto& ov) {
+    ov.resize(static_cast<size_t>(product(out.shape, 0, out.shape.size())));
+    for_each_broadcast<3>(out.shape, {&c.shape, &x.shape, &yv.shape},
+                          [&](int64_t o, const std::array<int64_t, 3>& i) {
+                            ov[o] = c.ints[i[0]] ? xv[i[1]] : yvv[i[2]];
+                          });
+  };
+  if (x.is_float())
+    run(x.data, yv.data, out.data);
+  else
+    run(x.ints, yv.ints, out.ints);
+}
+
+void cast(KernelContext& ctx) {
+  const Value& x = ctx.input(0, "input");
+  const int64_t to = ctx.node.get_int("to", -1);
+  // TensorProto.DataType: FLOAT 1, INT32 6, INT64 7, BOOL 9.
+  DataType type;
+  switch (to) {
+    case 1:
+      type = DataType::kFloat32;
+      break;
+    case 6:
+      type = DataType::kInt32;
+      break;
+    case 7:
+      type = DataType::kInt64;
+      break;
+    case 9:
+      type = DataType::kBool;
+      break;
+    default:
+      fail("to " + std::to_string(to) +
+           " is not FLOAT (1), INT32 (6), INT64 (7) or BOOL (9), the element types the executor "
+           "holds");
   }
-  const double epsilon = node.get_float("epsilon", 1e-5f);
-  const int64_t size = product(x.shape, 2, x.shape.size());
   Value& y = ctx.outputs[0];
   y.shape = x.shape;
-  y.data.resize(x.data.size());
-  for (int64_t n = 0; n < x.shape[0]; ++n)
-    for (int64_t c = 0; c < channels; ++c) {
-      const double scale = params[0][c] / std::sqrt(static_cast<double>(params[3][c]) + epsilon);
-      const double shift = params[1][c] - params[2][c] * scale;
-      const int64_t base = (n * channels + c) * size;
-      for (int64_t i = 0; i < size; ++i)
-        y.data[base + i] = static_cast<float>(x.data[base + i] * scale + shift);
+  y.type = type;
+  if (type == DataType::kFloat32) {
+    if (x.is_float()) {
+      y.data = x.data;
+    } else {
+      y.data.resize(x.ints.size());
+      for (size_t i = 0; i < x.ints.size(); ++i) y.data[i] = static_cast<float>(x.ints[i]);
     }
+  } else if (x.is_float()) {
+    y.ints.resize(x.data.size());
+    for (size_t i = 0; i < x.data.size(); ++i) y.ints[i] = float_to_int(x.data[i], type);
+  } else {
+    y.ints.resize(x.ints.size());
+    for (size_t i = 0; i < x.ints.size(); ++i) y.ints[i] = wrap_int(x.ints[i], type);
+  }
 }
 
-void softmax(KernelContext& ctx) {
-  const Value& x = ctx.float_input(0, "input");
-  const bool coerce_2d = ctx.opset < 13;
-  const int64_t axis =
-      normalize_axis(ctx.node.get_int("axis", coerce_2d ? 1 : -1), x.shape.size(), "axis");
-  // Softmax-13 normalises along `axis`; Softmax-1/-11 flattens the input to 2-D
-  // [prod(d[:axis]), prod(d[axis:])] and normalises each row.
-  const int64_t outer = product(x.shape, 0, static_cast<size_t>(axis));
-  const int64_t length = coerce_2d ? product(x.shape, static_cast<size_t>(axis), x.shape.size())
-                                   : x.shape[static_cast<size_t>(axis)];
-  const int64_t inner =
-      coerce_2d ? 1 : product(x.shape, static_cast<size_t>(axis) + 1, x.shape.size());
+void signed_unary(KernelContext& ctx) {
+  const std::string& op = ctx.node.op_type;
+  const Value& x = ctx.input(0, "X");
   Value& y = ctx.outputs[0];
   y.shape = x.shape;
-  y.data.resize(x.data.size());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      const int64_t base = o * length * inner + in;
-      // Subtract the maximum first so that exp does not overflow.
-      double max = -std::numeric_limits<double>::infinity();
-      for (int64_t l = 0; l < length; ++l) max = std::max<double>(max, x.data[base + l * inner]);
-      double sum = 0.0;
-      for (int64_t l = 0; l < length; ++l) sum += std::exp(x.data[base + l * inner] - max);
-      for (int64_t l = 0; l < length; ++l)
-        y.data[base + l * inner] =
-            static_cast<float>(std::exp(x.data[base + l * inner] - max) / sum);
+  y.type = x.type;
+  if (x.is_float()) {
+    y.data.resize(x.data.size());
+    for (size_t i = 0; i < x.data.size(); ++i) {
+      const float v = x.data[i];
+      y.data[i] = op == "Neg"   ? -v
+                  : op == "Abs" ? std::fabs(v)
+                                : (v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : v));  // Sign (NaN stays)
     }
+  } else {
+    y.ints.resize(x.ints.size());
+    for (size_t i = 0; i < x.ints.size(); ++i) {
+      const int64_t v = x.ints[i];
+      y.ints[i] = wrap_int(op == "Neg"   ? wrapping_sub(0, v)
+                           : op == "Abs" ? (v < 0 ? wrapping_sub(0, v) : v)
+                                         : int64_t{(v > 0) - (v < 0)},
+                           x.type);
+    }
+  }
 }
 
 }  // namespace webtune::graph::kernels

@@ -7,6 +7,7 @@
 /// It throws GraphError with a message that does not name the node; execute() prefixes the node
 /// (Node::describe) to every error a kernel raises.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,69 @@ std::string shape_text(const std::vector<int64_t>& shape);
 int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end);
 /// `axis` in [-rank, rank + extra) made non-negative; throws naming `what` when outside.
 int64_t normalize_axis(int64_t axis, size_t rank, const char* what, int64_t extra = 0);
+/// The values of an integer tensor of rank 0 or 1 (axes, pads, a shape, starts, ...); throws
+/// naming `what` for a float tensor or a higher rank.
+std::vector<int64_t> int_list(const Value& v, const char* what);
+/// Whether `type` is held in Value::ints (int64, int32, bool).
+inline bool is_int(DataType type) {
+  return type != DataType::kFloat32;
+}
+/// `v` wrapped to the range of `type` (int32 two's complement, bool 0 / 1); int64 unchanged.
+int64_t wrap_int(int64_t v, DataType type);
+/// The value of a one-element tensor as double (float or int); throws naming `what` otherwise.
+double scalar_of(const Value& v, const char* what);
+
+/// numpy broadcast of two shapes (right-aligned; a dimension of 1 stretches); throws when they
+/// do not broadcast.
+std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+/// Strides of `shape` (row-major, right-aligned) over the broadcast shape `out`: 0 where it
+/// stretches.
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape,
+                                       const std::vector<int64_t>& out);
+
+/// Calls f(o, offsets) for every element o of `out` in row-major order, where offsets[k] is the
+/// element of input k (of shape *shapes[k], which broadcasts to `out`) that o reads.
+template <size_t K, typename F>
+void for_each_broadcast(const std::vector<int64_t>& out,
+                        const std::array<const std::vector<int64_t>*, K>& shapes, F&& f) {
+  const int64_t total = product(out, 0, out.size());
+  if (total == 0) return;
+  std::array<int64_t, K> off{};
+  if (out.empty()) {
+    f(int64_t{0}, off);
+    return;
+  }
+  std::array<std::vector<int64_t>, K> strides;
+  for (size_t k = 0; k < K; ++k) strides[k] = broadcast_strides(*shapes[k], out);
+  const size_t rank = out.size();
+  const int64_t inner = out.back();
+  std::vector<int64_t> index(rank - 1, 0);
+  int64_t o = 0;
+  for (int64_t r = 0, rows = total / inner; r < rows; ++r) {
+    for (size_t k = 0; k < K; ++k) {
+      off[k] = 0;
+      for (size_t i = 0; i + 1 < rank; ++i) off[k] += index[i] * strides[k][i];
+    }
+    for (int64_t j = 0; j < inner; ++j, ++o) {
+      f(o, off);
+      for (size_t k = 0; k < K; ++k) off[k] += strides[k].back();
+    }
+    for (size_t i = rank - 1; i-- > 0;) {  // odometer over the outer dimensions
+      if (++index[i] < out[i]) break;
+      index[i] = 0;
+    }
+  }
+}
+
+/// Calls f(x.data) or f(x.ints), as x's type says (f is a generic lambda).
+template <typename V, typename F>
+decltype(auto) visit_elements(V& x, F&& f) {
+  if (x.is_float()) return f(x.data);
+  return f(x.ints);
+}
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape);
 
 /// The extra tensors of a fused node's epilogue (graph.hpp's fused-operator convention).
 struct EpilogueInputs {
@@ -58,20 +122,39 @@ EpilogueInputs epilogue_inputs(const KernelContext& ctx, const Epilogue& epilogu
 
 // conv_pool.cpp
 void conv(KernelContext& ctx);  // Conv and FusedConv
+void conv_transpose(KernelContext& ctx);
 void max_pool(KernelContext& ctx);
 void average_pool(KernelContext& ctx);
 void global_average_pool(KernelContext& ctx);
+void global_max_pool(KernelContext& ctx);
 
 // matmul.cpp
 void gemm(KernelContext& ctx);    // Gemm and FusedGemm
 void matmul(KernelContext& ctx);  // MatMul and FusedMatMul
 
-// elementwise.cpp
-void binary(KernelContext& ctx);  // Add, Sub, Mul, Div (numpy broadcast)
-void unary(KernelContext& ctx);   // Relu, Sigmoid, HardSigmoid, HardSwish
+// elementwise.cpp: numpy-broadcasting arithmetic, comparisons and logic, float or int
+void arithmetic(KernelContext& ctx);  // Add, Sub, Mul, Div, Pow, Mod
+void variadic(KernelContext& ctx);    // Max, Min, Sum, Mean
+void compare(KernelContext& ctx);     // Equal, Less, Greater, LessOrEqual, GreaterOrEqual
+void logical(KernelContext& ctx);     // And, Or, Xor
+void logical_not(KernelContext& ctx);
+void where(KernelContext& ctx);
+void cast(KernelContext& ctx);
+void signed_unary(KernelContext& ctx);  // Neg, Abs, Sign (float or int)
+
+// activations.cpp: float32 maps of one value
+void unary(KernelContext& ctx);  // Relu, Sigmoid, Tanh, Exp, Log, Erf, Gelu, ... (see the file)
 void clip(KernelContext& ctx);
+void prelu(KernelContext& ctx);
+
+// normalization.cpp
 void batch_normalization(KernelContext& ctx);
-void softmax(KernelContext& ctx);
+void instance_normalization(KernelContext& ctx);
+void layer_normalization(KernelContext& ctx);
+void softmax(KernelContext& ctx);  // Softmax and LogSoftmax
+
+// reduce.cpp
+void reduce(KernelContext& ctx);  // ReduceSum, ReduceMean, ReduceMax, ... (see the file)
 
 // shape_ops.cpp
 void identity(KernelContext& ctx);
@@ -80,5 +163,23 @@ void reshape(KernelContext& ctx);
 void flatten(KernelContext& ctx);
 void transpose(KernelContext& ctx);
 void concat(KernelContext& ctx);
+void shape(KernelContext& ctx);
+void size(KernelContext& ctx);
+void squeeze(KernelContext& ctx);
+void unsqueeze(KernelContext& ctx);
+void expand(KernelContext& ctx);
+void tile(KernelContext& ctx);
+void constant_of_shape(KernelContext& ctx);
+void range(KernelContext& ctx);
+
+// index_ops.cpp
+void gather(KernelContext& ctx);
+void gather_elements(KernelContext& ctx);
+void slice(KernelContext& ctx);
+void split(KernelContext& ctx);
+void pad(KernelContext& ctx);
+
+// resize.cpp
+void resize(KernelContext& ctx);  // Resize and Upsample
 
 }  // namespace webtune::graph::kernels

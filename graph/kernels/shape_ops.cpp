@@ -1,10 +1,21 @@
 /// \file shape_ops.cpp
-/// Reference kernels that move data without computing: Identity, Dropout (inference),
-/// Reshape, Flatten, Transpose and Concat. They run on any element type (float32 data or the
-/// int64 / int32 / bool values in Value::ints), since shape arithmetic graphs feed them ints.
+/// Reference kernels that move data or make shapes without computing. They run on any element
+/// type (float32 data or the int64 / int32 / bool values in Value::ints), since shape arithmetic
+/// graphs feed them ints:
+///  - Identity (1+), Dropout (7+, inference; see dropout()), Reshape (5+, `allowzero` 14),
+///    Flatten (1+), Transpose (1+), Concat (4+);
+///  - Shape (1+; `start` / `end` from opset 15, clamped to [0, rank]) and Size (1+): int64;
+///  - Squeeze, Unsqueeze (1+: `axes` an attribute before opset 13, input 1 from 13 on; the node
+///    tells which); Expand (8+, bidirectional broadcast), Tile (6+);
+///  - ConstantOfShape (9+): `value` read as a 1-element std::vector<float> or
+///    std::vector<int64_t> attribute (or a float / int one), default float 0; an int value takes
+///    the element type the graph gives the output (int64, int32 or bool);
+///  - Range (11+): float or int, max(ceil((limit - start) / delta), 0) elements.
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <set>
 
 #include "kernels.hpp"
 
@@ -189,6 +200,185 @@ void concat(KernelContext& ctx) {
         o += static_cast<size_t>(block);
       }
   });
+}
+
+void shape(KernelContext& ctx) {
+  const Value& x = ctx.input(0, "data");
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  // Shape-15: start / end, negative from the end, clamped to [0, rank].
+  auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = clamp(ctx.node.get_int("start", 0));
+  const int64_t end = clamp(ctx.node.get_int("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(x.shape[static_cast<size_t>(i)]);
+  const auto n = static_cast<int64_t>(dims.size());
+  ctx.outputs[0] = Value::int64s({n}, std::move(dims));
+}
+
+void size(KernelContext& ctx) {
+  ctx.outputs[0] = Value::int64s({}, {ctx.input(0, "data").elements()});
+}
+
+namespace {
+
+/// Squeeze's / Unsqueeze's axes: input 1 (opset 13 on) or the attribute (before 13).
+std::vector<int64_t> axes_of(const KernelContext& ctx, bool required) {
+  if (const Value* a = ctx.optional_input(1)) return int_list(*a, "axes");
+  if (required && !ctx.node.has("axes"))
+    fail("needs axes (the attribute, or input 1 from opset 13)");
+  return ctx.node.get_ints("axes", {});
+}
+
+}  // namespace
+
+void squeeze(KernelContext& ctx) {
+  const Value& x = ctx.input(0, "data");
+  const std::vector<int64_t> axes = axes_of(ctx, false);
+  std::vector<bool> drop(x.shape.size(), false);
+  for (int64_t a : axes) {
+    const auto i = static_cast<size_t>(normalize_axis(a, x.shape.size(), "axis"));
+    if (x.shape[i] != 1)
+      fail("axis " + std::to_string(a) + " of " + shape_text(x.shape) + " is not 1");
+    drop[i] = true;
+  }
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < x.shape.size(); ++i)
+    if (!(axes.empty() ? x.shape[i] == 1 : drop[i])) shape.push_back(x.shape[i]);
+  ctx.outputs[0] = reshaped(x, std::move(shape));
+}
+
+void unsqueeze(KernelContext& ctx) {
+  const Value& x = ctx.input(0, "data");
+  const std::vector<int64_t> axes = axes_of(ctx, true);
+  const size_t rank = x.shape.size() + axes.size();
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : axes) {
+    const auto i = static_cast<size_t>(normalize_axis(a, rank, "axis"));
+    if (inserted[i]) fail("axis " + std::to_string(a) + " is listed twice");
+    inserted[i] = true;
+  }
+  std::vector<int64_t> shape;
+  size_t next = 0;
+  for (size_t i = 0; i < rank; ++i) shape.push_back(inserted[i] ? 1 : x.shape[next++]);
+  ctx.outputs[0] = reshaped(x, std::move(shape));
+}
+
+void expand(KernelContext& ctx) {
+  const Value& x = ctx.input(0, "input");
+  const std::vector<int64_t> target = int_list(ctx.input(1, "shape"), "shape");
+  Value& y = ctx.outputs[0];
+  y.shape = broadcast_shape(x.shape, target);  // bidirectional: a 1 in `shape` keeps x's dim
+  on_elements(x, y, [&](const auto& in, auto& out) {
+    out.resize(static_cast<size_t>(product(y.shape, 0, y.shape.size())));
+    for_each_broadcast<1>(y.shape, {&x.shape},
+                          [&](int64_t o, const std::array<int64_t, 1>& i) { out[o] = in[i[0]]; });
+  });
+}
+
+void tile(KernelContext& ctx) {
+  const Value& x = ctx.input(0, "input");
+  const std::vector<int64_t> repeats = int_list(ctx.input(1, "repeats"), "repeats");
+  const size_t rank = x.shape.size();
+  if (repeats.size() != rank)
+    fail("repeats " + shape_text(repeats) + " has " + std::to_string(repeats.size()) +
+         " values for a rank-" + std::to_string(rank) + " input");
+  Value& y = ctx.outputs[0];
+  y.shape.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (repeats[i] < 0) fail("repeats " + shape_text(repeats) + " has a negative value");
+    y.shape[i] = x.shape[i] * repeats[i];
+  }
+  const std::vector<int64_t> in_strides = strides_of(x.shape);
+  on_elements(x, y, [&](const auto& in, auto& out) {
+    out.resize(static_cast<size_t>(product(y.shape, 0, rank)));
+    std::vector<int64_t> index(rank, 0);
+    for (size_t o = 0; o < out.size(); ++o) {
+      int64_t offset = 0;
+      for (size_t i = 0; i < rank; ++i) offset += (index[i] % x.shape[i]) * in_strides[i];
+      out[o] = in[static_cast<size_t>(offset)];
+      for (size_t i = rank; i-- > 0;) {
+        if (++index[i] < y.shape[i]) break;
+        index[i] = 0;
+      }
+    }
+  });
+}
+
+void constant_of_shape(KernelContext& ctx) {
+  const std::vector<int64_t> shape = int_list(ctx.input(0, "input"), "input");
+  for (int64_t d : shape)
+    if (d < 0) fail("shape " + shape_text(shape) + " has a negative dimension");
+  Value& y = ctx.outputs[0];
+  y.shape = shape;
+  const auto n = static_cast<size_t>(product(shape, 0, shape.size()));
+  // The TENSOR attribute `value` arrives as a one-element list (or a single number).
+  const auto it = ctx.node.attributes.find("value");
+  if (it == ctx.node.attributes.end()) {
+    y.data.assign(n, 0.0f);
+    return;
+  }
+  const Attribute& a = it->second;
+  auto one = [](const auto& list) {
+    if (list.size() != 1)
+      fail("value has " + std::to_string(list.size()) + " elements; it must have one");
+    return list[0];
+  };
+  if (const auto* f = std::get_if<float>(&a)) {
+    y.data.assign(n, *f);
+  } else if (const auto* fs = std::get_if<std::vector<float>>(&a)) {
+    y.data.assign(n, one(*fs));
+  } else {
+    int64_t v;
+    if (const auto* i = std::get_if<int64_t>(&a))
+      v = *i;
+    else if (const auto* is = std::get_if<std::vector<int64_t>>(&a))
+      v = one(*is);
+    else
+      fail("value is a string; it must be a one-element tensor");
+    y.type = is_int(ctx.output_types[0]) ? ctx.output_types[0] : DataType::kInt64;
+    y.ints.assign(n, wrap_int(v, y.type));
+  }
+}
+
+void range(KernelContext& ctx) {
+  const Value& start = ctx.input(0, "start");
+  const Value& limit = ctx.input(1, "limit");
+  const Value& delta = ctx.input(2, "delta");
+  if (start.is_float() != limit.is_float() || start.is_float() != delta.is_float())
+    fail("start, limit and delta must have one element type");
+  Value& y = ctx.outputs[0];
+  y.type = start.type;
+  if (start.is_float()) {
+    const float s = static_cast<float>(scalar_of(start, "start"));
+    const float l = static_cast<float>(scalar_of(limit, "limit"));
+    const float d = static_cast<float>(scalar_of(delta, "delta"));
+    if (d == 0.0f) fail("delta is 0");
+    // The spec's number of elements, in float32: max(ceil((limit - start) / delta), 0).
+    const double n = std::max(std::ceil((l - s) / d), 0.0f);
+    if (!(n < 1e9)) fail("would have " + std::to_string(n) + " elements");
+    y.shape = {static_cast<int64_t>(n)};
+    // As ONNX's loop: each value is the previous one plus delta, in float32.
+    y.data.resize(static_cast<size_t>(n));
+    float v = s;
+    for (float& out : y.data) {
+      out = v;
+      v += d;
+    }
+  } else {
+    if (start.elements() != 1 || limit.elements() != 1 || delta.elements() != 1)
+      fail("start, limit and delta must be scalars");
+    const int64_t s = start.ints[0], l = limit.ints[0], d = delta.ints[0];
+    if (d == 0) fail("delta is 0");
+    // ceil((l - s) / d) in integers, without overflow for the ranges a shape can have.
+    const int64_t span = l - s;
+    int64_t n = span / d;
+    if (span % d != 0 && ((span < 0) == (d < 0))) ++n;
+    n = std::max<int64_t>(n, 0);
+    if (n > (int64_t{1} << 30)) fail("would have " + std::to_string(n) + " elements");
+    y.shape = {n};
+    y.ints.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) y.ints[i] = wrap_int(s + i * d, y.type);
+  }
 }
 
 }  // namespace webtune::graph::kernels

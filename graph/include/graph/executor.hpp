@@ -9,11 +9,15 @@
 /// supported_operators() (operators.hpp), plus webtune's fused operators FusedConv / FusedGemm /
 /// FusedMatMul (graph.hpp; the main op's accumulator goes through Epilogue::apply, in double).
 ///
-/// Precision: Conv, Gemm, MatMul, the pools' sums, GlobalAveragePool, Softmax, Sigmoid and
-/// BatchNormalization accumulate / compute in double and round the result to float32 once.
-/// Add, Sub, Mul, Div, Relu, Clip, HardSigmoid and HardSwish compute in float32 (as ONNX's
-/// numpy reference does). docs/graph.md ("Reference executor") lists the attribute coverage and
-/// the ONNX conformance cases that run.
+/// Precision: Conv, ConvTranspose, Gemm, MatMul, the pools' sums, GlobalAveragePool, the
+/// reductions (ReduceSum, ReduceMean, ReduceL2, ...), BatchNormalization, InstanceNormalization,
+/// LayerNormalization, Softmax, LogSoftmax, Resize's interpolation, Pow and the transcendental
+/// maps (Sigmoid, Tanh, Exp, Log, Sqrt, Erf, Gelu, Softplus, Softsign, Elu, Selu) accumulate /
+/// compute in double and round the result to float32 once. Add, Sub, Mul, Div, Mod, Sum, Mean,
+/// Max, Min, Neg, Abs, Relu, LeakyRelu, PRelu, Reciprocal, Floor, Ceil, Round, Clip,
+/// HardSigmoid and HardSwish compute in float32 (as ONNX's numpy reference does). Integer
+/// tensors compute exactly (wrapping on overflow; Div truncates toward zero like C). docs/graph.md
+/// ("Reference executor") lists the attribute coverage and the ONNX conformance cases that run.
 
 #include <cstdint>
 #include <map>
@@ -25,8 +29,8 @@
 namespace webtune::graph {
 
 /// A tensor value at run time: a shape and row-major data. Float32 tensors fill `data`; int64,
-/// int32 and bool tensors (Reshape's shape input, MaxPool's Indices, Dropout's mask) fill
-/// `ints` (widened to int64, bool as 0 / 1, as Tensor::int_data) and say which in `type`.
+/// int32 and bool tensors (shapes and shape arithmetic, indices, masks, comparison results)
+/// fill `ints` (widened to int64, bool as 0 / 1, as Tensor::int_data) and say which in `type`.
 struct Value {
   std::vector<int64_t> shape;  ///< {} is a scalar
   std::vector<float> data;     ///< type == kFloat32: elements() values
@@ -47,8 +51,10 @@ struct ExecuteOptions {
   /// Also return every node output (intermediate tensors), not only the graph outputs.
   bool keep_intermediates = false;
   /// The model's opset of the default ONNX domain (ImportReport::opset). The graph does not
-  /// carry it; only Softmax depends on it: before opset 13 its input is coerced to 2-D at `axis`
-  /// (default 1), from opset 13 on it normalises along `axis` (default -1).
+  /// carry it; Softmax and LogSoftmax depend on it (before opset 13 the input is coerced to 2-D
+  /// at `axis`, default 1; from 13 on they normalise along `axis`, default -1), and Resize
+  /// (before 11: inputs X, scales and asymmetric coordinates). Other operators tell their opset
+  /// style from the node (attributes or inputs).
   int64_t opset = 13;
 };
 

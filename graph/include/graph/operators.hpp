@@ -1,8 +1,8 @@
 #pragma once
 /// \file operators.hpp
 /// The ONNX operators webtune's graph layer accepts: the ones its CPU reference executor
-/// (executor.hpp) runs and the deployment builds. The importer (onnx_import.hpp) keeps any other
-/// operator as a node and counts it as unsupported.
+/// (executor.hpp) runs (the deployment builds each target's subset of them, deploy/). The
+/// importer (onnx_import.hpp) keeps any other operator as a node and counts it as unsupported.
 
 #include <string>
 #include <string_view>
