@@ -217,7 +217,8 @@ using Dims = std::vector<std::optional<int64_t>>;
 /// What a graph (and the graphs around it) knows of its values: constants and shapes.
 struct Scope {
   const Scope* parent = nullptr;
-  std::string where;  // "" for the main graph, else " in the body 'b' of node 'n'"
+  GraphProto* graph = nullptr;  // the graph whose values these are
+  std::string where;            // "" for the main graph, else " in the body 'b' of node 'n'"
   std::map<std::string, const TensorProto*> tensors;  // initializers, Constant `value`s
   std::map<std::string, std::vector<int64_t>> ints;   // Constant `value_int(s)`
   std::map<std::string, const TypeProto*> types;      // inputs, value_info, outputs
@@ -279,6 +280,7 @@ class GraphRewriter {
   GraphRewriter(Context& ctx, GraphProto& graph, const Scope* parent, std::string where)
       : ctx_(ctx), graph_(graph) {
     scope_.parent = parent;
+    scope_.graph = &graph;
     scope_.where = std::move(where);
     for (const auto& init : graph.initializer()) scope_.tensors[init.name()] = &init;
     for (const auto& v : graph.input()) scope_.types[v.name()] = &v.type();
@@ -347,7 +349,14 @@ class GraphRewriter {
     throw Refused(describe(node, version) + ": " + why);
   }
 
-  void detach(const std::string& name) { ctx_.detached.emplace_back(&graph_, name); }
+  /// Notes that a rewrite stopped reading `name`, a constant of this graph or one around it.
+  void detach(const std::string& name) {
+    for (const Scope* s = &scope_; s; s = s->parent)
+      if (s->tensors.count(name) || s->ints.count(name)) {
+        ctx_.detached.emplace_back(s->graph, name);
+        return;
+      }
+  }
 
   /// The constant ints of input `i`, or a refusal saying what opset 17 needs.
   std::vector<int64_t> constant_input(const NodeProto& node, int version, int i,
