@@ -33,10 +33,12 @@
 /// - DFT-20: a constant `axis` input becomes the attribute (default -2); GridSample-20: modes
 ///   `linear` / `cubic` become `bilinear` / `bicubic` (4-D input only).
 /// - Mish-18 becomes x · Tanh(Softplus(x)); Gelu-20 becomes its erf (or tanh) formula.
-/// - Operators whose only changes after 17 are added element types (Cast, Constant, Equal,
-///   Identity, If, Loop, Scan, Reshape, Shape, Size-19; ConstantOfShape, IsInf, IsNaN-20;
-///   Flatten, Squeeze, Transpose, Unsqueeze, QLinearMatMul-21; the 48 operators of 22) are
-///   unchanged: a model using one of the added types is refused by the element-type check.
+/// - Operators whose only changes after 17 are added element types (OptionalGetElement,
+///   OptionalHasElement-18; Cast, Constant, Equal, Identity, If, Loop, Scan, Reshape, Shape,
+///   Size-19; ConstantOfShape, IsInf, IsNaN-20; their -21 and Flatten, Squeeze, Transpose,
+///   Unsqueeze, QLinearMatMul-21; the operators of 22, bfloat16 added, but for the pool rule
+///   above) are unchanged: a model using an added type IR 8 lacks is refused by the
+///   element-type check, bfloat16 by the importer.
 /// - Operators new after 17 (BitwiseAnd/Not/Or/Xor, CenterCropPad, Col2Im,
 ///   GroupNormalization, DeformConv, AffineGrid, ImageDecoder, the string operators ...) and
 ///   any operator libonnx 1.12 does not know at opset 17 are refused, naming the node and the
