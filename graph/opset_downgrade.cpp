@@ -8,9 +8,7 @@
 #include <onnx/defs/schema.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
