@@ -1,7 +1,8 @@
 /// \file import_command.cpp
 /// `webtune import MODEL.onnx [-o tasks.json] [--dim NAME=VALUE ...] [--no-fusion]`: imports an
 /// ONNX model (graph/onnx_import.hpp), runs the fusion passes (graph/passes.hpp), extracts its
-/// tuning tasks (graph/task_extraction.hpp) and prints a summary on stdout: the model, op counts
+/// tuning tasks (graph/task_extraction.hpp) and prints a summary on stdout: the model, what
+/// import-time simplification folded (graph/simplify.hpp), op counts
 /// before and after fusion, unsupported operators, nodes no workload fits, and the task table.
 /// With -o it writes the tasks as a workload file that `webtune tune --workload` reads.
 ///
@@ -52,6 +53,7 @@ void print_summary(const ImportArgs& args, const graph::Graph& graph,
   std::printf("graph '%s': IR version %lld, opset %lld, producer %s\n", graph.name.c_str(),
               static_cast<long long>(report.ir_version), static_cast<long long>(report.opset),
               report.producer.empty() ? "(none)" : report.producer.c_str());
+  std::printf("simplified: %s\n", report.simplified.summary().c_str());
   for (const std::string& input : graph.inputs)
     std::printf("input  %s %s %s\n", input.c_str(), shape_text(graph.tensor(input).shape).c_str(),
                 std::string(graph::data_type_name(graph.tensor(input).type)).c_str());

@@ -171,6 +171,8 @@ PlannedPackage build_package(const BuildOptions& options) {
                              "' is not empty and holds no package (no manifest.json of a "
                              "webtune package): refusing to write into it");
   PlannedPackage package = plan_package(graph, plan);
+  if (!import_report.simplified.empty())
+    package.notes.push_back("import simplified the model: " + import_report.simplified.summary());
   if (!options.fuse) package.notes.push_back("fusion passes off (--no-fusion)");
   if (!options.quad_layers)
     package.notes.push_back("quad layers off (--no-quad-layers): every tuned output as tuned");

@@ -287,11 +287,22 @@ class Planner {
       for (const std::string& op : graph::supported_operators())
         if (has_op_kernel(target_.kernel, op)) runs.push_back(op);
     }
+    std::vector<std::string> aliases = {"Reshape", "Flatten", "Identity",
+                                        "Dropout", "Squeeze", "Unsqueeze"};
+    // The refused operator is never listed as one the target runs: where it runs in other
+    // cases (an alias of a computed value, say), the reason above says what stops it here.
+    const auto drop = [&node](std::vector<std::string>& ops) {
+      const auto it = std::find(ops.begin(), ops.end(), node.op_type);
+      if (it == ops.end()) return false;
+      ops.erase(it);
+      return true;
+    };
+    const bool elsewhere = drop(runs) | drop(aliases);
     throw std::invalid_argument(
         node.describe(index) + " (op " + node.op_type + ") cannot be built for " + options_.target +
         ": " + why + ". Besides tuned tasks (Conv / Gemm / MatMul nodes a " + "workload fits) " +
-        options_.target + " runs: " + join(runs) +
-        "; and as aliases: Reshape, Flatten, Identity, Dropout, Squeeze, Unsqueeze");
+        options_.target + " runs: " + join(runs) + "; and as aliases: " + join(aliases) +
+        (elsewhere ? " (" + node.op_type + " only where the reason above does not hold)" : ""));
   }
 
   /// The one output of `node` (others must be unused, e.g. Dropout's mask).

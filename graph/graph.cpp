@@ -82,6 +82,8 @@ Tensor& Graph::tensor(const std::string& tensor_name) {
 void Graph::validate() const {
   std::set<std::string> available;
   for (const auto& [tensor_name, t] : tensors) {
+    if (!t.shape_known)
+      throw GraphError("tensor '" + tensor_name + "' has a shape that is not known");
     for (int64_t d : t.shape)
       if (d < 0)
         throw GraphError("tensor '" + tensor_name + "' has an unknown or negative dimension " +

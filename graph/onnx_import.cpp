@@ -6,6 +6,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -13,6 +16,7 @@
 #include <sstream>
 
 #include "graph/operators.hpp"
+#include "graph/simplify.hpp"
 #include "onnx_inference.hpp"
 
 namespace webtune::graph {
@@ -45,6 +49,12 @@ std::optional<DataType> data_type_of(int32_t type) {
       return std::nullopt;
   }
 }
+
+/// The most shape inference rounds (each after a round of folding); exporters' chains fold in
+/// two or three.
+constexpr int kMaxInferenceRounds = 16;
+/// The largest tensor-valued attribute kept on a node (ConstantOfShape's is one value).
+constexpr int64_t kMaxTensorAttributeElements = 1 << 16;
 
 class Importer {
  public:
@@ -83,21 +93,63 @@ class Importer {
     for (const auto& init : g.initializer()) initializer_names.insert(init.name());
     bind_input_dims(g, initializer_names);
 
-    // The checker, then ONNX shape inference (strict, with data propagation), in a child
-    // process: libonnx crashes on some malformed models (onnx_inference.hpp).
+    // ONNX shape inference, then folding, then what was folded written back into the model
+    // and inference again, until every value has a shape (simplify.hpp): a Slice whose bounds
+    // a Shape → Gather → Div → Mul chain computes gets its shape only once that chain is a
+    // constant.
+    SimplifyReport& simplified = r.simplified;
+    Graph graph;
+    std::map<std::string, std::string> unknown;  // value → why its shape is not known
+    for (int round = 1;; ++round) {
+      // The checker, then ONNX shape inference (strict, with data propagation), in a child
+      // process: libonnx crashes on some malformed models (onnx_inference.hpp).
+      try {
+        if (std::string why = detail::check_and_infer_shapes(model); !why.empty()) fail(why);
+      } catch (const std::runtime_error& e) {
+        if (dynamic_cast<const GraphError*>(&e)) throw;
+        fail(e.what());
+      }
+      simplified.inference_rounds = round;
+      unknown.clear();
+      graph = convert(g, unknown);
+      int folded = 0;
+      try {
+        folded = fold_to_fixed_point(graph, r.opset, simplified);
+      } catch (const GraphError& e) {
+        fail(std::string("while folding constants: ") + e.what());
+      }
+      const std::string missing = first_unknown(graph, unknown);
+      if (missing.empty()) break;
+      if (folded == 0 || round == kMaxInferenceRounds) fail(missing);
+      write_back(model, graph);
+    }
     try {
-      if (std::string why = detail::check_and_infer_shapes(model); !why.empty()) fail(why);
-    } catch (const std::runtime_error& e) {
-      if (dynamic_cast<const GraphError*>(&e)) throw;
+      graph.sort_topologically();
+      remove_aliases(graph, simplified);
+      remove_dead_nodes(graph, simplified);
+      graph.validate();
+    } catch (const GraphError& e) {
       fail(e.what());
     }
+    // Counted after simplification: a folded Shape or Identity is nothing to run.
+    for (const Node& node : graph.nodes)
+      if (!is_supported_operator(node.op_type) || node.op_type.rfind("Fused", 0) == 0)
+        ++r.unsupported[node.op_type];
+    return graph;
+  }
 
+ private:
+  /// The model's graph as IR, tolerating values whose shape inference did not find
+  /// (Tensor::shape_known false, or no tensor for a node output); `unknown` gets why for each.
+  Graph convert(const onnx::GraphProto& g, std::map<std::string, std::string>& unknown) {
+    std::set<std::string> initializer_names;
+    for (const auto& init : g.initializer()) initializer_names.insert(init.name());
     Graph graph;
     graph.name = g.name();
     for (const auto& init : g.initializer()) add_constant(graph, init, "initializer");
     for (const auto& input : g.input()) {
       if (initializer_names.count(input.name())) continue;  // IR < 4: initializers listed too
-      add_value(graph, input, "graph input");
+      add_value(graph, input, "graph input", unknown);
       graph.inputs.push_back(input.name());
     }
     // Intermediate values are named with the node that writes them ("output of Conv 'c1'").
@@ -109,29 +161,116 @@ class Importer {
             (g.node(i).name().empty() ? " #" + std::to_string(i) : " '" + g.node(i).name() + "'");
     for (const auto& value : g.value_info()) {
       auto it = writer.find(value.name());
-      add_value(graph, value, "value", it == writer.end() ? "" : " (" + it->second + ")");
+      add_value(graph, value, "value", unknown, it == writer.end() ? "" : " (" + it->second + ")");
     }
     for (const auto& output : g.output()) {
-      if (!graph.has_tensor(output.name())) add_value(graph, output, "graph output");
+      if (!graph.has_tensor(output.name())) add_value(graph, output, "graph output", unknown);
       graph.outputs.push_back(output.name());
     }
-    for (int i = 0; i < g.node_size(); ++i) add_node(graph, g.node(i), i, r);
-    // Every node output must have a type and shape by now (inference or the file's value_info).
+    for (int i = 0; i < g.node_size(); ++i) add_node(graph, g.node(i), i);
+    // Every node output must have a type and shape in the end (inference or value_info).
     for (const Node& node : graph.nodes)
       for (const std::string& out : node.outputs)
-        if (!out.empty() && !graph.has_tensor(out))
-          fail("the shape of '" + out + "' (output of " + node.op_type + " '" + node.name +
-               "') is unknown after ONNX shape inference");
-    try {
-      graph.sort_topologically();
-      graph.validate();
-    } catch (const GraphError& e) {
-      fail(e.what());
-    }
+        if (!out.empty() && !graph.has_tensor(out) && !unknown.count(out))
+          unknown[out] = "the shape of '" + out + "' (output of " + node.op_type + " '" +
+                         node.name + "') is unknown after ONNX shape inference";
     return graph;
   }
 
- private:
+  /// Why the first value a node or the graph's outputs still need has no shape, or "".
+  static std::string first_unknown(const Graph& graph,
+                                   const std::map<std::string, std::string>& unknown) {
+    auto why = [&](const std::string& name) -> std::string {
+      if (name.empty()) return "";
+      if (graph.has_tensor(name) && graph.tensor(name).shape_known) return "";
+      auto it = unknown.find(name);
+      return it != unknown.end() ? it->second : "the shape of '" + name + "' is unknown";
+    };
+    for (const Node& node : graph.nodes) {
+      for (const std::string& in : node.inputs)
+        if (std::string w = why(in); !w.empty()) return w;
+      for (const std::string& out : node.outputs)
+        if (std::string w = why(out); !w.empty()) return w;
+    }
+    for (const std::string& out : graph.outputs)
+      if (std::string w = why(out); !w.empty()) return w;
+    return "";
+  }
+
+  /// Replaces the model's nodes whose outputs `graph` folded by initializers of the folded
+  /// values that a remaining node or a graph output reads, so that the next inference round
+  /// sees constants where the chains were.
+  static void write_back(onnx::ModelProto& model, const Graph& graph) {
+    onnx::GraphProto& g = *model.mutable_graph();
+    auto folded = [&](const std::string& name) {
+      return name.empty() || (graph.has_tensor(name) && graph.tensor(name).is_constant());
+    };
+    std::set<std::string> initializers;
+    for (const auto& init : g.initializer()) initializers.insert(init.name());
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    std::set<std::string> read;
+    for (const auto& node : g.node()) {
+      bool all_folded = true;
+      for (const std::string& out : node.output()) all_folded = all_folded && folded(out);
+      if (all_folded) continue;
+      for (const std::string& in : node.input()) read.insert(in);
+      *kept.Add() = node;
+    }
+    for (const auto& out : g.output()) read.insert(out.name());
+    for (const std::string& name : read) {
+      if (name.empty() || initializers.count(name) || !folded(name)) continue;
+      const Tensor& t = graph.tensor(name);
+      *g.add_initializer() = proto_of(t);
+      if (model.ir_version() < 4) {  // IR 3 lists every initializer as a graph input
+        onnx::ValueInfoProto* input = g.add_input();
+        input->set_name(name);
+        auto* type = input->mutable_type()->mutable_tensor_type();
+        type->set_elem_type(proto_type(t.type));
+        for (int64_t d : t.shape) type->mutable_shape()->add_dim()->set_dim_value(d);
+      }
+    }
+    g.mutable_node()->Swap(&kept);
+  }
+
+  static int32_t proto_type(DataType type) {
+    switch (type) {
+      case DataType::kFloat32:
+        return onnx::TensorProto_DataType_FLOAT;
+      case DataType::kInt64:
+        return onnx::TensorProto_DataType_INT64;
+      case DataType::kInt32:
+        return onnx::TensorProto_DataType_INT32;
+      case DataType::kBool:
+        return onnx::TensorProto_DataType_BOOL;
+    }
+    return onnx::TensorProto_DataType_UNDEFINED;
+  }
+
+  /// A constant as a TensorProto with raw (little-endian) data.
+  static onnx::TensorProto proto_of(const Tensor& t) {
+    onnx::TensorProto p;
+    p.set_name(t.name);
+    p.set_data_type(proto_type(t.type));
+    for (int64_t d : t.shape) p.add_dims(d);
+    std::string bytes;
+    if (t.float_data) {
+      bytes.assign(reinterpret_cast<const char*>(t.float_data->data()),
+                   t.float_data->size() * sizeof(float));
+    } else if (t.type == DataType::kInt64) {
+      bytes.assign(reinterpret_cast<const char*>(t.int_data->data()),
+                   t.int_data->size() * sizeof(int64_t));
+    } else if (t.type == DataType::kInt32) {
+      for (int64_t v : *t.int_data) {
+        const auto narrow = static_cast<int32_t>(v);
+        bytes.append(reinterpret_cast<const char*>(&narrow), sizeof narrow);
+      }
+    } else {
+      for (int64_t v : *t.int_data) bytes.push_back(v != 0 ? 1 : 0);
+    }
+    p.set_raw_data(std::move(bytes));
+    return p;
+  }
+
   [[noreturn]] void fail(const std::string& message) const {
     throw GraphError(source_ + ": " + message);
   }
@@ -162,24 +301,30 @@ class Importer {
     }
   }
 
-  std::vector<int64_t> shape_of(const onnx::ValueInfoProto& value, const std::string& what,
-                                const std::string& origin) {
+  /// The static shape of `value`, or nullopt with `why` saying what is unknown.
+  static std::optional<std::vector<int64_t>> shape_of(const onnx::ValueInfoProto& value,
+                                                      const std::string& what,
+                                                      const std::string& origin, std::string& why) {
     const auto& tensor_type = value.type().tensor_type();
-    if (!tensor_type.has_shape())
-      fail(what + " '" + value.name() + "'" + origin + " has no shape after ONNX shape inference");
+    if (!tensor_type.has_shape()) {
+      why = what + " '" + value.name() + "'" + origin + " has no shape after ONNX shape inference";
+      return std::nullopt;
+    }
     std::vector<int64_t> shape;
     for (const auto& dim : tensor_type.shape().dim()) {
-      if (!dim.has_dim_value() || dim.dim_value() < 0)
-        fail(what + " '" + value.name() + "'" + origin +
-             " has a dimension that stays unknown after ONNX shape inference" +
-             (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : ""));
+      if (!dim.has_dim_value() || dim.dim_value() < 0) {
+        why = what + " '" + value.name() + "'" + origin +
+              " has a dimension that stays unknown after ONNX shape inference" +
+              (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "");
+        return std::nullopt;
+      }
       shape.push_back(dim.dim_value());
     }
     return shape;
   }
 
   void add_value(Graph& graph, const onnx::ValueInfoProto& value, const std::string& what,
-                 const std::string& origin = "") {
+                 std::map<std::string, std::string>& unknown, const std::string& origin = "") {
     if (graph.has_tensor(value.name())) return;  // a constant, or listed twice
     if (!value.type().has_tensor_type())
       fail(what + " '" + value.name() + "'" + origin + " is not a tensor");
@@ -191,7 +336,13 @@ class Importer {
     Tensor t;
     t.name = value.name();
     t.type = *type;
-    t.shape = shape_of(value, what, origin);
+    std::string why;
+    if (auto shape = shape_of(value, what, origin, why)) {
+      t.shape = std::move(*shape);
+    } else {
+      t.shape_known = false;
+      unknown[t.name] = why;
+    }
     graph.tensors[t.name] = std::move(t);
   }
 
@@ -313,7 +464,7 @@ class Importer {
     graph.tensors[t.name] = std::move(t);
   }
 
-  void add_node(Graph& graph, const onnx::NodeProto& proto, int index, ImportReport& report) {
+  void add_node(Graph& graph, const onnx::NodeProto& proto, int index) {
     const std::string where = proto.op_type() + (proto.name().empty() ? " #" + std::to_string(index)
                                                                       : " '" + proto.name() + "'");
     const bool default_domain = proto.domain().empty() || proto.domain() == "ai.onnx";
@@ -345,9 +496,31 @@ class Importer {
         case onnx::AttributeProto_AttributeType_FLOATS:
           node.attributes[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end());
           break;
+        case onnx::AttributeProto_AttributeType_TENSOR:
+          // ConstantOfShape's value: a small tensor, kept flat as floats or ints (its shape
+          // is the operator's business: ConstantOfShape's is [1]).
+          if (a.t().data_location() != onnx::TensorProto_DataLocation_EXTERNAL &&
+              a.t().external_data_size() == 0 && data_type_of(a.t().data_type())) {
+            onnx::TensorProto value = a.t();
+            if (value.name().empty()) value.set_name(a.name());
+            int64_t elements = 1;
+            for (int64_t d : value.dims()) elements *= d < 0 ? 0 : d;
+            if (elements <= kMaxTensorAttributeElements) {
+              Tensor t = tensor_of(value, where + "'s attribute '" + a.name() + "'");
+              if (t.float_data)
+                node.attributes[a.name()] = std::move(*t.float_data);
+              else
+                node.attributes[a.name()] = std::move(*t.int_data);
+              break;
+            }
+          }
+          if (supported)
+            fail(where + ": attribute '" + a.name() + "' is a tensor webtune does not read (" +
+                 element_type_name(a.t().data_type()) + ", or too large, or external data)");
+          break;
         default:
-          // Tensor, graph and sparse attributes: only operators webtune does not run have them
-          // (If, Loop, ConstantOfShape, ...); they are kept without the attribute.
+          // Graph and sparse attributes: only operators webtune does not run have them (If,
+          // Loop, Scan); they are kept without the attribute.
           if (supported)
             fail(where + ": attribute '" + a.name() + "' is of a kind webtune does not read (" +
                  onnx::AttributeProto_AttributeType_Name(a.type()) + ")");
@@ -356,7 +529,6 @@ class Importer {
     for (const std::string& out : node.outputs)
       if (!out.empty() && graph.has_tensor(out) && graph.tensor(out).is_constant())
         fail(where + " writes '" + out + "', which is a constant");
-    if (!supported) ++report.unsupported[node.op_type];
     graph.nodes.push_back(std::move(node));
   }
 
@@ -373,6 +545,19 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& source,
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options,
                        ImportReport* report) {
+  // stat() first: opening a FIFO blocks until a writer comes, and a directory "opens" on some
+  // libraries with a size of 2^63 - 1.
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    throw GraphError(path + ": cannot open the file (" + std::strerror(errno) + ")");
+  if (!S_ISREG(info.st_mode))
+    throw GraphError(path + ": not a regular file (" +
+                     (S_ISDIR(info.st_mode)    ? std::string("a directory")
+                      : S_ISFIFO(info.st_mode) ? std::string("a FIFO")
+                      : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode)
+                          ? std::string("a device")
+                          : std::string("a socket or other special file")) +
+                     "); give the path of an .onnx file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw GraphError(path + ": cannot open the file");
   in.seekg(0, std::ios::end);

@@ -15,22 +15,30 @@
 //     ort.webgpu.min.mjs  'webgpu' EP of the asyncify build (ort-wasm-simd-threaded.asyncify.wasm),
 //                         the C++ WebGPU EP that ORT's docs point WebGPU users to;
 //     ort.wasm.min.mjs    'wasm' EP (ort-wasm-simd-threaded.wasm, SIMD + threads).
-//   env.wasm.numThreads = T before a bundle's first session; it takes effect only in a
-//   cross-origin isolated page (else ORT drops to 1 with a warning). Checked after the first
-//   session: env.wasm.numThreads as ORT left it and the pthread workers its module started
-//   (T − 1, "WebAssembly will create (Module.numThreads − 1) workers", ORT's wasm-factory).
+//   env.wasm.numThreads = T before a bundle's first session; ORT reads it once, when the
+//   bundle's wasm module is instantiated, and only in a cross-origin isolated page (else it drops
+//   to 1 with a warning). So each thread count gets its own copy of the bundle, imported as
+//   `<bundle>?threads=T` (its own env and wasm instance): ort-wasm on the count prepare() or
+//   probeThreads() names, the GPU EPs' bundles on setup()'s. Checked after the first session:
+//   env.wasm.numThreads as ORT left it (ort-wasm: refused unless it is T) and the pthread workers
+//   its module started (T − 1, "WebAssembly will create (Module.numThreads − 1) workers", ORT's
+//   wasm-factory).
 // - TensorFlow.js: the same graph through tfjs ops in NHWC with the file's weights
 //   (tfjs_model.mjs), on webgl, webgpu and wasm; `tf.tensor(input)` + the graph +
-//   `await y.data()`. tfjs wasm on T threads needs the workaround of bench/web_vs_tfjs/page.mjs
-//   (tfjs caps its thread count at navigator.hardwareConcurrency / 2): setup() re-creates the wasm
-//   backend with setThreadsCount(T) while hardwareConcurrency reads 2·T, and checks
-//   tf.wasm.getThreadsCount() === T.
+//   `await y.data()`. tfjs wasm reads setThreadsCount(T) only when its backend initialises, and
+//   caps it at navigator.hardwareConcurrency / 2; the workaround of bench/web_vs_tfjs/page.mjs
+//   re-creates the wasm backend with setThreadsCount(T) while hardwareConcurrency reads 2·T, and
+//   checks tf.wasm.getThreadsCount() === T. Re-creating it is also how one page changes the count
+//   (useTfjsWasm(): for prepare() and each count of probeThreads(); the tensors of the old
+//   backend die with it, so no tfjs-wasm engine may be live then).
 // - webtune: a package built by `webtune build` (docs/package.md), served under
 //   /webtune/<model>-<target>/: `const m = await load(baseUrl)`, `await m.run(input)`.
 //
 // Before an engine is timed its output on <model>.input.f32 is checked against
 // <model>.logits.f32: max |got − want| ≤ 1e-3 × max |want| (issue 16); an engine that fails the
-// check is reported with its error and not timed (bench.mjs).
+// check, or cannot be made or run, is reported refused with its reason and not timed
+// (bench.mjs). A graph that tfjs_model.mjs cannot translate does not fail loadModel(): the
+// model's tfjs engines are refused with the builder's message, its other engines run.
 
 const tf = globalThis.tf;
 
@@ -72,20 +80,40 @@ async function fetchBytes(url) {
   return new Uint8Array(await r.arrayBuffer());
 }
 
-/** Loads <model>.onnx, .input.f32, .logits.f32 from /models/ and plans the tfjs graph. */
+/**
+ * Loads <model>.onnx, .input.f32, .logits.f32 from /models/ and plans the tfjs graph. A graph
+ * that tfjs_model.mjs cannot translate is no error here: the summary's `tfjs_refused` says why,
+ * and every tfjs engine of the model is refused with that reason (prepare()); the other engines
+ * run. Rejects only when a file is missing or the ONNX file cannot be read at all.
+ */
 async function loadModel(name) {
   if (models.has(name)) return models.get(name).summary;
   const { planTfjsModel } = await import('/bench/tfjs_model.mjs');
   const bytes = await fetchBytes(`/models/${name}.onnx`);
   const input = new Float32Array((await fetchBytes(`/models/${name}.input.f32`)).buffer);
   const logits = new Float32Array((await fetchBytes(`/models/${name}.logits.f32`)).buffer);
-  const plan = planTfjsModel(bytes, name);
+  let plan = null;
+  let tfjsRefused = null;
+  try {
+    plan = planTfjsModel(bytes, name);
+  } catch (e) {
+    tfjsRefused = e.message;
+  }
+  let io;
+  if (plan) {
+    io = { input: plan.input, output: plan.output };
+  } else {
+    const { parseModel } = await import('/bench/onnx.mjs');
+    const g = parseModel(bytes).graph;
+    if (!g.inputs.length || !g.outputs.length) throw new Error(`${name}.onnx has no graph input or output`);
+    io = { input: { name: g.inputs[0].name, shape: g.inputs[0].shape }, output: { name: g.outputs[0].name, shape: g.outputs[0].shape } };
+  }
   const maxAbsLogit = logits.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   const summary = {
-    name, onnx_bytes: bytes.length, input: plan.input, output: plan.output, tfjs_ops: plan.ops,
-    weight_floats: plan.weightFloats, max_abs_logit: maxAbsLogit,
+    name, onnx_bytes: bytes.length, input: io.input, output: io.output, tfjs_ops: plan?.ops ?? null,
+    tfjs_refused: tfjsRefused, weight_floats: plan?.weightFloats ?? null, max_abs_logit: maxAbsLogit,
   };
-  models.set(name, { bytes, input, logits, plan, maxAbsLogit, summary });
+  models.set(name, { bytes, input, logits, plan, tfjsRefused, io, maxAbsLogit, summary });
   return summary;
 }
 
@@ -131,6 +159,23 @@ async function tfjsWasmThreads(t) {
   };
 }
 
+let tfjsWasm = null;  // tfjsWasmThreads()'s result for the current tfjs wasm backend, or null
+
+/**
+ * tfjs on its wasm backend with `t` threads: the backend re-created (tfjsWasmThreads) when it
+ * runs another count. Its tensors die with it, so no tfjs-wasm engine may be live then.
+ */
+async function useTfjsWasm(t) {
+  if (tfjsWasm?.threads !== t) {
+    const holder = [...live.keys()].find((k) => k.startsWith('tfjs-wasm|'));
+    if (holder) throw new Error(`tfjs wasm cannot change to ${t} threads while ${holder} holds tensors on its backend`);
+    tfjsWasm = null;
+    tfjsWasm = await tfjsWasmThreads(t);
+  }
+  await useTfjs('wasm');
+  return tfjsWasm;
+}
+
 async function useTfjs(backend) {
   if (tf.getBackend() === backend) return;
   const ok = await tf.setBackend(backend);
@@ -140,14 +185,21 @@ async function useTfjs(backend) {
 
 // ---- onnxruntime-web -------------------------------------------------------------------------
 
-async function ortBundle(file) {
-  if (bundles.has(file)) return bundles.get(file);
-  const ort = await import(`/ort/${file}`);
-  ort.env.wasm.numThreads = threads;
+/**
+ * Bundle `file` with its wasm module on `t` threads. ORT reads env.wasm.numThreads once, when the
+ * bundle's module is instantiated (its first session), so each thread count gets its own copy of
+ * the bundle: the ES module imported under its own URL (`?threads=t`), with its own `env` and
+ * wasm instance (the .wasm and the glue module are fetched from the same files).
+ */
+async function ortBundle(file, t) {
+  const url = `/ort/${file}?threads=${t}`;
+  if (bundles.has(url)) return bundles.get(url);
+  const ort = await import(url);
+  ort.env.wasm.numThreads = t;
   ort.env.wasm.proxy = false;
   ort.env.logLevel = 'warning';
-  const b = { ort, file, initialised: false };
-  bundles.set(file, b);
+  const b = { ort, file, threads: t, initialised: false };
+  bundles.set(url, b);
   return b;
 }
 
@@ -169,23 +221,36 @@ function ortInfo(b, ep, session, workersBefore) {
     info.webgl_pack = b.ort.env.webgl.pack ?? null;
     info.webgl_context = b.ort.env.webgl.context ? 'webgl2' : null;
   }
-  info.input_names = session.inputNames;
-  info.output_names = session.outputNames;
+  info.input_names = session?.inputNames;
+  info.output_names = session?.outputNames;
   return info;
 }
 
 async function makeOrt(spec, m, options) {
-  const b = await ortBundle(spec.bundle);
+  const dims = m.io.input.shape;
+  if (!dims?.every((d) => Number.isInteger(d) && d > 0)) throw new Error(`the input '${m.io.input.name}' has no fixed shape (${JSON.stringify(dims)})`);
+  const b = await ortBundle(spec.bundle, options.threads);
   if (spec.ep === 'webgl' && options.ortWebglPack !== undefined) b.ort.env.webgl.pack = options.ortWebglPack;
   const workersBefore = workers.length;
-  const session = await b.ort.InferenceSession.create(m.bytes, {
-    executionProviders: [spec.ep], graphOptimizationLevel: 'all',
-  });
+  let session;
+  try {
+    session = await b.ort.InferenceSession.create(m.bytes, {
+      executionProviders: [spec.ep], graphOptimizationLevel: 'all',
+    });
+  } catch (e) {
+    // A refused model still instantiated the bundle's module: its workers count for the next.
+    if (spec.ep !== 'webgl' && workers.length > workersBefore) ortInfo(b, spec.ep, null, workersBefore);
+    throw e;
+  }
+  const info = ortInfo(b, spec.ep, session, workersBefore);
+  if (spec.ep === 'wasm' && info.wasm_threads !== options.threads) {
+    await session.release();
+    throw new Error(`onnxruntime-web runs ${info.wasm_threads} wasm threads, not the ${options.threads} asked for`);
+  }
   const inName = session.inputNames[0];
   const outName = session.outputNames[0];
-  const dims = m.plan.input.shape;
   return {
-    info: ortInfo(b, spec.ep, session, workersBefore),
+    info,
     async run(data) {
       const results = await session.run({ [inName]: new b.ort.Tensor('float32', data, dims) });
       const y = results[outName];
@@ -238,12 +303,45 @@ function checkOutput(out, m) {
 }
 
 /**
+ * `spec`'s engine for model `m` (named `name`): {info, run(Float32Array) → Promise<Float32Array>,
+ * dispose(), profile?}. `threads`: the wasm threads of ort-wasm and tfjs-wasm; ORT's GPU EPs'
+ * bundles run setup()'s count.
+ */
+async function makeEngine(spec, m, name, { ortWebglPack, threads: t } = {}) {
+  if (spec.side === 'ort') return makeOrt(spec, m, { ortWebglPack, threads: spec.ep === 'wasm' ? t : threads });
+  if (spec.side === 'webtune') return makeWebtune(spec, name);
+  if (!m.plan) throw new Error(m.tfjsRefused);
+  const wasm = spec.backend === 'wasm' ? await useTfjsWasm(t) : (await useTfjs(spec.backend), null);
+  const inst = m.plan.instantiate(tf);
+  const e = {
+    info: { backend: inst.backend, threads: wasm ? tf.wasm.getThreadsCount() : null },
+    run: async (data) => {
+      await useTfjs(spec.backend);
+      return inst.run(data);
+    },
+    dispose: () => inst.dispose(),
+  };
+  if (wasm) {
+    e.info.workers_started = wasm.workers_started;
+    e.info.wasm_binaries = wasm.wasm_binaries;
+  }
+  if (spec.backend === 'webgl') {
+    const b = tf.backend();
+    e.info.webgl_version = tf.env().getNumber('WEBGL_VERSION');
+    e.info.float32 = tf.env().getBool('WEBGL_RENDER_FLOAT32_ENABLED');
+    e.info.packed = tf.env().getBool('WEBGL_PACK');
+    e.info.renderer = b.gpgpu?.gl?.getParameter(b.gpgpu.gl.RENDERER) ?? null;
+  }
+  return e;
+}
+
+/**
  * Creates `engine` for `model` (loadModel first), runs it once on the model's input and checks
  * the output; then `warmup` more runs. Resolves to {engine, model, info, check, load_ms,
  * first_run_ms} or rejects (the engine cannot be made or run). A wrong output resolves with
  * check.ok false (bench.mjs reports it and does not time the engine).
  */
-async function prepare(engine, model, { warmup = 2, ortWebglPack } = {}) {
+async function prepare(engine, model, { warmup = 2, ortWebglPack, threads: t = threads } = {}) {
   const spec = ENGINES[engine];
   if (!spec) throw new Error(`unknown engine '${engine}' (${Object.keys(ENGINES).join(', ')})`);
   const m = models.get(model);
@@ -251,30 +349,7 @@ async function prepare(engine, model, { warmup = 2, ortWebglPack } = {}) {
   const key = `${engine}|${model}`;
   if (live.has(key)) await release(engine, model);
   const t0 = performance.now();
-  let e;
-  if (spec.side === 'ort') {
-    e = await makeOrt(spec, m, { ortWebglPack });
-  } else if (spec.side === 'tfjs') {
-    await useTfjs(spec.backend);
-    const inst = m.plan.instantiate(tf);
-    e = {
-      info: { backend: inst.backend, threads: spec.backend === 'wasm' ? tf.wasm.getThreadsCount() : null },
-      run: async (data) => {
-        await useTfjs(spec.backend);
-        return inst.run(data);
-      },
-      dispose: () => inst.dispose(),
-    };
-    if (spec.backend === 'webgl') {
-      const b = tf.backend();
-      e.info.webgl_version = tf.env().getNumber('WEBGL_VERSION');
-      e.info.float32 = tf.env().getBool('WEBGL_RENDER_FLOAT32_ENABLED');
-      e.info.packed = tf.env().getBool('WEBGL_PACK');
-      e.info.renderer = b.gpgpu?.gl?.getParameter(b.gpgpu.gl.RENDERER) ?? null;
-    }
-  } else {
-    e = await makeWebtune(spec, model);
-  }
+  const e = await makeEngine(spec, m, model, { ortWebglPack, threads: t });
   live.set(key, e);
   const loadMs = performance.now() - t0;
   const t1 = performance.now();
@@ -283,6 +358,54 @@ async function prepare(engine, model, { warmup = 2, ortWebglPack } = {}) {
   const check = checkOutput(out, m);
   if (check.ok) for (let i = 0; i < warmup; ++i) await e.run(m.input);
   return { engine, model, side: spec.side, target: spec.target, info: e.info, check, load_ms: loadMs, first_run_ms: firstRunMs };
+}
+
+/**
+ * The thread counts of wasm anchor `engine` (ort-wasm or tfjs-wasm) on `model`, each timed
+ * alone: for each count of `counts`, after `settleMs` of idleness, the engine made on that many
+ * threads (ORT: a session of the bundle's copy for that count; tfjs: the wasm backend
+ * re-created), one checked warm-up run (its output checked as prepare() does) and `warmup` − 1
+ * more, `runs` timed runs, and the engine released. Resolves to [{threads, samples_ms,
+ * engine_threads} or {threads, error}] in the order of `counts`; rejects when the engine cannot
+ * run the model at all (a tfjs graph the builder refused).
+ */
+async function probeThreads(engine, model, { counts, runs = 3, warmup = 1, settleMs = 200 } = {}) {
+  const spec = ENGINES[engine];
+  if (!spec || spec.target !== 'wasm' || spec.side === 'webtune') throw new Error(`'${engine}' is not a wasm anchor`);
+  const m = models.get(model);
+  if (!m) throw new Error(`model '${model}' is not loaded`);
+  if (spec.side === 'tfjs' && !m.plan) throw new Error(m.tfjsRefused);
+  if (live.has(`${engine}|${model}`)) await release(engine, model);
+  const probe = [];
+  for (const t of counts) {
+    await new Promise((resolve) => setTimeout(resolve, settleMs));
+    const entry = { threads: t };
+    let e = null;
+    try {
+      e = await makeEngine(spec, m, model, { threads: t });
+      entry.engine_threads = e.info.wasm_threads ?? e.info.threads;
+      const check = checkOutput(await e.run(m.input), m);
+      if (!check.ok) throw new Error(`wrong output on ${t} threads: max abs error ${check.max_abs_err} > ${check.tolerance}`);
+      for (let i = 1; i < warmup; ++i) await e.run(m.input);
+      const ms = [];
+      for (let i = 0; i < runs; ++i) {
+        const t0 = performance.now();
+        await e.run(m.input);
+        ms.push(performance.now() - t0);
+      }
+      entry.samples_ms = ms;
+    } catch (err) {
+      entry.error = err?.message ?? String(err);
+    } finally {
+      try {
+        await e?.dispose();
+      } catch {
+        // The count's engine is dropped either way.
+      }
+    }
+    probe.push(entry);
+  }
+  return probe;
 }
 
 /**
@@ -327,10 +450,13 @@ async function release(engine, model) {
   if (e) await e.dispose();
 }
 
-/** Threads for both wasm engines (tfjs now, ORT at each bundle's first session). */
+/**
+ * The default wasm thread count: ORT's GPU EPs' bundles (their wasm part), and ort-wasm and
+ * tfjs-wasm when prepare() names no count.
+ */
 async function setup({ threads: t = 1 } = {}) {
   threads = t;
-  return { tfjs_wasm: await tfjsWasmThreads(t) };
+  return { threads: t };
 }
 
 /** What the page runs on: user agent, isolation, WebGL2 renderer, WebGPU adapter, versions. */
@@ -367,6 +493,6 @@ function workerCount() {
 }
 
 window.bench = {
-  engines: () => ENGINES, environment, setup, loadModel, dropModel, prepare, time, profile, release, workerCount,
+  engines: () => ENGINES, environment, setup, loadModel, dropModel, prepare, probeThreads, time, profile, release, workerCount,
   ready: true,
 };

@@ -6,9 +6,10 @@
 // Table 1, per model × target × engine: the median end-to-end latency of each run (ms) and their
 // median, the spread of the per-round medians over all runs, the output check, and webtune's
 // speedup over the engine (anchor median ÷ webtune median, from the medians over runs; "—"
-// without a webtune package). Table 2, per model × target: webtune, the faster anchor, the
-// speedup against it and issue 16's goal. Then each run's date, load averages, threads and
-// Chromium.
+// without a webtune package). An engine bench.mjs refused in a run reads "refused" there, its
+// reason in the check column. Table 2, per model × target: webtune, the faster anchor, the
+// speedup against it and issue 16's goal. Then each run's date, load averages, threads (webtune's,
+// and the count each wasm anchor ran) and Chromium.
 
 import fs from 'node:fs';
 
@@ -65,12 +66,13 @@ for (const model of models) {
       const rounds = m.entries.flatMap((r) => r.round_medians_ms ?? []);
       const checks = m.entries.filter((r) => r.check).map((r) => `${r.check.max_abs_err.toExponential(1)}${r.check.ok ? '' : ' **wrong**'}`);
       const tol = m.entries.find((r) => r.check)?.check.tolerance;
-      const errors = [...new Set(m.entries.filter((r) => r.error && !r.check).map((r) => r.error))];
-      const cells = m.medians.map((v, i) => (v === null ? (m.entries[i].check && !m.entries[i].check.ok ? 'wrong' : '—') : ms(v)));
+      const errors = [...new Set(m.entries.filter((r) => r.error && !r.check).map((r) => (r.refused ? `refused: ${r.refused}` : r.error)))];
+      const ranRefused = [...new Set(m.entries.filter((r) => r.refused && r.check?.ok).map((r) => `refused: ${r.refused}`))];
+      const cells = m.medians.map((v, i) => (v === null ? (m.entries[i].check && !m.entries[i].check.ok ? 'wrong' : m.entries[i].refused ? 'refused' : '—') : ms(v)));
       console.log(`| ${[
         model, target, engine, cells.join(' / '), `**${ms(m.median_ms)}**`,
         rounds.length ? `${ms(Math.min(...rounds))}–${ms(Math.max(...rounds))}` : '—',
-        checks.length ? `${[...new Set(checks)].join(', ')} (${tol?.toExponential(1)})` : (errors.join('; ').slice(0, 80) || '—'),
+        checks.length ? `${[...new Set(checks)].join(', ')} (${tol?.toExponential(1)})${ranRefused.length ? `; ${ranRefused.join('; ').slice(0, 80)}` : ''}` : (errors.join('; ').slice(0, 120) || '—'),
         engine.startsWith('webtune') ? '' : x(row.speedups[engine]),
       ].join(' | ')} |`);
     }
@@ -82,8 +84,17 @@ console.log('| model | target | webtune ms | faster anchor, ms | speedup | goal 
 console.log('| --- | --- | --- | --- | --- | --- | --- |');
 for (const v of verdicts) console.log(v);
 console.log('');
+/** The wasm anchors' threads of a run: per model and anchor, or the one count of older runs. */
+function anchorThreads(run) {
+  if (run.anchor_threads === undefined) return `on ${run.threads} threads`;
+  const chosen = run.models.flatMap((m) => ['ort-wasm', 'tfjs-wasm']
+    .filter((e) => m.engines[e]?.threads).map((e) => `${m.model} ${e} ${m.engines[e].threads.chosen ?? '—'}`));
+  const how = run.anchor_threads === 'best' ? 'the fastest count of each' : `--anchor-threads ${run.anchor_threads}`;
+  return `${how}${chosen.length ? ` (${chosen.join(', ')})` : ''}`;
+}
+
 runs.forEach((run, i) => {
   const loads = run.models.flatMap((m) => m.loadavg.map((l) => l.loadavg[0]));
   console.log(`- run ${i + 1}: ${run.date} – ${run.finished ?? '?'}, ${run.env?.chromium ?? '?'}, ${run.rounds} rounds × ${run.runs} runs, ` +
-    `wasm threads ${run.threads} (${run.threads_from}), load average (1 min) ${loads.length ? `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}` : '?'}`);
+    `webtune wasm threads ${run.threads} (${run.threads_from}), wasm anchors ${anchorThreads(run)}, load average (1 min) ${loads.length ? `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}` : '?'}`);
 });

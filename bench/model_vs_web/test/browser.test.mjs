@@ -4,7 +4,13 @@
 // GlobalAveragePool, Flatten, Gemm with transB), its logits computed here by a plain NCHW
 // reference. bench.mjs runs onnxruntime-web (wasm, webgl) and TensorFlow.js (wasm, webgl) and a
 // stub webtune package (returns the reference logits; exercises the package path), and the test
-// asserts that every engine passed the output check and was timed, with 2 wasm threads.
+// asserts that every engine passed the output check and was timed, the wasm anchors on 2 threads
+// (--anchor-threads 2, webtune's count). A second
+// run feeds a model that the tfjs builder cannot translate (Conv + HardSigmoid), one whose file
+// is cut short, and the small CNN: the tfjs engines of the first and every engine of the second
+// are reported "refused: <reason>", and the other engines and the third model are still timed;
+// that run's wasm anchors pick their threads (--anchor-threads best: each of 1..hardwareConcurrency
+// timed, the fastest kept and stated under the table's header).
 //
 //   node --test bench/model_vs_web/test/browser.test.mjs
 //
@@ -157,13 +163,12 @@ test('bench.mjs on a small CNN: ORT and tfjs engines pass the check and are time
     const { stdout } = await promisify(execFile)(process.execPath, [
       bench, '--models', 'tiny', '--models-dir', models, '--webtune-packages', path.join(dir, 'packages'),
       '--targets', 'webgl2,wasm', '--engines', 'webtune-wasm,ort-wasm,tfjs-wasm,ort-webgl,tfjs-webgl',
-      '--rounds', '2', '--runs', '2', '--warmup', '0', '--out', out,
+      '--anchor-threads', '2', '--rounds', '2', '--runs', '2', '--warmup', '0', '--out', out,
     ], { timeout: 600000, maxBuffer: 1 << 24 });
     const result = JSON.parse(fs.readFileSync(out, 'utf8'));
     assert.equal(result.threads, 2);
     assert.match(result.threads_from, /webtune's wasm packages/);
     assert.equal(result.env.cross_origin_isolated, true);
-    assert.equal(result.setup.tfjs_wasm.threads, 2);
     const [m] = result.models;
     for (const engine of ['webtune-wasm', 'ort-wasm', 'tfjs-wasm', 'ort-webgl', 'tfjs-webgl']) {
       const e = m.engines[engine];
@@ -176,6 +181,8 @@ test('bench.mjs on a small CNN: ORT and tfjs engines pass the check and are time
     assert.equal(m.engines['ort-wasm'].info.wasm_threads, 2);
     assert.equal(m.engines['ort-wasm'].info.pthread_workers, 1);
     assert.equal(m.engines['tfjs-wasm'].info.threads, 2);
+    for (const engine of ['ort-wasm', 'tfjs-wasm']) assert.deepEqual(m.engines[engine].threads, { chosen: 2, from: '--anchor-threads 2' });
+    assert.match(stdout, /^tiny: webtune-wasm threads: 2 \(its kernels\), ort-wasm threads: 2 \(--anchor-threads 2\), tfjs-wasm threads: 2 \(--anchor-threads 2\)$/m);
     assert.deepEqual(m.summary.tfjs_ops, {
       'tf.fused.conv2d(bias, relu)': 1, 'tf.fused.depthwiseConv2d(bias, relu6)': 1, 'tf.fused.conv2d(bias, linear)': 1,
       'tf.add': 1, 'tf.relu': 1, 'tf.maxPool': 1, 'tf.mean': 1, 'tf.reshape': 1, 'tf.fused.matMul(bias)': 1,
@@ -183,6 +190,111 @@ test('bench.mjs on a small CNN: ORT and tfjs engines pass the check and are time
     const wasm = m.rows.find((r) => r.target === 'wasm');
     assert.ok(wasm.speedup_vs_fastest > 0);
     assert.match(stdout, /tiny +wasm +webtune-wasm/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Conv 3×3 (3 → 4 channels) + HardSigmoid + GlobalAveragePool + Flatten + Gemm: tfjs_model.mjs has no HardSigmoid. */
+function hardSigmoidModel() {
+  const C0 = 3;
+  const H0 = 8;
+  const C = 4;
+  const N = 5;
+  const w = randoms(C * C0 * 9, 11, 0.6);
+  const b = randoms(C, 12, 0.2);
+  const fc = randoms(N * C, 13, 0.8);
+  const fcb = randoms(N, 14, 0.1);
+  const bytes = serializeModel({
+    nodes: [
+      { opType: 'Conv', inputs: ['input', 'w', 'b'], outputs: ['c'], attributes: { group: 1, kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [1, 1] } },
+      { opType: 'HardSigmoid', inputs: ['c'], outputs: ['h'], name: 'hsig', attributes: { alpha: 0.25, beta: 0.5 } },
+      { opType: 'GlobalAveragePool', inputs: ['h'], outputs: ['g'] },
+      { opType: 'Flatten', inputs: ['g'], outputs: ['f'], attributes: { axis: 1 } },
+      { opType: 'Gemm', inputs: ['f', 'fc', 'fcb'], outputs: ['logits'], attributes: { transB: 1 } },
+    ],
+    initializers: [
+      { name: 'w', dims: [C, C0, 3, 3], values: w }, { name: 'b', dims: [C], values: b },
+      { name: 'fc', dims: [N, C], values: fc }, { name: 'fcb', dims: [N], values: fcb },
+    ],
+    inputs: [{ name: 'input', shape: [1, C0, H0, H0] }],
+    outputs: [{ name: 'logits', shape: [1, N] }],
+  });
+  const input = Float32Array.from(randoms(C0 * H0 * H0, 15, 4));
+  const [c] = conv(input, [C0, H0, H0], w, [C, C0, 3], b, 1, 1, 1);
+  const pooled = new Float64Array(C);
+  for (let i = 0; i < c.length; ++i) pooled[Math.floor(i / (H0 * H0))] += Math.min(1, Math.max(0, 0.25 * c[i] + 0.5)) / (H0 * H0);
+  const logits = Float32Array.from({ length: N }, (_, n) => fcb[n] + pooled.reduce((acc, v, k) => acc + v * fc[n * C + k], 0));
+  return { bytes, input, logits };
+}
+
+test('bench.mjs: an engine that cannot run a model is reported "refused: <reason>"; the others and the next models run', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'model-bench-refused-'));
+  try {
+    const models = path.join(dir, 'models');
+    fs.mkdirSync(models);
+    const write = (name, { bytes, input, logits }) => {
+      fs.writeFileSync(path.join(models, `${name}.onnx`), bytes);
+      fs.writeFileSync(path.join(models, `${name}.input.f32`), Buffer.from(input.buffer));
+      fs.writeFileSync(path.join(models, `${name}.logits.f32`), Buffer.from(logits.buffer));
+    };
+    const tiny = tinyCnn();
+    write('hsig', hardSigmoidModel());
+    write('broken', { ...tiny, bytes: tiny.bytes.subarray(0, 100) });
+    write('tiny', tiny);
+    const out = path.join(dir, 'result.json');
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      bench, '--models', 'hsig,broken,tiny', '--models-dir', models,
+      '--targets', 'wasm', '--engines', 'ort-wasm,tfjs-wasm', '--threads', '2',
+      '--rounds', '2', '--runs', '2', '--warmup', '0', '--settle-ms', '200', '--out', out,
+    ], { timeout: 300000, maxBuffer: 1 << 24 });
+    const result = JSON.parse(fs.readFileSync(out, 'utf8'));
+    const [hsig, broken, small] = result.models;
+    assert.deepEqual(result.models.map((m) => m.model), ['hsig', 'broken', 'tiny']);
+    // The tfjs builder's refusal, with the node and op it names.
+    assert.match(hsig.summary.tfjs_refused, /node 'hsig' \(HardSigmoid\): no TensorFlow.js mapping/);
+    const refused = hsig.engines['tfjs-wasm'];
+    assert.match(refused.refused, /node 'hsig' \(HardSigmoid\): no TensorFlow.js mapping/);
+    assert.equal(refused.refused_at, 'threads');  // the first stage that needs the graph
+    assert.equal(refused.median_ms, undefined);
+    // ORT runs HardSigmoid: checked and timed on the same model.
+    const ort = hsig.engines['ort-wasm'];
+    assert.equal(ort.refused, undefined, ort.refused);
+    assert.ok(ort.check.ok);
+    assert.equal(ort.samples_ms.length, 4);
+    assert.equal(hsig.rows[0].fastest_anchor, 'ort-wasm');
+    // --anchor-threads best (the default): ORT and tfjs each timed on 1..hardwareConcurrency
+    // threads, 3 runs after a checked warm-up, and run on the fastest count.
+    const hc = result.env.hardware_concurrency;
+    for (const [m, engine] of [[hsig, 'ort-wasm'], [small, 'ort-wasm'], [small, 'tfjs-wasm']]) {
+      const t = m.engines[engine].threads;
+      assert.equal(t.from, `best of 1..${hc}`);
+      assert.deepEqual(t.probe.map((p) => p.threads), Array.from({ length: hc }, (_, i) => i + 1));
+      for (const p of t.probe) {
+        assert.equal(p.error, undefined, `${m.model} ${engine} on ${p.threads}: ${p.error}`);
+        assert.equal(p.samples_ms.length, 3);
+        assert.equal(p.engine_threads, p.threads);
+      }
+      const medians = t.probe.map((p) => [...p.samples_ms].sort((a, b) => a - b)[1]);
+      assert.equal(t.chosen, t.probe[medians.indexOf(Math.min(...medians))].threads);
+      const info = m.engines[engine].info;
+      assert.equal(engine === 'ort-wasm' ? info.wasm_threads : info.threads, t.chosen, `${m.model} ${engine}`);
+      assert.match(stdout, new RegExp(`^${m.model}: .*${engine} threads: ${t.chosen} \\(best of 1\\.\\.${hc}; medians 1: `, 'm'));
+    }
+    // A file cut short: every engine refused, with the reader's reason.
+    for (const engine of ['ort-wasm', 'tfjs-wasm']) {
+      assert.match(broken.engines[engine].refused, /^cannot load the model: onnx: .* at byte \d+/, engine);
+      assert.equal(broken.engines[engine].refused_at, 'load');
+    }
+    // The model after them: both engines timed.
+    for (const engine of ['ort-wasm', 'tfjs-wasm']) {
+      assert.equal(small.engines[engine].refused, undefined, `${engine}: ${small.engines[engine].refused}`);
+      assert.equal(small.engines[engine].samples_ms.length, 4, engine);
+    }
+    assert.match(stdout, /hsig +wasm +tfjs-wasm +refused: tfjs model: node 'hsig' \(HardSigmoid\): no TensorFlow.js mapping/);
+    assert.match(stdout, /hsig +wasm +ort-wasm +\d+\.\d +/);
+    assert.match(stdout, /broken +wasm +ort-wasm +refused: cannot load the model: onnx:/);
+    assert.match(stdout, /tiny +wasm +tfjs-wasm +\d+\.\d +/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -1,7 +1,8 @@
 // model_vs_web.test.mjs — bench/model_vs_web's browser-independent parts: the ONNX reader
 // (onnx.mjs) on models built here byte by byte (no file of ../shared needed), the tfjs planner's
 // graph mapping and weight re-layout checked without tfjs (a recording stand-in for `tf`), the
-// row verdicts and table of bench.mjs, and the thread count read from a webtune wasm package.
+// row verdicts and table of bench.mjs, its handling of engines that fail (benchModel against a
+// stand-in for the page), and the thread count read from a webtune wasm package.
 //
 //   node --test bench/model_vs_web/test/model_vs_web.test.mjs
 
@@ -12,7 +13,7 @@ import path from 'node:path';
 import test from 'node:test';
 
 import { DataType, parseModel, serializeModel, tensorValues } from '../onnx.mjs';
-import { formatProfile, formatTable, median, packageThreads, rowSummary } from '../bench.mjs';
+import { benchModel, chooseThreads, formatProfile, formatTable, median, packageThreads, reason, rowSummary, threadsText } from '../bench.mjs';
 import { planTfjsModel } from '../tfjs_model.mjs';
 
 /** A tiny ResNet-like block: Conv+Relu, depthwise Conv+Clip(0,6), Add, MaxPool, GAP, Flatten, Gemm. */
@@ -162,6 +163,16 @@ test('tfjs_model.mjs: unsupported graphs are refused naming the node', () => {
     inputs: [{ name: 'input', shape: [1, 1, 2, 2] }], outputs: [{ name: 'y', shape: [1, 1, 2, 2] }],
   });
   assert.throws(() => planTfjsModel(bad), /node 'odd' \(Softsign\): no TensorFlow.js mapping/);
+  const hardSigmoid = serializeModel({
+    nodes: [{ opType: 'HardSigmoid', inputs: ['input'], outputs: ['y'], name: 'hs' }],
+    inputs: [{ name: 'input', shape: [1, 1, 2, 2] }], outputs: [{ name: 'y', shape: [1, 1, 2, 2] }],
+  });
+  assert.throws(() => planTfjsModel(hardSigmoid), /node 'hs' \(HardSigmoid\): no TensorFlow.js mapping/);
+  const ceil = serializeModel({
+    nodes: [{ opType: 'MaxPool', inputs: ['input'], outputs: ['y'], name: 'pool', attributes: { kernel_shape: [2, 2], strides: [2, 2], ceil_mode: 1 } }],
+    inputs: [{ name: 'input', shape: [1, 1, 3, 3] }], outputs: [{ name: 'y', shape: [1, 1, 2, 2] }],
+  });
+  assert.throws(() => planTfjsModel(ceil), /node 'pool' \(MaxPool\): ceil_mode 1 is not handled/);
   const grouped = serializeModel({
     nodes: [{ opType: 'Conv', inputs: ['input', 'w'], outputs: ['y'], name: 'g2', attributes: { group: 2, kernel_shape: [1, 1] } }],
     initializers: [{ name: 'w', dims: [4, 2, 1, 1], values: new Array(8).fill(1) }],
@@ -232,4 +243,144 @@ test('formatProfile prints the sums by step kind and one line per slowest step',
   assert.match(text, /^profile resnet18 webtune-webgl2: 40 steps, each run alone: 12\.50 ms \(upload 0\.50, task kernels 10\.00, op and relayout kernels 1\.25, download 0\.75\)/);
   assert.match(text.split('\n')[1], /step {4}7 {6}3\.25 ms {2}kernel\/task {2}C4 {2}\/conv4$/);
   assert.match(text.split('\n')[2], /step {4}0 {6}0\.50 ms {2}upload {2}- {2}$/);
+});
+
+/**
+ * A stand-in for the page's window.bench (bench.mjs pageApi()): `behaviour[engine]` is 'ok',
+ * 'refuse' (prepare rejects, as ORT does for an operator it lacks), 'wrong' (the check fails),
+ * 'run' (time() rejects in the second round); loadModel reports the tfjs builder's refusal for
+ * model 'hsig' (as page.mjs does) and rejects for model 'gone'. Records the calls.
+ */
+function fakePage(behaviour) {
+  const calls = [];
+  const check = (ok) => ({ max_abs_err: ok ? 1e-7 : 0.5, tolerance: 1e-3, ok });
+  const timedRounds = {};
+  return {
+    calls,
+    async loadModel(m) {
+      calls.push(['loadModel', m]);
+      if (m === 'gone') throw new Error('cannot fetch /models/gone.onnx: HTTP 404\n    at fetchBytes (page.mjs:70)');
+      return m === 'hsig'
+        ? { name: m, tfjs_ops: null, tfjs_refused: "tfjs model: node 'hs' (HardSigmoid): no TensorFlow.js mapping in bench/model_vs_web/tfjs_model.mjs" }
+        : { name: m, tfjs_ops: { 'tf.relu': 1 }, tfjs_refused: null };
+    },
+    async probeThreads(engine, m, { counts, runs }) {
+      calls.push(['probeThreads', engine, m, counts, runs]);
+      if (engine.startsWith('tfjs') && m === 'hsig') throw new Error("tfjs model: node 'hs' (HardSigmoid): no TensorFlow.js mapping in bench/model_vs_web/tfjs_model.mjs");
+      // 1 thread: 60 ms (tfjs: wrong output), 2 threads: 40 ms, more: 45 ms.
+      return counts.map((t) => (engine === 'tfjs-wasm' && t === 1
+        ? { threads: t, error: 'wrong output on 1 threads: max abs error 0.5 > 0.001' }
+        : { threads: t, samples_ms: Array(runs).fill(t === 1 ? 60 : t === 2 ? 40 : 45), engine_threads: t }));
+    },
+    async prepare(engine, m, options) {
+      calls.push(['prepare', engine, m, options]);
+      if (engine.startsWith('tfjs') && m === 'hsig') throw new Error("tfjs model: node 'hs' (HardSigmoid): no TensorFlow.js mapping in bench/model_vs_web/tfjs_model.mjs");
+      if (behaviour[engine] === 'refuse') throw new Error("Can't create a session. ERROR_CODE: 9, ERROR_MESSAGE: Could not find an implementation for HardSigmoid(6) node with name 'hs'");
+      return { engine, model: m, info: {}, check: check(behaviour[engine] !== 'wrong'), load_ms: 5, first_run_ms: 2 };
+    },
+    async time(engine, m, runs) {
+      calls.push(['time', engine, m]);
+      timedRounds[engine] = (timedRounds[engine] ?? 0) + 1;
+      if (behaviour[engine] === 'run' && timedRounds[engine] === 2) throw new Error('RuntimeError: memory access out of bounds');
+      return Array.from({ length: runs }, () => ({ 'webtune-webgl2': 10, 'ort-webgl': 30, 'tfjs-webgl': 25, 'ort-wasm': 40, 'tfjs-wasm': 50 })[engine]);
+    },
+    async release(engine, m) { calls.push(['release', engine, m]); },
+    async profile() { throw new Error('no profile'); },
+    async dropModel(m) { calls.push(['dropModel', m]); },
+  };
+}
+
+test('bench.mjs: every engine failure is that engine "refused: <reason>" for the model; the other engines and models run', async () => {
+  const behaviour = { 'ort-webgl': 'refuse', 'tfjs-webgl': 'wrong', 'webtune-webgl2': 'ok', 'ort-wasm': 'ok', 'tfjs-wasm': 'run' };
+  const page = fakePage(behaviour);
+  const cfg = {
+    targets: ['webgl2', 'wasm'], engines: Object.keys(behaviour), rounds: 3, runs: 2, warmup: 0, settleMs: 0,
+    sleep: async () => {}, webtunePackage: () => null, anchorThreads: 'best', maxThreads: 3,
+  };
+  const log = [];
+  const models = [];
+  for (const m of ['tiny', 'gone', 'hsig']) models.push(await benchModel(page, m, cfg, (l) => log.push(l)));
+  const [tiny, gone, hsig] = models;
+  // ORT refuses an operator at session creation; tfjs's output is wrong; tfjs wasm's run throws in round 2.
+  assert.match(tiny.engines['ort-webgl'].refused, /^Can't create a session\. .*HardSigmoid/);
+  assert.equal(tiny.engines['ort-webgl'].refused_at, 'prepare');
+  assert.equal(tiny.engines['tfjs-webgl'].refused, 'wrong output: max abs error 0.5 > 0.001');
+  assert.equal(tiny.engines['tfjs-webgl'].refused_at, 'check');
+  assert.equal(tiny.engines['tfjs-wasm'].refused, 'run failed in round 2: RuntimeError: memory access out of bounds');
+  assert.equal(tiny.engines['tfjs-wasm'].median_ms, null);
+  assert.deepEqual(tiny.engines['tfjs-wasm'].samples_ms, [50, 50]);  // round 1's, kept in the JSON
+  assert.ok(page.calls.some(([f, e, m]) => f === 'release' && e === 'tfjs-wasm' && m === 'tiny'));
+  // The others are timed in every round, and the rows are computed without the refused ones.
+  assert.equal(tiny.engines['webtune-webgl2'].samples_ms.length, 6);
+  assert.equal(tiny.engines['ort-wasm'].samples_ms.length, 6);
+  assert.equal(page.calls.filter(([f, e]) => f === 'time' && e === 'tfjs-wasm').length, 2);  // not after it failed
+  assert.deepEqual(tiny.rows.map((r) => [r.target, r.fastest_anchor]), [['webgl2', null], ['wasm', 'ort-wasm']]);
+  // A model that cannot be loaded: every engine refused with the reason (first line), the next model runs.
+  for (const e of Object.keys(behaviour)) {
+    assert.equal(gone.engines[e].refused, 'cannot load the model: cannot fetch /models/gone.onnx: HTTP 404', e);
+    assert.equal(gone.engines[e].refused_at, 'load');
+  }
+  assert.ok(!page.calls.some(([f, , m]) => f === 'prepare' && m === 'gone'));
+  // The tfjs builder's refusal: the tfjs engines refused with it, ORT's wasm engine timed.
+  assert.match(hsig.engines['tfjs-wasm'].refused, /node 'hs' \(HardSigmoid\): no TensorFlow.js mapping/);
+  assert.equal(hsig.engines['tfjs-wasm'].refused_at, 'threads');
+  assert.match(hsig.engines['tfjs-webgl'].refused, /node 'hs' \(HardSigmoid\)/);
+  assert.equal(hsig.engines['ort-wasm'].median_ms, 40);
+  assert.equal(hsig.rows.find((r) => r.target === 'wasm').fastest_anchor, 'ort-wasm');
+  assert.ok(log.some((l) => /hsig: the tfjs builder refuses the graph: .*HardSigmoid/.test(l)));
+  // The table: one "refused: <reason>" line per refused engine, figures for the rest.
+  const table = formatTable(models);
+  assert.match(table, /tiny +webgl2 +ort-webgl +refused: Can't create a session\. ERROR_CODE: 9, ERROR_MESSAGE: Could not find an implementation for HardSigmoid\(6\) node with name 'hs'$/m);
+  assert.match(table, /tiny +webgl2 +tfjs-webgl +refused: wrong output: max abs error 0\.5 > 0\.001$/m);
+  assert.match(table, /tiny +wasm +tfjs-wasm +refused: run failed in round 2: RuntimeError: memory access out of bounds$/m);
+  assert.match(table, /tiny +wasm +ort-wasm +40\.0 +40\.0–40\.0 +6 /);
+  assert.match(table, /gone +wasm +ort-wasm +refused: cannot load the model: cannot fetch/);
+  assert.match(table, /hsig +wasm +tfjs-wasm +refused: tfjs model: node 'hs' \(HardSigmoid\)/);
+  assert.match(table, /hsig +wasm +ort-wasm +40\.0 /);
+  assert.match(table, /tiny webgl2: webtune 10\.0 ms; faster anchor — — ms/);
+  assert.equal(reason(new Error('a\n  b')), 'a');
+  assert.equal(reason('x  y'), 'x y');
+});
+
+test('bench.mjs: --anchor-threads best probes 1..N per wasm anchor and keeps the fastest; N is used as given', async () => {
+  assert.deepEqual(chooseThreads([{ threads: 1, samples_ms: [30, 10, 20] }, { threads: 2, samples_ms: [12, 15, 9] }, { threads: 3, error: 'x' }]),
+    { threads: 2, median_ms: 12 });
+  assert.deepEqual(chooseThreads([{ threads: 1, samples_ms: [5] }, { threads: 2, samples_ms: [5] }]), { threads: 1, median_ms: 5 });  // a tie: fewer threads
+  assert.equal(chooseThreads([{ threads: 1, error: 'x' }]), null);
+  const behaviour = { 'webtune-wasm': 'ok', 'ort-wasm': 'ok', 'tfjs-wasm': 'ok' };
+  const cfg = {
+    targets: ['wasm'], engines: Object.keys(behaviour), rounds: 1, runs: 1, warmup: 0, settleMs: 0,
+    sleep: async () => {}, webtunePackage: () => null, webtuneThreads: { tiny: 2 }, maxThreads: 3,
+  };
+  const page = fakePage(behaviour);
+  const best = await benchModel(page, 'tiny', { ...cfg, anchorThreads: 'best' }, () => {});
+  // Each anchor probed on 1, 2, 3 threads, 3 runs each, then prepared on the fastest (2).
+  assert.deepEqual(page.calls.filter(([f]) => f === 'probeThreads').map(([, e, , counts, runs]) => [e, counts, runs]),
+    [['ort-wasm', [1, 2, 3], 3], ['tfjs-wasm', [1, 2, 3], 3]]);
+  for (const e of ['ort-wasm', 'tfjs-wasm']) {
+    assert.equal(page.calls.find(([f, en]) => f === 'prepare' && en === e)[3].threads, 2, e);
+    assert.equal(best.engines[e].threads.chosen, 2);
+    assert.equal(best.engines[e].threads.from, 'best of 1..3');
+    assert.equal(best.engines[e].threads.probe.length, 3);
+  }
+  assert.equal(page.calls.find(([f, en]) => f === 'prepare' && en === 'webtune-wasm')[3].threads, undefined);
+  assert.equal(threadsText('ort-wasm', best.engines['ort-wasm']), '2 (best of 1..3; medians 1: 60.0 ms, 2: 40.0 ms, 3: 45.0 ms)');
+  assert.equal(threadsText('tfjs-wasm', best.engines['tfjs-wasm']), '2 (best of 1..3; medians 1: failed, 2: 40.0 ms, 3: 45.0 ms)');
+  const table = formatTable([best]).split('\n');
+  assert.equal(table[1], 'tiny: webtune-wasm threads: 2 (its kernels), ort-wasm threads: 2 (best of 1..3; medians 1: 60.0 ms, 2: 40.0 ms, 3: 45.0 ms), ' +
+    'tfjs-wasm threads: 2 (best of 1..3; medians 1: failed, 2: 40.0 ms, 3: 45.0 ms)');
+  assert.match(table[2], /^model +target +engine/);
+  // --anchor-threads 1: no probe, both anchors prepared on 1 thread.
+  const fixed = fakePage(behaviour);
+  const one = await benchModel(fixed, 'tiny', { ...cfg, anchorThreads: 1 }, () => {});
+  assert.ok(!fixed.calls.some(([f]) => f === 'probeThreads'));
+  for (const e of ['ort-wasm', 'tfjs-wasm']) assert.equal(fixed.calls.find(([f, en]) => f === 'prepare' && en === e)[3].threads, 1, e);
+  assert.match(formatTable([one]).split('\n')[1], /ort-wasm threads: 1 \(--anchor-threads 1\), tfjs-wasm threads: 1 \(--anchor-threads 1\)$/);
+  // Every count failing: the anchor is refused with the (one) reason.
+  const failing = fakePage(behaviour);
+  failing.probeThreads = async (e, m, { counts }) => counts.map((t) => ({ threads: t, error: "Can't create a session. ERROR_CODE: 9\nmore" }));
+  const none = await benchModel(failing, 'tiny', { ...cfg, anchorThreads: 'best' }, () => {});
+  assert.equal(none.engines['ort-wasm'].refused, "Can't create a session. ERROR_CODE: 9");
+  assert.equal(none.engines['ort-wasm'].refused_at, 'threads');
+  assert.equal(none.engines['webtune-wasm'].samples_ms.length, 1);
 });

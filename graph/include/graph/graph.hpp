@@ -40,6 +40,10 @@ struct Tensor {
   std::string name;
   DataType type = DataType::kFloat32;
   std::vector<int64_t> shape;  ///< every dimension known and ≥ 0; {} is a scalar
+  /// false only inside the importer, between ONNX shape inference rounds (onnx_import.cpp):
+  /// the value's shape is not known yet (`shape` is then meaningless) until import-time
+  /// simplification (simplify.hpp) folds what computes it. validate() refuses it.
+  bool shape_known = true;
   /// Constants only (initializers, Constant nodes, folded values): row-major data. Exactly one
   /// of them is filled for a constant, the one of its type (kInt32 and kBool widen to int64).
   std::optional<std::vector<float>> float_data;

@@ -7,27 +7,35 @@
 ///    raw_data is read as little-endian, as onnx.proto specifies);
 ///  - every other node stays a node with its INT, FLOAT, STRING, INTS and FLOATS attributes;
 ///  - graph inputs that are initializers (IR version < 4 lists them) are constants, not inputs.
-/// ONNX's checker (onnx::checker::check_model) runs before shape inference: it refuses
+/// Then import-time simplification (simplify.hpp): constants fold (Identity of a weight,
+/// Shape / Gather / Slice / Concat / Cast / arithmetic chains on static shapes, ...), the folded
+/// values are written back into the model and shape inference runs again, until every value has
+/// a static shape or nothing more folds (at most 16 rounds); then aliases and dead nodes go.
+/// ImportReport::simplified says what was folded.
+/// ONNX's checker (onnx::checker::check_model) runs before each shape inference: it refuses
 /// structurally broken nodes (arity, attribute kinds against the operator schemas) and a graph
 /// whose nodes are not in topological order (ONNX requires it; a cycle breaks it). The result is
 /// validate()d.
 ///
 /// Operators the reference executor cannot run (operators.hpp) are kept as nodes and counted in
-/// ImportReport::unsupported, so a caller can still list the tasks it can tune; they are not an
-/// error here. Refused with GraphError (the message names the file, and the node, tensor or
-/// field): a file that is not a ModelProto (truncated, empty, another format), a model without a
-/// graph, an opset of the default domain outside [kMinOpset, kMaxOpset], external data, a tensor
-/// of another element type than float32 / int64 / int32 / bool, a shape that stays unknown after
-/// inference (a symbolic input dimension without a binding names the dimension), what ONNX's
-/// checker refuses, an initializer
-/// whose data does not fill its shape, a tensor- or graph-valued attribute on a supported
-/// operator, a cycle, and shape inference's own errors.
+/// ImportReport::unsupported (after simplification: what folded away is not counted), so a caller
+/// can still list the tasks it can tune; they are not an error here. Refused with GraphError (the
+/// message names the file, and the node, tensor or field): a file that is not a ModelProto
+/// (truncated, empty, another format), a model without a graph, an opset of the default domain
+/// outside [kMinOpset, kMaxOpset], external data, a tensor of another element type than float32 /
+/// int64 / int32 / bool, a shape that stays unknown after inference (a symbolic input dimension
+/// without a binding names the dimension), what ONNX's checker refuses, an initializer whose data
+/// does not fill its shape, a tensor- or graph-valued attribute on a supported operator, a cycle,
+/// shape inference's own errors, a constant subgraph whose kernel refuses its inputs ("while
+/// folding constants: ..."), and a path that is not a regular file (a directory, a FIFO or a device
+/// is refused before it is opened, so nothing blocks).
 
 #include <cstdint>
 #include <map>
 #include <string>
 
 #include "graph/graph.hpp"
+#include "graph/simplify.hpp"
 
 namespace webtune::graph {
 
@@ -51,6 +59,8 @@ struct ImportReport {
   std::string producer;  ///< producer_name and producer_version, e.g. "pytorch 2.11.0"
   /// Op types the reference executor does not run, with their node counts.
   std::map<std::string, int> unsupported;
+  /// What import-time simplification folded and removed, and the inference rounds it took.
+  SimplifyReport simplified;
 };
 
 /// Imports the ONNX model file at `path`. Throws GraphError (see the file comment).
