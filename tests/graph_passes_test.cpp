@@ -1039,18 +1039,16 @@ TEST(FusionPasses, EveryLibonnxTestdataNodeModelThatImportsSurvivesThePassesAndE
     not_tunable += static_cast<int>(ex.not_tunable.size());
     for (const auto& [node, why] : ex.not_tunable) EXPECT_FALSE(why.empty()) << node;
   }
-  // Debian 12's libonnx-testdata (ONNX 1.12): 706 cases import. Their weights and biases are
+  // Debian 12's libonnx-testdata (ONNX 1.12). Their weights and biases are
   // graph inputs, so nothing fuses. 7 tasks: basic_conv_with/without_padding,
   // conv_with_strides_padding / _no_padding, conv_with_autopad_same, gemm_default_no_bias,
   // matmul_2d. 13 nodes not tunable: conv_with_strides_and_asymmetric_padding, gemm_transposeA
   // and gemm_all_attributes (transA), gemm_alpha, matmul_3d / _4d (batched), and 7 Gemms whose
   // computed C is [1,N], [M,N], [1] or a scalar (gemm_beta, gemm_transposeB,
   // gemm_default_zero_bias, _vector_bias, _matrix_bias, _single_elem_vector_bias,
-  // _scalar_bias). ConstantOfShape is a supported operator, so the 12 cases whose
-  // ConstantOfShape has a TENSOR `value` attribute (the 3 test_constantofshape_* and 9
-  // test_layer_normalization_*_expanded) are refused until the importer reads tensor
-  // attributes: 694 import meanwhile.
-  EXPECT_GE(imported, 690);
+  // _scalar_bias). With ConstantOfShape's TENSOR `value` read and the import-time shape
+  // folding, 750 import.
+  EXPECT_GE(imported, 750);
   EXPECT_EQ(tasks, 7);
   EXPECT_EQ(not_tunable, 13);
   std::printf("libonnx-testdata: %d models imported, %d tasks, %d nodes not tunable\n", imported,

@@ -98,13 +98,6 @@ void for_each_broadcast(const std::vector<int64_t>& out,
   }
 }
 
-/// Calls f(x.data) or f(x.ints), as x's type says (f is a generic lambda).
-template <typename V, typename F>
-decltype(auto) visit_elements(V& x, F&& f) {
-  if (x.is_float()) return f(x.data);
-  return f(x.ints);
-}
-
 /// Row-major strides of `shape`.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& shape);
 

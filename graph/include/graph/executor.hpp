@@ -73,11 +73,12 @@ ValueMap execute(const Graph& graph, const ValueMap& inputs, const ExecuteOption
 
 /// Runs one node by itself: `inputs` holds one pointer per node input (nullptr where the input
 /// name is "" or the input is omitted), `output_types` the element type each node output has in
-/// the graph (kernels that cannot tell it from their inputs read it: Dropout's mask, Cast's
-/// check). Returns one Value per node output (an unnamed output stays empty). This is what
-/// execute() does for each node and what constant folding (graph/passes/fold_constants.cpp)
-/// calls. Throws GraphError naming the node as `node.describe(index)` for an operator without a
-/// kernel, an attribute value the kernel does not handle, or inputs that do not fit.
+/// the graph (kernels that cannot tell it from their inputs read it: Dropout's mask,
+/// ConstantOfShape's integer type). Returns one Value per node output (an unnamed output stays
+/// empty). This is what execute() does for each node and what constant folding
+/// (graph/passes/fold_constants.cpp) calls. Throws GraphError naming the node as
+/// `node.describe(index)` for an operator without a kernel, an attribute value the kernel does not
+/// handle, or inputs that do not fit.
 std::vector<Value> run_node(const Node& node, size_t index, const std::vector<const Value*>& inputs,
                             const std::vector<DataType>& output_types, int64_t opset = 13);
 
