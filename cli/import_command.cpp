@@ -50,9 +50,13 @@ void print_summary(const ImportArgs& args, const graph::Graph& graph,
                    const graph::ImportReport& report, const std::map<std::string, int>& ops_before,
                    const graph::PassReport* passes, const graph::Extraction& extraction) {
   std::printf("model: %s\n", args.model.c_str());
-  std::printf("graph '%s': IR version %lld, opset %lld, producer %s\n", graph.name.c_str(),
+  const std::string downgraded =
+      report.downgraded_from
+          ? " (rewritten from opset " + std::to_string(report.downgraded_from) + ")"
+          : "";
+  std::printf("graph '%s': IR version %lld, opset %lld%s, producer %s\n", graph.name.c_str(),
               static_cast<long long>(report.ir_version), static_cast<long long>(report.opset),
-              report.producer.empty() ? "(none)" : report.producer.c_str());
+              downgraded.c_str(), report.producer.empty() ? "(none)" : report.producer.c_str());
   std::printf("simplified: %s\n", report.simplified.summary().c_str());
   for (const std::string& input : graph.inputs)
     std::printf("input  %s %s %s\n", input.c_str(), shape_text(graph.tensor(input).shape).c_str(),

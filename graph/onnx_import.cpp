@@ -18,6 +18,7 @@
 #include "graph/operators.hpp"
 #include "graph/simplify.hpp"
 #include "onnx_inference.hpp"
+#include "opset_downgrade.hpp"
 
 namespace webtune::graph {
 namespace {
@@ -82,6 +83,15 @@ class Importer {
     for (const auto& opset : model.opset_import())
       if (opset.domain().empty() || opset.domain() == "ai.onnx") r.opset = opset.version();
     if (r.opset == 0) fail("the model imports no opset of the default ONNX domain");
+    // Opsets 18-22 (PyTorch's dynamo exporter writes 18) are rewritten into 17, the newest
+    // libonnx 1.12 knows, where their operators allow it (opset_downgrade.hpp).
+    if (r.opset > kMaxOpset && r.opset <= detail::kDowngradeMaxOpset) {
+      if (std::string why = detail::downgrade_to_opset17(model); !why.empty())
+        fail("opset " + std::to_string(r.opset) + " cannot be read as opset " +
+             std::to_string(kMaxOpset) + ": " + why);
+      r.downgraded_from = r.opset;
+      r.opset = kMaxOpset;
+    }
     if (r.opset < kMinOpset || r.opset > kMaxOpset)
       fail("opset " + std::to_string(r.opset) +
            " of the default domain is outside what webtune "

@@ -55,7 +55,9 @@ struct ImportOptions {
 /// What the importer saw, for `webtune import`'s summary.
 struct ImportReport {
   int64_t ir_version = 0;
-  int64_t opset = 0;     ///< of the default domain
+  int64_t opset = 0;  ///< of the default domain, as read (17 after a downgrade)
+  /// The file's opset when it was 18-22 and rewritten into 17 (opset_downgrade.hpp), else 0.
+  int64_t downgraded_from = 0;
   std::string producer;  ///< producer_name and producer_version, e.g. "pytorch 2.11.0"
   /// Op types the reference executor does not run, with their node counts.
   std::map<std::string, int> unsupported;
