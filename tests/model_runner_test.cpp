@@ -32,6 +32,8 @@
 #include "graph/zoo.hpp"
 #include "native_agent/egl_context.hpp"
 #include "native_agent/model_runner.hpp"
+#include "support/corpus_cases.hpp"
+#include "support/model_reference.hpp"
 
 namespace webtune {
 namespace {
@@ -565,6 +567,40 @@ INSTANTIATE_TEST_SUITE_P(Shared, SharedModelTest,
                                            ModelCase{"mobilenet_v2", "gles-compute"},
                                            ModelCase{"mobilenet_v2", "gles-frag"}),
                          case_name);
+
+// ---- the corpus of real exports (tests/data/corpus/targets.txt) ----
+
+class CorpusTargets : public ::testing::TestWithParam<testing_support::CorpusTargetCase> {};
+
+TEST_P(CorpusTargets, BuildsAndMatchesTheReferenceExecutor) {
+  const testing_support::CorpusTargetCase& c = GetParam();
+  const fs::path onnx =
+      fs::path(testing::TempDir()) / ("corpus_" + testing_support::corpus_case_name(c) + ".onnx");
+  testing_support::restore_corpus_model(WEBTUNE_CORPUS_DIR, c.file, onnx);
+  const std::string name = "corpus_" + testing_support::corpus_case_name(c);
+  if (!c.run) {
+    // Refused by the build, or by the device when the package loads (a limit it lacks).
+    EXPECT_ANY_THROW({
+      ModelRunner runner(build_model(onnx.string(), c.target, name), context());
+      runner.run(std::vector<float>(static_cast<size_t>(runner.input_elements()), 0.5f));
+    }) << c.file << " now builds and runs on "
+       << c.target << " (listed as skipped:" << c.reason
+       << "): list it as run in tests/data/corpus/targets.txt";
+    return;
+  }
+  ModelRunner runner(build_model(onnx.string(), c.target, name), context());
+  // Seeded data in [0, 1), as the export's torch.rand input.
+  std::vector<float> input = seeded_tensor(7, 0, runner.input_elements());
+  for (float& v : input) v = 0.5f * (v + 1.0f);
+  expect_close(runner.run(input), testing_support::reference_logits(onnx, input));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, CorpusTargets,
+    ::testing::ValuesIn(testing_support::corpus_target_cases(
+        fs::path(WEBTUNE_SOURCE_DIR) / "tests" / "data" / "corpus" / "targets.txt",
+        {"gles-compute", "gles-frag"})),
+    [](const auto& info) { return testing_support::corpus_case_name(info.param); });
 
 // ---- `webtune run` through the binary ----
 

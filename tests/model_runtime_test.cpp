@@ -41,6 +41,7 @@
 #include "deploy/storage.hpp"
 #include "graph/executor.hpp"
 #include "graph/onnx_import.hpp"
+#include "support/corpus_cases.hpp"
 #include "support/model_reference.hpp"
 #include "support/quad_layer_records.hpp"
 
@@ -545,6 +546,55 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"resnet18", "wasm"}, ModelCase{"mobilenet_v2", "webgl2"},
                       ModelCase{"mobilenet_v2", "webgpu"}, ModelCase{"mobilenet_v2", "wasm"}),
     model_case_name);
+
+/// The corpus of real exports at 64×64 (tests/data/corpus/targets.txt) on the web targets.
+class CorpusTargets : public ::testing::TestWithParam<testing_support::CorpusTargetCase> {};
+
+TEST_P(CorpusTargets, PackageMatchesTheReferenceExecutor) {
+  const testing_support::CorpusTargetCase& c = GetParam();
+  TempDir work("model_runtime_corpus_" + testing_support::corpus_case_name(c));
+  const fs::path onnx = work.path() / "model.onnx";
+  testing_support::restore_corpus_model(WEBTUNE_CORPUS_DIR, c.file, onnx);
+  if (!c.run) {
+    // Refused by the build, or by the page when the package loads or runs.
+    const fs::path pkg = work.path() / "pkg";
+    const Outcome built = shell(std::string(WEBTUNE_BINARY) + " build --model " + quote(onnx) +
+                                    " --target " + c.target + " -o " + quote(pkg),
+                                work.path());
+    bool ran = false;
+    if (built.status == 0) {
+      graph::ImportReport report;
+      const graph::Graph g = graph::import_onnx_file(onnx.string(), {}, &report);
+      const std::vector<float> input(
+          static_cast<size_t>(g.tensor(g.inputs.at(0)).elements()), 0.5f);
+      ran = run_page(pkg, input, work.path(), c.target).outcome.status == 0;
+    }
+    EXPECT_FALSE(ran) << c.file << " now builds and runs on " << c.target
+                      << " (listed as skipped:" << c.reason
+                      << "): list it as run in tests/data/corpus/targets.txt";
+    return;
+  }
+  const fs::path pkg = build_package(onnx, c.target, work.path());
+  ASSERT_FALSE(pkg.empty());
+  graph::ImportReport report;
+  const graph::Graph g = graph::import_onnx_file(onnx.string(), {}, &report);
+  std::vector<float> input = seeded_tensor(7, 0, g.tensor(g.inputs.at(0)).elements());
+  for (float& v : input) v = 0.5f * (v + 1.0f);  // [0, 1), as the export's torch.rand
+  const std::vector<float> expected = reference_logits(onnx, input);
+  const PageRun r = run_page(pkg, input, work.path(), c.target);
+  ASSERT_EQ(r.outcome.status, 0) << r.outcome.err;
+  ASSERT_EQ(r.output.size(), expected.size());
+  const auto [err, scale] = max_errors(r.output, expected);
+  EXPECT_GT(scale, 0.0);
+  EXPECT_LE(err, 1e-3 * scale) << "max |error| " << err << " over max |output| " << scale;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, CorpusTargets,
+    ::testing::ValuesIn(testing_support::corpus_target_cases(
+        fs::path(WEBTUNE_SOURCE_DIR) / "tests" / "data" / "corpus" / "targets.txt",
+        {"webgl2", "webgpu", "wasm"})),
+    [](const auto& info) { return testing_support::corpus_case_name(info.param); });
 
 /// A package of three kernel steps on a GPU target: the fused conv (a tuned kernel at its
 /// default config), on webgl2 a relayout of its render targets into a plain R32F texture

@@ -11,8 +11,8 @@ CI keeps: each export's graph with its large float initializers replaced by a se
 
 Per model x exporter (TorchScript `dynamo=False`, dynamo `dynamo=True`) x opset (13, 17):
   - the model is built by torchvision with weights=None after torch.manual_seed(0) (its own
-    initialisers: seeded, realistic scales), in eval mode; the input is torch.rand(1,3,224,224)
-    after torch.manual_seed(1);
+    initialisers: seeded, realistic scales), in eval mode; the input is torch.rand(1,3,S,S)
+    after torch.manual_seed(1), S = --size (224; files of another size end in .<S>px.onnx);
   - exported; onnxruntime (CPU) runs the export and its output is compared with PyTorch's
     (relative error = max |ort - torch| / max |torch|): the export itself is checked;
   - the skeleton: every float initializer of more than 16 elements keeps its name, dims and
@@ -120,12 +120,15 @@ def main():
     p.add_argument("--opsets", default="13,17")
     p.add_argument("--keep-full", action="store_true")
     p.add_argument("--merge", action="store_true")
+    p.add_argument("--size", type=int, default=224,
+                   help="input height and width (224; CI's per-target runs use 64: every "
+                        "operator, a twelfth of the pixels)")
     args = p.parse_args()
     if args.merge:
         return merge(args.out)
     full = os.path.join(args.out, "full")
     skeletons = os.path.join(args.out, "skeletons")
-    rows = os.path.join(args.out, "rows")
+    rows = os.path.join(args.out, "rows" if args.size == 224 else "rows%d" % args.size)
     for d in (full, skeletons, rows):
         os.makedirs(d, exist_ok=True)
     torch.set_num_threads(2)
@@ -134,15 +137,18 @@ def main():
         torch.manual_seed(0)
         model = build(name).eval()
         torch.manual_seed(1)
-        x = torch.rand(1, 3, 224, 224)
+        x = torch.rand(1, 3, args.size, args.size)
         with torch.no_grad():
             ref = model(x).numpy()
         if args.keep_full:
-            x.numpy().astype("<f4").tofile(os.path.join(full, name + ".input.f32"))
-            ref.astype("<f4").tofile(os.path.join(full, name + ".torch.f32"))
+            tag = name + ("" if args.size == 224 else ".%dpx" % args.size)
+            x.numpy().astype("<f4").tofile(os.path.join(full, tag + ".input.f32"))
+            ref.astype("<f4").tofile(os.path.join(full, tag + ".torch.f32"))
         for exporter in args.exporters.split(","):
             for opset in [int(o) for o in args.opsets.split(",")]:
                 stem = "%s.%s.opset%d" % (name, exporter, opset)
+                if args.size != 224:
+                    stem += ".%dpx" % args.size
                 path = os.path.join(full, stem + ".onnx")
                 row = {"model": name, "exporter": exporter, "opset": opset, "file": stem + ".onnx"}
                 start = time.time()
@@ -182,9 +188,10 @@ def main():
 
 def merge(out):
     results = []
-    for name in sorted(os.listdir(os.path.join(out, "rows"))):
-        with open(os.path.join(out, "rows", name)) as f:
-            results += json.load(f)
+    for rows in sorted(d for d in os.listdir(out) if d.startswith("rows")):
+        for name in sorted(os.listdir(os.path.join(out, rows))):
+            with open(os.path.join(out, rows, name)) as f:
+                results += json.load(f)
     with tarfile.open(os.path.join(out, "corpus.tar.xz"), "w:xz") as tar:
         for name in sorted(os.listdir(os.path.join(out, "skeletons"))):
             tar.add(os.path.join(out, "skeletons", name), arcname=name)
