@@ -415,3 +415,98 @@ TEST(Simplify, DeadChainsGoWholeAndLiveOnesStay) {
   EXPECT_EQ(report.dead_constants, 1);
   g.validate();
 }
+
+TEST(Simplify, HostileConstantsAreRefusedOrLeftNeverACrash) {
+  // What a fuzzer's mutation of a small model can give the folder: every case must fold to a
+  // value, stay a node, or raise GraphError (the model is refused); none may crash or hang.
+  auto ints = [](const std::string& name, std::vector<int64_t> shape, std::vector<int64_t> data) {
+    Tensor t = tensor(name, std::move(shape), DataType::kInt64);
+    t.int_data = std::move(data);
+    return t;
+  };
+  auto floats = [](const std::string& name, std::vector<int64_t> shape, std::vector<float> data) {
+    Tensor t = tensor(name, std::move(shape));
+    t.float_data = std::move(data);
+    return t;
+  };
+  struct Case {
+    std::string op;
+    std::vector<Tensor> inputs;
+    std::map<std::string, Attribute> attributes;
+  };
+  const int64_t huge = int64_t{1} << 62;
+  std::vector<Case> cases = {
+      {"ConstantOfShape", {ints("s", {2}, {-5, 3})}, {}},
+      {"ConstantOfShape", {ints("s", {2}, {huge, huge})}, {}},
+      {"Range", {floats("a", {}, {0}), floats("b", {}, {10}), floats("c", {}, {0})}, {}},
+      {"Range", {ints("a", {}, {0}), ints("b", {}, {huge}), ints("c", {}, {1})}, {}},
+      {"Slice",
+       {floats("x", {4}, {1, 2, 3, 4}), ints("st", {1}, {0}), ints("en", {1}, {4}),
+        ints("ax", {1}, {0}), ints("sp", {1}, {0})},
+       {}},
+      {"Slice",
+       {floats("x", {4}, {1, 2, 3, 4}), ints("st", {1}, {0}), ints("en", {1}, {4}),
+        ints("ax", {1}, {7})},
+       {}},
+      {"Tile", {floats("x", {2}, {1, 2}), ints("r", {1}, {-3})}, {}},
+      {"Tile", {floats("x", {2}, {1, 2}), ints("r", {1}, {huge})}, {}},
+      {"Expand", {floats("x", {1}, {1}), ints("s", {2}, {-2, 4})}, {}},
+      {"Expand", {floats("x", {1}, {1}), ints("s", {2}, {huge, huge})}, {}},
+      {"Reshape", {floats("x", {4}, {1, 2, 3, 4}), ints("s", {2}, {-1, -1})}, {}},
+      {"Reshape", {floats("x", {4}, {1, 2, 3, 4}), ints("s", {2}, {3, 0})}, {}},
+      {"Gather", {floats("x", {3}, {1, 2, 3}), ints("i", {1}, {huge})}, {}},
+      {"Gather", {floats("x", {3}, {1, 2, 3}), ints("i", {1}, {-4})}, {}},
+      {"Pad", {floats("x", {2}, {1, 2}), ints("p", {2}, {huge, 0})}, {}},
+      {"Pad", {floats("x", {2}, {1, 2}), ints("p", {2}, {-5, 0})}, {}},
+      {"Div", {ints("a", {1}, {1}), ints("b", {1}, {0})}, {}},
+      {"Div", {ints("a", {1}, {INT64_MIN}), ints("b", {1}, {-1})}, {}},
+      {"Mod", {ints("a", {1}, {INT64_MIN}), ints("b", {1}, {-1})}, {}},
+      {"Unsqueeze", {floats("x", {2}, {1, 2}), ints("a", {2}, {0, 0})}, {}},
+      {"Squeeze", {floats("x", {2}, {1, 2}), ints("a", {1}, {0})}, {}},
+      {"Concat", {floats("x", {2}, {1, 2}), floats("y", {2, 1}, {1, 2})}, {{"axis", int64_t{5}}}},
+      {"Transpose", {floats("x", {2, 1}, {1, 2})}, {{"perm", std::vector<int64_t>{0, 0}}}},
+      {"Split", {floats("x", {4}, {1, 2, 3, 4}), ints("s", {2}, {3, 3})}, {}},
+      {"Resize",
+       {floats("x", {1, 1, 2, 2}, {1, 2, 3, 4}), floats("roi", {0}, {}),
+        floats("sc", {4}, {1, 1, 1e30f, 1e30f})},
+       {}},
+      {"Cast", {floats("x", {2}, {1e30f, -1e30f})}, {{"to", int64_t{7}}}},
+  };
+  int refused = 0, folded = 0, kept = 0;
+  for (const Case& c : cases) {
+    Graph g;
+    Node node;
+    node.name = "n";
+    node.op_type = c.op;
+    node.attributes = c.attributes;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      Tensor t = c.inputs[i];
+      t.name += std::to_string(i);
+      node.inputs.push_back(t.name);
+      g.tensors[t.name] = t;
+    }
+    node.outputs = {"y"};
+    if (c.op == "Split") node.outputs = {"y", "z"};
+    for (const std::string& out : node.outputs) {
+      Tensor t = tensor(out, {});
+      t.shape_known = false;
+      g.tensors[out] = t;
+    }
+    g.nodes.push_back(node);
+    g.outputs = node.outputs;
+    SimplifyReport report;
+    try {
+      if (fold_constants(g, 13, report) == 1)
+        ++folded;
+      else
+        ++kept;
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.op + " 'n'"), std::string::npos) << e.what();
+      ++refused;
+    }
+  }
+  std::cout << cases.size() << " hostile folds: " << refused << " refused, " << kept
+            << " left as nodes, " << folded << " folded\n";
+  EXPECT_EQ(refused + kept + folded, static_cast<int>(cases.size()));
+  EXPECT_GE(refused, 10);
+}

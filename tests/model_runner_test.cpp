@@ -583,8 +583,8 @@ TEST_P(CorpusTargets, BuildsAndMatchesTheReferenceExecutor) {
     EXPECT_ANY_THROW({
       ModelRunner runner(build_model(onnx.string(), c.target, name), context());
       runner.run(std::vector<float>(static_cast<size_t>(runner.input_elements()), 0.5f));
-    }) << c.file << " now builds and runs on "
-       << c.target << " (listed as skipped:" << c.reason
+    }) << c.file
+       << " now builds and runs on " << c.target << " (listed as skipped:" << c.reason
        << "): list it as run in tests/data/corpus/targets.txt";
     return;
   }

@@ -565,8 +565,8 @@ TEST_P(CorpusTargets, PackageMatchesTheReferenceExecutor) {
     if (built.status == 0) {
       graph::ImportReport report;
       const graph::Graph g = graph::import_onnx_file(onnx.string(), {}, &report);
-      const std::vector<float> input(
-          static_cast<size_t>(g.tensor(g.inputs.at(0)).elements()), 0.5f);
+      const std::vector<float> input(static_cast<size_t>(g.tensor(g.inputs.at(0)).elements()),
+                                     0.5f);
       ran = run_page(pkg, input, work.path(), c.target).outcome.status == 0;
     }
     EXPECT_FALSE(ran) << c.file << " now builds and runs on " << c.target
