@@ -26,6 +26,17 @@ Value Value::floats(std::vector<int64_t> shape, std::vector<float> data) {
   return v;
 }
 
+Value Value::constant(const Tensor& t) {
+  Value v;
+  v.shape = t.shape;
+  v.type = t.type;
+  if (t.float_data)
+    v.data = *t.float_data;
+  else if (t.int_data)
+    v.ints = *t.int_data;
+  return v;
+}
+
 Value Value::int64s(std::vector<int64_t> shape, std::vector<int64_t> ints) {
   Value v;
   v.shape = std::move(shape);
@@ -228,18 +239,6 @@ bool is_int_type(DataType type) {
   return type != DataType::kFloat32;
 }
 
-/// A constant's data as a Value.
-Value value_of_constant(const Tensor& t) {
-  Value v;
-  v.shape = t.shape;
-  v.type = t.type;
-  if (t.float_data)
-    v.data = *t.float_data;
-  else
-    v.ints = *t.int_data;
-  return v;
-}
-
 /// Checks that `v` is a well-formed value of `t`'s shape and element kind; `what` names it.
 void check_value(const Value& v, const Tensor& t, const std::string& what) {
   if (v.shape != t.shape)
@@ -320,7 +319,7 @@ ValueMap execute(const Graph& graph, const ValueMap& inputs, const ExecuteOption
     if (it != env.end()) return &it->second;
     const Tensor& t = graph.tensor(name);
     if (!t.is_constant()) return nullptr;
-    return &env.emplace(name, value_of_constant(t)).first->second;
+    return &env.emplace(name, Value::constant(t)).first->second;
   };
 
   ValueMap result;

@@ -361,7 +361,12 @@ void average_pool(KernelContext& ctx) {
   }
 }
 
-void global_average_pool(KernelContext& ctx) {
+namespace {
+
+/// GlobalAveragePool / GlobalMaxPool: `reduce(first, size)` of each [N, C] plane's `size`
+/// values; the output keeps the input's rank with 1s for the spatial axes.
+template <typename Reduce>
+void global_pool(KernelContext& ctx, Reduce reduce) {
   const Value& x = pool_input(ctx);
   const int64_t planes = x.shape[0] * x.shape[1];
   const int64_t size = product(x.shape, 2, x.shape.size());
@@ -369,26 +374,25 @@ void global_average_pool(KernelContext& ctx) {
   y.shape = {x.shape[0], x.shape[1]};
   y.shape.resize(x.shape.size(), 1);
   y.data.resize(static_cast<size_t>(planes));
-  for (int64_t p = 0; p < planes; ++p) {
+  for (int64_t p = 0; p < planes; ++p) y.data[p] = reduce(x.data.data() + p * size, size);
+}
+
+}  // namespace
+
+void global_average_pool(KernelContext& ctx) {
+  global_pool(ctx, [](const float* v, int64_t size) {
     double sum = 0.0;
-    for (int64_t i = 0; i < size; ++i) sum += x.data[p * size + i];
-    y.data[p] = static_cast<float>(sum / static_cast<double>(size));
-  }
+    for (int64_t i = 0; i < size; ++i) sum += v[i];
+    return static_cast<float>(sum / static_cast<double>(size));
+  });
 }
 
 void global_max_pool(KernelContext& ctx) {
-  const Value& x = pool_input(ctx);
-  const int64_t planes = x.shape[0] * x.shape[1];
-  const int64_t size = product(x.shape, 2, x.shape.size());
-  Value& y = ctx.outputs[0];
-  y.shape = {x.shape[0], x.shape[1]};
-  y.shape.resize(x.shape.size(), 1);
-  y.data.resize(static_cast<size_t>(planes));
-  for (int64_t p = 0; p < planes; ++p) {
+  global_pool(ctx, [](const float* v, int64_t size) {
     float best = -std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < size; ++i) best = std::max(best, x.data[p * size + i]);
-    y.data[p] = best;
-  }
+    for (int64_t i = 0; i < size; ++i) best = std::max(best, v[i]);
+    return best;
+  });
 }
 
 void conv_transpose(KernelContext& ctx) {

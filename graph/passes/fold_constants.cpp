@@ -39,17 +39,6 @@ int64_t product_capped(const std::vector<int64_t>& dims) {
   return n;
 }
 
-Value value_of(const Tensor& t) {
-  Value v;
-  v.shape = t.shape;
-  v.type = t.type;
-  if (t.float_data)
-    v.data = *t.float_data;
-  else
-    v.ints = *t.int_data;
-  return v;
-}
-
 /// The most elements `node`'s largest output can have, from its constant inputs, or
 /// kLimit + 1 where that cannot be told without running it.
 int64_t output_bound(const Node& node, const std::vector<const Tensor*>& in) {
@@ -157,7 +146,7 @@ int fold_constants(Graph& graph, int64_t opset, SimplifyReport& report) {
     std::vector<Value> values;
     std::vector<const Value*> args;
     values.reserve(in.size());
-    for (const Tensor* t : in) values.push_back(t ? value_of(*t) : Value{});
+    for (const Tensor* t : in) values.push_back(t ? Value::constant(*t) : Value{});
     for (size_t i = 0; i < in.size(); ++i) args.push_back(in[i] ? &values[i] : nullptr);
     std::vector<DataType> types;
     for (const std::string& out : node.outputs)

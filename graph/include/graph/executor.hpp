@@ -43,6 +43,8 @@ struct Value {
 
   static Value floats(std::vector<int64_t> shape, std::vector<float> data);
   static Value int64s(std::vector<int64_t> shape, std::vector<int64_t> ints);
+  /// The data of the constant tensor `t` (Tensor::is_constant()) as a Value of its shape and type.
+  static Value constant(const Tensor& t);
 };
 
 using ValueMap = std::map<std::string, Value>;
