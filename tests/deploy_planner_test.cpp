@@ -1046,6 +1046,37 @@ TEST(Errors, AnOpNoKernelCoversIsNamedWithItsNode) {
   }
 }
 
+TEST(Errors, ARefusalNeverListsTheRefusedOperatorAsOneTheTargetRuns) {
+  // An Identity whose data is a constant (an exporter's shared weight, as the importer folds it
+  // away; here planned as it stands): refused, and the lists of what the target runs leave
+  // Identity out, saying where it does run instead.
+  graph::Graph g = op_chain();
+  g.tensors["w"] = float_tensor("w", {1, 4, 1, 1}, std::vector<float>{1, 2, 3, 4});
+  g.nodes.insert(g.nodes.begin(), graph::Node{"Identity_0", "Identity", {"w"}, {"c2"}, {}, {}});
+  g.tensors["c2"] = float_tensor("c2", {1, 4, 1, 1});
+  g.nodes[2].inputs[1] = "c2";
+  g.tensors.erase("c");
+  g.validate();
+  for (const std::string target : {"webgl2", "wasm", "gles-compute", "gles-frag", "webgpu"}) {
+    try {
+      plan_package(g, options_for(target));
+      ADD_FAILURE() << target << " accepted an Identity of a constant";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("Identity 'Identity_0'"), std::string::npos) << what;
+      EXPECT_NE(what.find("is a constant"), std::string::npos) << what;
+      const size_t lists = what.find(" runs: ");
+      ASSERT_NE(lists, std::string::npos) << what;
+      const std::string listed = what.substr(lists, what.find(" (Identity only") - lists);
+      EXPECT_EQ(listed.find("Identity"), std::string::npos) << what;
+      EXPECT_NE(listed.find("Reshape"), std::string::npos) << what;
+      EXPECT_NE(what.find("(Identity only where the reason above does not hold)"),
+                std::string::npos)
+          << what;
+    }
+  }
+}
+
 TEST(Errors, UnknownTargetListsTheTargets) {
   try {
     plan_package(op_chain(), options_for("cuda"));
