@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "graph/onnx_import.hpp"
@@ -85,6 +86,42 @@ TEST_F(CliZoo, AnUnwritableOutputIsAnErrorNamingTheFile) {
   EXPECT_EQ(run.status, 1) << run.describe();
   EXPECT_NE(run.err.find("cannot write '" + path + "'"), std::string::npos) << run.describe();
   EXPECT_EQ(run.out, "");
+}
+
+TEST_F(CliZoo, ASkeletonIsRestoredWithItsRecipeWeightsAndImports) {
+  const std::string skeleton =
+      (fs::path(WEBTUNE_CORPUS_DIR) / "resnet18.torchscript.opset17.64px.onnx").string();
+  ASSERT_TRUE(fs::exists(skeleton)) << skeleton << " (CMake unpacks tests/data/corpus)";
+  const std::string path = (dir_ / "resnet18.onnx").string();
+  const WebtuneRun run = run_webtune({"zoo", "--skeleton", skeleton, "-o", path});
+  ASSERT_TRUE(run.exited && run.status == 0) << run.describe();
+  const std::string bytes = read_file_text(path);
+  EXPECT_EQ(run.out, "corpus " + skeleton + " -> " + path + ": " + std::to_string(bytes.size()) +
+                         " bytes, 26 initializers restored\n");
+  webtune::graph::ImportReport report;
+  const webtune::graph::Graph g = webtune::graph::import_onnx_file(path, {}, &report);
+  EXPECT_TRUE(report.unsupported.empty());
+  EXPECT_EQ(g.op_counts().at("Conv"), 20);
+  EXPECT_EQ(g.tensor(g.inputs.at(0)).shape, (std::vector<int64_t>{1, 3, 64, 64}));
+  // The same skeleton gives the same bytes.
+  ASSERT_EQ(run_webtune({"zoo", "--skeleton", skeleton, "-o", path + "2"}).status, 0);
+  EXPECT_EQ(read_file_text(path + "2"), bytes);
+}
+
+TEST_F(CliZoo, ASkeletonWithAModelNameOrNotOnnxIsRefusedWithTwo) {
+  const std::string path = (dir_ / "x.onnx").string();
+  const std::string junk = (dir_ / "junk.onnx").string();
+  std::ofstream(junk) << "not a model";
+  WebtuneRun run = run_webtune({"zoo", "resnet18", "--skeleton", junk, "-o", path});
+  EXPECT_EQ(run.status, 2) << run.describe();
+  EXPECT_NE(run.err.find("not both"), std::string::npos) << run.describe();
+  run = run_webtune({"zoo", "--skeleton", junk, "-o", path});
+  EXPECT_EQ(run.status, 2) << run.describe();
+  EXPECT_NE(run.err.find("not an ONNX model"), std::string::npos) << run.describe();
+  run = run_webtune({"zoo", "-o", path});
+  EXPECT_EQ(run.status, 2) << run.describe();
+  EXPECT_NE(run.err.find("--skeleton"), std::string::npos) << run.describe();
+  EXPECT_FALSE(fs::exists(path));
 }
 
 }  // namespace
