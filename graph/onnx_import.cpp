@@ -136,6 +136,7 @@ class Importer {
     try {
       graph.sort_topologically();
       remove_aliases(graph, simplified);
+      reduce_mean_to_pool(graph, simplified);
       remove_dead_nodes(graph, simplified);
       graph.validate();
     } catch (const GraphError& e) {

@@ -510,3 +510,38 @@ TEST(Simplify, HostileConstantsAreRefusedOrLeftNeverACrash) {
   EXPECT_EQ(refused + kept + folded, static_cast<int>(cases.size()));
   EXPECT_GE(refused, 10);
 }
+
+TEST(Simplify, AMeanOverTheSpatialAxesBecomesAGlobalPool) {
+  // keepdims 1 and 0, negative axes; a mean over channels stays a ReduceMean.
+  struct Case {
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+    std::vector<int64_t> out_shape;
+    std::map<std::string, int> ops;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3}, 1, {1, 3, 1, 1}, {{"GlobalAveragePool", 1}}},
+      {{-1, -2}, 0, {1, 3}, {{"GlobalAveragePool", 1}, {"Reshape", 1}}},
+      {{1, 2}, 1, {1, 1, 1, 5}, {{"ReduceMean", 1}}},
+  };
+  for (const Case& c : cases) {
+    ModelBuilder m;
+    m.input("X", {1, 3, 4, 5});
+    m.output("Y", c.out_shape);
+    auto* mean = m.node("ReduceMean", {"X"}, {"Y"}, "mean");
+    ModelBuilder::ints_attr(mean, "axes", c.axes);
+    ModelBuilder::int_attr(mean, "keepdims", c.keepdims);
+    ImportReport report;
+    Graph g = import_onnx_bytes(m.bytes(), "mean.onnx", {}, &report);
+    EXPECT_EQ(g.op_counts(), c.ops);
+    const std::vector<float> x = seeded(60, 11);
+    const Value y = run_one(g, x);
+    ASSERT_EQ(y.shape, c.out_shape);
+    if (c.ops.count("ReduceMean")) continue;
+    for (int ch = 0; ch < 3; ++ch) {
+      double sum = 0;
+      for (int i = 0; i < 20; ++i) sum += x[ch * 20 + i];
+      EXPECT_NEAR(y.data[ch], sum / 20, 1e-6) << ch;
+    }
+  }
+}

@@ -30,7 +30,8 @@ int SimplifyReport::aliases_total() const {
 }
 
 bool SimplifyReport::empty() const {
-  return folded.empty() && aliases.empty() && dead_nodes == 0 && dead_constants == 0;
+  return folded.empty() && aliases.empty() && rewritten.empty() && dead_nodes == 0 &&
+         dead_constants == 0;
 }
 
 std::string SimplifyReport::summary() const {
@@ -42,6 +43,7 @@ std::string SimplifyReport::summary() const {
   if (!aliases.empty())
     add("removed " + std::to_string(aliases_total()) + " alias" +
         (aliases_total() == 1 ? "" : "es") + " (" + list(aliases) + ")");
+  if (!rewritten.empty()) add("rewrote " + list(rewritten));
   if (dead_nodes) add(std::to_string(dead_nodes) + " dead node" + (dead_nodes == 1 ? "" : "s"));
   if (dead_constants)
     add(std::to_string(dead_constants) + " unread constant" + (dead_constants == 1 ? "" : "s"));
@@ -64,6 +66,7 @@ SimplifyReport simplify(Graph& graph, int64_t opset) {
   SimplifyReport report;
   fold_to_fixed_point(graph, opset, report);
   remove_aliases(graph, report);
+  reduce_mean_to_pool(graph, report);
   remove_dead_nodes(graph, report);
   graph.validate();
   return report;

@@ -12,6 +12,8 @@
 ///    than kMaxFoldedElements elements stays a node (a folded Expand must not swell the weights);
 ///  - remove_aliases (remove_aliases.cpp): Identity, and Dropout in inference whose mask nobody
 ///    reads, of a computed value: its readers read the input instead;
+///  - reduce_mean_to_pool (reduce_mean_to_pool.cpp): ReduceMean over every spatial axis of
+///    an NCHW value becomes GlobalAveragePool (an exporter's `x.mean([2, 3])`);
 ///  - remove_dead_nodes (remove_dead_nodes.cpp): nodes whose outputs nobody reads and that are
 ///    no graph output, and the constants nobody reads any more.
 ///
@@ -39,11 +41,12 @@ inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
 
 /// What the simplification did, for `webtune import`'s summary.
 struct SimplifyReport {
-  std::map<std::string, int> folded;   ///< op type → nodes that became constants
-  std::map<std::string, int> aliases;  ///< op type → alias nodes removed (readers re-pointed)
-  int dead_nodes = 0;                  ///< nodes removed because nothing read them
-  int dead_constants = 0;              ///< constants removed because nothing read them
-  int inference_rounds = 0;            ///< ONNX shape inference runs (the importer's loop)
+  std::map<std::string, int> folded;     ///< op type → nodes that became constants
+  std::map<std::string, int> aliases;    ///< op type → alias nodes removed (readers re-pointed)
+  std::map<std::string, int> rewritten;  ///< "A → B" → nodes rewritten into another operator
+  int dead_nodes = 0;                    ///< nodes removed because nothing read them
+  int dead_constants = 0;                ///< constants removed because nothing read them
+  int inference_rounds = 0;              ///< ONNX shape inference runs (the importer's loop)
 
   int folded_total() const;
   int aliases_total() const;
@@ -74,6 +77,11 @@ int fold_constants(Graph& graph, int64_t opset, SimplifyReport& report);
 /// the count.
 int remove_aliases(Graph& graph, SimplifyReport& report);
 
+/// graph/passes/reduce_mean_to_pool.cpp. ReduceMean (axes attribute) of a float32 value of
+/// rank ≥ 3 over exactly the axes {2, ..., rank-1} becomes GlobalAveragePool (keepdims 1), or
+/// GlobalAveragePool into a new value then a Reshape to [N, C] (keepdims 0). Returns the count.
+int reduce_mean_to_pool(Graph& graph, SimplifyReport& report);
+
 /// graph/passes/remove_dead_nodes.cpp. Removes nodes none of whose outputs is read by a node or
 /// is a graph output (to a fixed point, so a dead chain goes whole), then every constant and
 /// non-input tensor that nothing reads or writes and that is no graph output. Returns the
@@ -85,7 +93,8 @@ int remove_dead_nodes(Graph& graph, SimplifyReport& report);
 int fold_to_fixed_point(Graph& graph, int64_t opset, SimplifyReport& report);
 
 /// The whole simplification of a complete graph: fold_to_fixed_point, remove_aliases,
-/// remove_dead_nodes, then validate(). Returns the report (the caller adds inference_rounds).
+/// reduce_mean_to_pool, remove_dead_nodes, then validate(). Returns the report (the caller adds
+/// inference_rounds).
 SimplifyReport simplify(Graph& graph, int64_t opset);
 
 }  // namespace webtune::graph
