@@ -84,6 +84,13 @@ int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
   return n;
 }
 
+void next_index(std::vector<int64_t>& index, const std::vector<int64_t>& shape) {
+  for (size_t d = index.size(); d-- > 0;) {
+    if (++index[d] < shape[d]) return;
+    index[d] = 0;
+  }
+}
+
 int64_t normalize_axis(int64_t axis, size_t rank, const char* what, int64_t extra) {
   const auto r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r + extra)

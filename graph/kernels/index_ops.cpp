@@ -53,10 +53,7 @@ void strided_copy(const Value& x, const std::vector<int64_t>& begin,
       int64_t offset = base;
       for (size_t d = 0; d < rank; ++d) offset += index[d] * step[d] * strides[d];
       out[o] = in[static_cast<size_t>(offset)];
-      for (size_t d = rank; d-- > 0;) {
-        if (++index[d] < shape[d]) break;
-        index[d] = 0;
-      }
+      next_index(index, shape);
     }
   });
 }
@@ -110,10 +107,7 @@ void gather_elements(KernelContext& ctx) {
       for (size_t d = 0; d < rank; ++d)
         offset += (d == axis ? checked_index(idx.ints[o], x.shape[d]) : index[d]) * strides[d];
       out[o] = in[static_cast<size_t>(offset)];
-      for (size_t d = rank; d-- > 0;) {
-        if (++index[d] < idx.shape[d]) break;
-        index[d] = 0;
-      }
+      next_index(index, idx.shape);
     }
   });
 }
@@ -276,10 +270,7 @@ void pad(KernelContext& ctx) {
         offset += i * strides[d];
       }
       out[o] = inside ? in[static_cast<size_t>(offset)] : fill;
-      for (size_t d = rank; d-- > 0;) {
-        if (++index[d] < y.shape[d]) break;
-        index[d] = 0;
-      }
+      next_index(index, y.shape);
     }
   });
 }

@@ -42,6 +42,10 @@ struct KernelContext {
 std::string shape_text(const std::vector<int64_t>& shape);
 /// Product of `shape[begin, end)`.
 int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end);
+/// Steps `index`, a row-major multi-index into `shape` (the same rank), to the next element:
+/// the last axis fastest, wrapping to all zeros after the last element. The odometer every
+/// kernel that walks an output by coordinates uses.
+void next_index(std::vector<int64_t>& index, const std::vector<int64_t>& shape);
 /// `axis` in [-rank, rank + extra) made non-negative; throws naming `what` when outside.
 int64_t normalize_axis(int64_t axis, size_t rank, const char* what, int64_t extra = 0);
 /// The values of an integer tensor of rank 0 or 1 (axes, pads, a shape, starts, ...); throws

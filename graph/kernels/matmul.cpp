@@ -160,10 +160,7 @@ void matmul(KernelContext& ctx) {
     }
     accumulate_product(a.data.data() + a_off, b.data.data() + b_off,
                        acc.data() + t * m_size * n_size, m_size, k_size, n_size);
-    for (size_t i = batch_rank; i-- > 0;) {  // odometer over the batch index
-      if (++index[i] < batch[i]) break;
-      index[i] = 0;
-    }
+    next_index(index, batch);
   }
   std::vector<int64_t> out_shape = batch;
   if (a.shape.size() > 1) out_shape.push_back(m_size);

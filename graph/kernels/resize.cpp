@@ -218,10 +218,7 @@ void resize(KernelContext& ctx) {
       }
     }
     y.data[o] = static_cast<float>(sum);
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < y.shape[d]) break;
-      index[d] = 0;
-    }
+    next_index(index, y.shape);
   }
 }
 

@@ -151,10 +151,7 @@ void transpose(KernelContext& ctx) {
       int64_t offset = 0;
       for (size_t i = 0; i < rank; ++i) offset += index[i] * strides[i];
       out[o] = in[static_cast<size_t>(offset)];
-      for (size_t i = rank; i-- > 0;) {
-        if (++index[i] < y.shape[i]) break;
-        index[i] = 0;
-      }
+      next_index(index, y.shape);
     }
   });
 }
@@ -296,10 +293,7 @@ void tile(KernelContext& ctx) {
       int64_t offset = 0;
       for (size_t i = 0; i < rank; ++i) offset += (index[i] % x.shape[i]) * in_strides[i];
       out[o] = in[static_cast<size_t>(offset)];
-      for (size_t i = rank; i-- > 0;) {
-        if (++index[i] < y.shape[i]) break;
-        index[i] = 0;
-      }
+      next_index(index, y.shape);
     }
   });
 }
