@@ -24,6 +24,7 @@ void build_app(CLI::App& app, std::string& log_level) {
   add_measure_command(app);
   add_space_command(app);
   add_device_command(app);
+  add_ops_command(app);
   add_tracker_command(app);
   add_agent_command(app);
   add_log_command(app);

@@ -26,6 +26,8 @@ void add_measure_command(CLI::App& app);
 void add_space_command(CLI::App& app);
 /// `webtune device`: what the local GL device reports (renderer, version, limits).
 void add_device_command(CLI::App& app);
+/// `webtune ops`: the operator table (graph/operators.hpp): opsets and targets per operator.
+void add_ops_command(CLI::App& app);
 /// `webtune tracker`: the tracker daemon; `webtune tracker status`: the farm per key.
 void add_tracker_command(CLI::App& app);
 /// `webtune agent`: a native OpenGL agent that serves the tracker.

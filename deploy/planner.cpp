@@ -18,6 +18,7 @@
 #include "deploy/wasm_memory.hpp"
 #include "deploy/weights.hpp"
 #include "graph/operators.hpp"
+#include "graph/passes.hpp"
 #include "graph/task_extraction.hpp"
 #include "tuner/tune_target.hpp"
 
@@ -98,13 +99,14 @@ struct PlanValue {
 class Planner {
  public:
   Planner(const graph::Graph& graph, const PlanOptions& options)
-      : graph_(graph), options_(options) {
+      : lowered_(graph), graph_(lowered_), options_(options) {
     const auto& names = build_targets();
     if (std::find(names.begin(), names.end(), options.target) == names.end())
       throw std::invalid_argument("unknown target '" + options.target +
                                   "' (targets: " + build_target_names() + ")");
     target_ = tune_target_from_name(options.target);
     frag_ = target_.kernel == Target::kGlesFrag;
+    lower();
     device_key_ = options.device_key;
     if (device_key_.empty()) {
       device_key_ = default_device_key(options.records, target_);
@@ -115,6 +117,29 @@ class Planner {
       }
     }
     limits_ = stored_limits(options.records, device_key_);
+  }
+
+  /// Most inputs a GPU op kernel's Concat binds: 4 textures on gles-frag (16 texture units,
+  /// an input read in place from render targets may take up to 4), 7 storage buffers on
+  /// webgpu (8 per stage with the output) and gles-compute (the same, below llvmpipe's and
+  /// desktop drivers' 16). wasm runs Concat in JavaScript: no bound.
+  size_t max_concat_inputs() const {
+    if (target_.kernel == Target::kGlesFrag) return 4;
+    if (target_.kernel == Target::kWasm) return SIZE_MAX;
+    return 7;
+  }
+
+  void lower() {
+    const int splits = graph::split_to_slices(lowered_);
+    const size_t most = max_concat_inputs();
+    const int concats = most == SIZE_MAX ? 0 : graph::split_wide_concat(lowered_, most);
+    if (splits > 0)
+      out_.notes.push_back(std::to_string(splits) + " Split node(s) run as one Slice per output");
+    if (concats > 0)
+      out_.notes.push_back(std::to_string(concats) + " Concat node(s) of more than " +
+                           std::to_string(most) + " inputs run as trees of Concats (" +
+                           options_.target + " binds at most " + std::to_string(most) +
+                           " inputs per kernel)");
   }
 
   PlannedPackage run() {
@@ -287,8 +312,7 @@ class Planner {
       for (const std::string& op : graph::supported_operators())
         if (has_op_kernel(target_.kernel, op)) runs.push_back(op);
     }
-    std::vector<std::string> aliases = {"Reshape", "Flatten", "Identity",
-                                        "Dropout", "Squeeze", "Unsqueeze"};
+    std::vector<std::string> aliases = graph::operators_that_run(graph::kRunsAsAlias);
     // The refused operator is never listed as one the target runs: where it runs in other
     // cases (an alias of a computed value, say), the reason above says what stops it here.
     const auto drop = [&node](std::vector<std::string>& ops) {
@@ -617,6 +641,8 @@ class Planner {
     op.type = node.op_type;
     op.opset = options_.opset;
     for (const auto& [key, value] : node.attributes) op.attributes[key] = attribute_json(value);
+    // A fused node's tail (codegen/epilogue.hpp's JSON), which runtime/ops.mjs applies.
+    if (!node.epilogue.empty()) op.attributes["epilogue"] = node.epilogue.to_json();
     s.op = std::move(op);
     for (const std::string& in : node.inputs) {
       if (in.empty()) {
@@ -716,6 +742,9 @@ class Planner {
     if (target_.kernel == Target::kWasm) place_wasm_memory(out_, limits_);
   }
 
+  /// The caller's graph after the package lowering (graph/passes.hpp): Splits as Slices, wide
+  /// Concats as trees the target's bindings allow.
+  graph::Graph lowered_;
   const graph::Graph& graph_;
   const PlanOptions& options_;
   std::string device_key_;  ///< options_.device_key, or default_device_key() when that is empty
@@ -749,16 +778,19 @@ std::string build_target_names() {
 }
 
 const std::vector<std::string>& wasm_js_operators() {
-  static const std::vector<std::string> ops = {
-      "AveragePool", "Add",       "Clip",     "Concat", "Div",  "GlobalAveragePool",
-      "HardSigmoid", "HardSwish", "MaxPool",  "Mul",    "Relu", "Sigmoid",
-      "Softmax",     "Sub",       "Transpose"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> names;
+    for (const graph::OperatorInfo& info : graph::operator_table())
+      if ((info.runs & graph::kRunsInWasmJs) && !(info.runs & graph::kRunsAsAlias))
+        names.emplace_back(info.name);
+    return names;
+  }();
   return ops;
 }
 
 bool is_alias_operator(const std::string& op_type) {
-  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Identity" ||
-         op_type == "Dropout" || op_type == "Squeeze" || op_type == "Unsqueeze";
+  const graph::OperatorInfo* info = graph::find_operator(op_type);
+  return info != nullptr && (info->runs & graph::kRunsAsAlias) != 0;
 }
 
 std::string kernel_file(size_t index) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "graph/operators.hpp"
 #include "kernels/kernels.hpp"
 
 namespace webtune::graph {
@@ -142,106 +143,6 @@ const Value& KernelContext::float_input(size_t i, const char* what) const {
 
 namespace {
 
-using Kernel = void (*)(kernels::KernelContext&);
-
-const std::map<std::string, Kernel>& kernel_table() {
-  static const std::map<std::string, Kernel> table = {
-      {"Abs", kernels::signed_unary},
-      {"Add", kernels::arithmetic},
-      {"And", kernels::logical},
-      {"AveragePool", kernels::average_pool},
-      {"BatchNormalization", kernels::batch_normalization},
-      {"Cast", kernels::cast},
-      {"Ceil", kernels::unary},
-      {"Clip", kernels::clip},
-      {"Concat", kernels::concat},
-      {"ConstantOfShape", kernels::constant_of_shape},
-      {"Conv", kernels::conv},
-      {"ConvTranspose", kernels::conv_transpose},
-      {"Div", kernels::arithmetic},
-      {"Dropout", kernels::dropout},
-      {"Elu", kernels::unary},
-      {"Equal", kernels::compare},
-      {"Erf", kernels::unary},
-      {"Exp", kernels::unary},
-      {"Expand", kernels::expand},
-      {"Flatten", kernels::flatten},
-      {"Floor", kernels::unary},
-      {"FusedConv", kernels::conv},
-      {"FusedGemm", kernels::gemm},
-      {"FusedMatMul", kernels::matmul},
-      {"Gather", kernels::gather},
-      {"GatherElements", kernels::gather_elements},
-      {"Gelu", kernels::unary},
-      {"Gemm", kernels::gemm},
-      {"GlobalAveragePool", kernels::global_average_pool},
-      {"GlobalMaxPool", kernels::global_max_pool},
-      {"Greater", kernels::compare},
-      {"GreaterOrEqual", kernels::compare},
-      {"HardSigmoid", kernels::unary},
-      {"HardSwish", kernels::unary},
-      {"Identity", kernels::identity},
-      {"InstanceNormalization", kernels::instance_normalization},
-      {"LayerNormalization", kernels::layer_normalization},
-      {"LeakyRelu", kernels::unary},
-      {"Less", kernels::compare},
-      {"LessOrEqual", kernels::compare},
-      {"Log", kernels::unary},
-      {"LogSoftmax", kernels::softmax},
-      {"MatMul", kernels::matmul},
-      {"Max", kernels::variadic},
-      {"MaxPool", kernels::max_pool},
-      {"Mean", kernels::variadic},
-      {"Min", kernels::variadic},
-      {"Mod", kernels::arithmetic},
-      {"Mul", kernels::arithmetic},
-      {"Neg", kernels::signed_unary},
-      {"Not", kernels::logical_not},
-      {"Or", kernels::logical},
-      {"PRelu", kernels::prelu},
-      {"Pad", kernels::pad},
-      {"Pow", kernels::arithmetic},
-      {"Range", kernels::range},
-      {"Reciprocal", kernels::unary},
-      {"ReduceL1", kernels::reduce},
-      {"ReduceL2", kernels::reduce},
-      {"ReduceLogSum", kernels::reduce},
-      {"ReduceLogSumExp", kernels::reduce},
-      {"ReduceMax", kernels::reduce},
-      {"ReduceMean", kernels::reduce},
-      {"ReduceMin", kernels::reduce},
-      {"ReduceProd", kernels::reduce},
-      {"ReduceSum", kernels::reduce},
-      {"ReduceSumSquare", kernels::reduce},
-      {"Relu", kernels::unary},
-      {"Reshape", kernels::reshape},
-      {"Resize", kernels::resize},
-      {"Round", kernels::unary},
-      {"Selu", kernels::unary},
-      {"Shape", kernels::shape},
-      {"Sigmoid", kernels::unary},
-      {"Sign", kernels::signed_unary},
-      {"Size", kernels::size},
-      {"Slice", kernels::slice},
-      {"Softmax", kernels::softmax},
-      {"Softplus", kernels::unary},
-      {"Softsign", kernels::unary},
-      {"Split", kernels::split},
-      {"Sqrt", kernels::unary},
-      {"Squeeze", kernels::squeeze},
-      {"Sub", kernels::arithmetic},
-      {"Sum", kernels::variadic},
-      {"Tanh", kernels::unary},
-      {"Tile", kernels::tile},
-      {"Transpose", kernels::transpose},
-      {"Unsqueeze", kernels::unsqueeze},
-      {"Upsample", kernels::resize},
-      {"Where", kernels::where},
-      {"Xor", kernels::logical},
-  };
-  return table;
-}
-
 bool is_int_type(DataType type) {
   return type != DataType::kFloat32;
 }
@@ -264,16 +165,15 @@ void check_value(const Value& v, const Tensor& t, const std::string& what) {
 
 std::vector<Value> run_node(const Node& node, size_t index, const std::vector<const Value*>& inputs,
                             const std::vector<DataType>& output_types, int64_t opset) {
-  const auto& table = kernel_table();
-  auto kernel = table.find(node.op_type);
-  if (kernel == table.end())
+  const OperatorInfo* info = find_operator(node.op_type);
+  if (info == nullptr)
     throw GraphError(node.describe(index) + ": operator '" + node.op_type +
                      "' is not supported by the reference executor (graph/operators.hpp)");
   kernels::KernelContext ctx{node, inputs, {}, output_types, opset};
   ctx.outputs.resize(node.outputs.size());
   ctx.output_types.resize(node.outputs.size(), DataType::kFloat32);
   try {
-    kernel->second(ctx);
+    info->reference(ctx);
   } catch (const std::exception& e) {
     // GraphError from kernels, std::invalid_argument from Node::get_* (wrong attribute kind).
     throw GraphError(node.describe(index) + ": " + e.what());
@@ -282,21 +182,18 @@ std::vector<Value> run_node(const Node& node, size_t index, const std::vector<co
 }
 
 bool has_kernel(const std::string& op_type) {
-  return kernel_table().count(op_type) != 0;
+  return find_operator(op_type) != nullptr;
 }
 
 std::vector<std::string> executable_operators() {
-  std::vector<std::string> ops;
-  for (const auto& [op, kernel] : kernel_table()) ops.push_back(op);
-  return ops;  // std::map keeps them sorted
+  return supported_operators();  // the table is sorted
 }
 
 ValueMap execute(const Graph& graph, const ValueMap& inputs, const ExecuteOptions& options) {
   graph.validate();
-  const auto& table = kernel_table();
   // Refuse unsupported operators before running anything (a model's first Conv may take a while).
   for (size_t i = 0; i < graph.nodes.size(); ++i)
-    if (!table.count(graph.nodes[i].op_type))
+    if (find_operator(graph.nodes[i].op_type) == nullptr)
       throw GraphError(graph.nodes[i].describe(i) + ": operator '" + graph.nodes[i].op_type +
                        "' is not supported by the reference executor (graph/operators.hpp)");
 

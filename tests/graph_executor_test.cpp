@@ -30,6 +30,7 @@
 #include "graph/executor.hpp"
 #include "graph/onnx_import.hpp"
 #include "graph/operators.hpp"
+#include "support/onnx_cases.hpp"
 
 namespace fs = std::filesystem;
 using namespace webtune::graph;
@@ -40,8 +41,10 @@ using webtune::Residual;
 namespace {
 
 const fs::path kShared = fs::path(WEBTUNE_SOURCE_DIR) / ".." / "shared" / "models";
-const fs::path kTestData = "/usr/share/libonnx-testdata/data/node";
-const fs::path kCaseList = fs::path(WEBTUNE_SOURCE_DIR) / "tests" / "graph_executor_cases.txt";
+const fs::path kTestData = webtune::test::kOnnxTestData;
+const fs::path kCaseList = webtune::test::kOnnxCaseList;
+using webtune::test::ConformanceCase;
+using webtune::test::listed_cases;
 
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -1844,117 +1847,12 @@ TEST(GraphExecutor, VariadicLogSoftmaxGlobalMaxPool) {
 
 namespace {
 
-/// One line of tests/graph_executor_cases.txt: "<case> run", "<case> run7 <why>" (run with the
-/// model's opset raised to 7, the importer's minimum) or "<case> skip <reason>".
-struct ConformanceCase {
-  std::string name;
-  std::string status;
-  std::string reason;
-};
-
-void PrintTo(const ConformanceCase& c, std::ostream* os) {
-  *os << c.name << " " << c.status;
-}
-
-std::vector<ConformanceCase> listed_cases() {
-  std::vector<ConformanceCase> cases;
-  std::ifstream in(kCaseList);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream s(line);
-    ConformanceCase c;
-    s >> c.name >> c.status;
-    std::getline(s >> std::ws, c.reason);
-    cases.push_back(c);
-  }
-  return cases;
-}
-
-/// A TensorProto's values, read here (not by the importer): float32 into data; int64, int32 and
-/// bool into ints. Other element types throw.
-Value value_of_proto(const onnx::TensorProto& t) {
-  Value v;
-  v.shape.assign(t.dims().begin(), t.dims().end());
-  const size_t n = static_cast<size_t>(count_of(v.shape));
-  const std::string& raw = t.raw_data();
-  switch (t.data_type()) {
-    case onnx::TensorProto_DataType_FLOAT:
-      if (t.has_raw_data()) {
-        v.data.resize(raw.size() / 4);
-        if (!raw.empty()) std::memcpy(v.data.data(), raw.data(), v.data.size() * 4);
-      } else {
-        v.data.assign(t.float_data().begin(), t.float_data().end());
-      }
-      break;
-    case onnx::TensorProto_DataType_INT64:
-      v.type = DataType::kInt64;
-      if (t.has_raw_data()) {
-        v.ints.resize(raw.size() / 8);
-        if (!raw.empty()) std::memcpy(v.ints.data(), raw.data(), v.ints.size() * 8);
-      } else {
-        v.ints.assign(t.int64_data().begin(), t.int64_data().end());
-      }
-      break;
-    case onnx::TensorProto_DataType_INT32:
-    case onnx::TensorProto_DataType_BOOL: {
-      const bool is_bool = t.data_type() == onnx::TensorProto_DataType_BOOL;
-      v.type = is_bool ? DataType::kBool : DataType::kInt32;
-      if (t.has_raw_data()) {
-        for (size_t i = 0; i < n; ++i) {
-          int32_t x = 0;
-          if (is_bool)
-            x = raw.at(i) != 0;
-          else
-            std::memcpy(&x, raw.data() + 4 * i, 4);
-          v.ints.push_back(x);
-        }
-      } else {
-        v.ints.assign(t.int32_data().begin(), t.int32_data().end());
-      }
-      break;
-    }
-    default:
-      throw std::runtime_error("tensor '" + t.name() + "' has element type " +
-                               std::to_string(t.data_type()) + ", which this test does not read");
-  }
-  const size_t size = v.is_float() ? v.data.size() : v.ints.size();
-  if (size != n) throw std::runtime_error("tensor '" + t.name() + "' does not fill its shape");
-  return v;
-}
-
 /// Runs one case directory; returns "" when every output matches, else what went wrong.
 std::string run_case(const std::string& name, bool raise_opset) {
-  const fs::path dir = kTestData / name;
   try {
-    ImportReport report;
-    Graph graph;
-    if (raise_opset) {
-      onnx::ModelProto model;
-      if (!model.ParseFromString(read_bytes(dir / "model.onnx"))) return "model does not parse";
-      for (auto& opset : *model.mutable_opset_import())
-        if (opset.domain().empty() && opset.version() < kMinOpset) opset.set_version(kMinOpset);
-      std::string bytes;
-      model.SerializeToString(&bytes);
-      graph = import_onnx_bytes(bytes, (dir / "model.onnx").string(), {}, &report);
-    } else {
-      graph = import_onnx_file((dir / "model.onnx").string(), {}, &report);
-    }
-    const fs::path data = dir / "test_data_set_0";
-    ValueMap inputs;
-    for (size_t i = 0; i < graph.inputs.size(); ++i) {
-      onnx::TensorProto t;
-      if (!t.ParseFromString(read_bytes(data / ("input_" + std::to_string(i) + ".pb"))))
-        return "input_" + std::to_string(i) + ".pb does not parse";
-      inputs[t.name().empty() ? graph.inputs[i] : t.name()] = value_of_proto(t);
-    }
-    const ValueMap outputs = execute(graph, inputs, {.opset = report.opset});
-    for (size_t i = 0; i < graph.outputs.size(); ++i) {
-      onnx::TensorProto t;
-      if (!t.ParseFromString(read_bytes(data / ("output_" + std::to_string(i) + ".pb"))))
-        return "output_" + std::to_string(i) + ".pb does not parse";
-      const Value expected = value_of_proto(t);
-      const std::string out_name = t.name().empty() ? graph.outputs[i] : t.name();
+    const webtune::test::LoadedCase c = webtune::test::load_case(name, raise_opset);
+    const ValueMap outputs = execute(c.graph, c.inputs, {.opset = c.report.opset});
+    for (const auto& [out_name, expected] : c.expected) {
       const Value& actual = outputs.at(out_name);
       if (actual.shape != expected.shape)
         return "output '" + out_name + "' has shape " + ::testing::PrintToString(actual.shape) +

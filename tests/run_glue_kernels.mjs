@@ -13,7 +13,8 @@
 // WebGPU: the output buffer is binding 2 of group 0, filled with NaN before the dispatch.
 // WebGL2: one render target cleared to NaN, drawn with the full-screen triangle, read back as
 // RGBA floats (only `channels` of each texel kept). JSON has no NaN: null stands for it, in
-// the input texels and in the outputs.
+// the input texels and in the outputs; nor infinities: "inf" and "-inf" stand for them, both
+// ways.
 // A page on a loopback http server, because navigator.gpu needs a secure context (about:blank
 // is not one).
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -36,6 +37,8 @@ try {
   const page = await browser.newPage();
   await page.goto(`http://127.0.0.1:${server.address().port}/`);
   const result = await page.evaluate(async (kernels) => {
+    const fromJson = (v) => (v === null ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : v);
+    const toJson = (v) => (Number.isNaN(v) ? null : v === Infinity ? 'inf' : v === -Infinity ? '-inf' : v);
     const adapter = await navigator.gpu?.requestAdapter();
     if (!adapter) return { adapter: false, results: [] };
     const device = await adapter.requestDevice();
@@ -61,7 +64,7 @@ try {
           return b;
         };
         const entries = k.inputs.map((floats, i) => ({
-          binding: k.bindings[i], resource: { buffer: buffer(floats) },
+          binding: k.bindings[i], resource: { buffer: buffer(floats.map(fromJson)) },
         }));
         const out = buffer(new Array(k.output_floats).fill(NaN));
         entries.push({ binding: 2, resource: { buffer: out } });
@@ -83,7 +86,7 @@ try {
         const values = Array.from(new Float32Array(read.getMappedRange()).slice(0, k.output_floats));
         read.unmap();
         // JSON has no NaN: an unwritten element comes back as null.
-        results.push({ name: k.name, output: values.map((v) => (Number.isNaN(v) ? null : v)) });
+        results.push({ name: k.name, output: values.map(toJson) });
       } catch (e) {
         results.push({ name: k.name, error: String(e.message || e) });
       }
@@ -91,6 +94,8 @@ try {
     return { adapter: true, results };
   }, job.kernels);
   result.fragments = await page.evaluate(async (kernels) => {
+    const fromJson = (v) => (v === null ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : v);
+    const toJson = (v) => (Number.isNaN(v) ? null : v === Infinity ? 'inf' : v === -Infinity ? '-inf' : v);
     const vertex = `#version 300 es
 void main() {
   vec2 corner = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
@@ -127,7 +132,7 @@ void main() {
           const rgba = input.channels === 4;
           gl.texStorage2D(gl.TEXTURE_2D, 1, rgba ? gl.RGBA32F : gl.R32F, input.width, input.height);
           const data = new Float32Array(input.width * input.height * input.channels);
-          data.set(input.texels.slice(0, data.length).map((v) => (v === null ? NaN : v)));
+          data.set(input.texels.slice(0, data.length).map(fromJson));
           gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, input.width, input.height,
             rgba ? gl.RGBA : gl.RED, gl.FLOAT, data);
           gl.uniform1i(gl.getUniformLocation(program, `in${i}`), i);
@@ -154,7 +159,7 @@ void main() {
         }
         gl.deleteFramebuffer(fb);
         gl.deleteProgram(program);
-        results.push({ name: k.name, output: values.map((v) => (Number.isNaN(v) ? null : v)) });
+        results.push({ name: k.name, output: values.map(toJson) });
       } catch (e) {
         results.push({ name: k.name, error: String(e.message || e) });
       } finally {

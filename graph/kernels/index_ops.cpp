@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "graph/index_plan.hpp"
 #include "kernels.hpp"
 
 namespace webtune::graph::kernels {
@@ -115,7 +116,6 @@ void gather_elements(KernelContext& ctx) {
 void slice(KernelContext& ctx) {
   const Node& node = ctx.node;
   const Value& x = ctx.input(0, "data");
-  const size_t rank = x.shape.size();
   std::vector<int64_t> starts, ends, axes, steps;
   if (node.inputs.size() > 1) {  // Slice-10 and later: inputs
     starts = int_list(ctx.input(1, "starts"), "starts");
@@ -129,38 +129,8 @@ void slice(KernelContext& ctx) {
     ends = node.get_ints("ends", {});
     axes = node.get_ints("axes", {});
   }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    fail("starts " + shape_text(starts) + ", ends " + shape_text(ends) + ", axes " +
-         shape_text(axes) + " and steps " + shape_text(steps) + " must have one length");
-  std::vector<int64_t> begin(rank, 0), step(rank, 1), shape = x.shape;
-  std::vector<bool> seen(rank, false);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const auto a = static_cast<size_t>(normalize_axis(axes[i], rank, "axis"));
-    if (seen[a]) fail("axis " + std::to_string(axes[i]) + " is listed twice");
-    seen[a] = true;
-    const int64_t dim = x.shape[a], s = steps[i];
-    if (s == 0) fail("step 0 on axis " + std::to_string(axes[i]));
-    int64_t start = starts[i], end = ends[i];
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    int64_t length;
-    if (s > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      length = end > start ? (end - start + s - 1) / s : 0;
-    } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      length = start > end ? (start - end + (-s) - 1) / (-s) : 0;
-    }
-    begin[a] = length ? start : 0;
-    step[a] = s;
-    shape[a] = length;
-  }
-  strided_copy(x, begin, step, shape, ctx.outputs[0]);
+  const SliceBox box = slice_box(x.shape, starts, ends, axes, steps);
+  strided_copy(x, box.begin, box.step, box.shape, ctx.outputs[0]);
 }
 
 void split(KernelContext& ctx) {
@@ -215,45 +185,10 @@ void pad(KernelContext& ctx) {
     pads = node.get_ints("pads", {});
     value = node.get_float("value", 0.0f);
   }
-  if (axes.empty())
-    for (size_t i = 0; i < rank; ++i) axes.push_back(static_cast<int64_t>(i));
-  if (pads.size() != 2 * axes.size())
-    fail("pads " + shape_text(pads) + " has " + std::to_string(pads.size()) + " values; " +
-         std::to_string(axes.size()) + " axes need " + std::to_string(2 * axes.size()));
-  std::vector<int64_t> pb(rank, 0), pe(rank, 0);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const auto a = static_cast<size_t>(normalize_axis(axes[i], rank, "axis"));
-    pb[a] = pads[i];
-    pe[a] = pads[i + axes.size()];
-  }
-  // For each axis, the input position of every output position (-1: the constant).
-  std::vector<std::vector<int64_t>> from(rank);
+  std::vector<std::vector<int64_t>> from = pad_sources(x.shape, mode, pads, axes);
   Value& y = ctx.outputs[0];
   y.shape.resize(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t n = x.shape[d], out = n + pb[d] + pe[d];
-    if (out < 0)
-      fail("pads " + shape_text(pads) + " crop more than axis " + std::to_string(d) + " has");
-    y.shape[d] = out;
-    for (int64_t o = 0; o < out; ++o) {
-      int64_t i = o - pb[d];
-      if (i < 0 || i >= n) {
-        if (mode == "constant") {
-          i = -1;
-        } else if (n == 0) {
-          fail("mode " + mode + " pads an empty axis " + std::to_string(d));
-        } else if (mode == "edge" || n == 1) {
-          i = std::clamp<int64_t>(i, 0, n - 1);
-        } else {  // reflect, mirrored about the first and last element as often as needed
-          const int64_t period = 2 * (n - 1);
-          i %= period;
-          if (i < 0) i += period;
-          if (i >= n) i = period - i;
-        }
-      }
-      from[d].push_back(i);
-    }
-  }
+  for (size_t d = 0; d < rank; ++d) y.shape[d] = static_cast<int64_t>(from[d].size());
   const std::vector<int64_t> strides = strides_of(x.shape);
   with_elements(x, y, [&](const auto& in, auto& out) {
     using T = typename std::decay_t<decltype(out)>::value_type;
@@ -276,3 +211,93 @@ void pad(KernelContext& ctx) {
 }
 
 }  // namespace webtune::graph::kernels
+
+namespace webtune::graph {
+
+SliceBox slice_box(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& starts,
+                   const std::vector<int64_t>& ends, std::vector<int64_t> axes,
+                   std::vector<int64_t> steps) {
+  using namespace kernels;
+  const size_t rank = x_shape.size();
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail("starts " + shape_text(starts) + ", ends " + shape_text(ends) + ", axes " +
+         shape_text(axes) + " and steps " + shape_text(steps) + " must have one length");
+  std::vector<int64_t> begin(rank, 0), step(rank, 1), shape = x_shape;
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const auto a = static_cast<size_t>(normalize_axis(axes[i], rank, "axis"));
+    if (seen[a]) fail("axis " + std::to_string(axes[i]) + " is listed twice");
+    seen[a] = true;
+    const int64_t dim = x_shape[a], s = steps[i];
+    if (s == 0) fail("step 0 on axis " + std::to_string(axes[i]));
+    int64_t start = starts[i], end = ends[i];
+    if (start < 0) start += dim;
+    if (end < 0) end += dim;
+    int64_t length;
+    if (s > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      length = end > start ? (end - start + s - 1) / s : 0;
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      length = start > end ? (start - end + (-s) - 1) / (-s) : 0;
+    }
+    begin[a] = length ? start : 0;
+    step[a] = s;
+    shape[a] = length;
+  }
+  return {begin, step, shape};
+}
+
+std::vector<std::vector<int64_t>> pad_sources(const std::vector<int64_t>& x_shape,
+                                              const std::string& mode,
+                                              const std::vector<int64_t>& pads,
+                                              std::vector<int64_t> axes) {
+  using namespace kernels;
+  const size_t rank = x_shape.size();
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    fail("mode '" + mode + "' is not constant, reflect or edge");
+  if (axes.empty())
+    for (size_t i = 0; i < rank; ++i) axes.push_back(static_cast<int64_t>(i));
+  if (pads.size() != 2 * axes.size())
+    fail("pads " + shape_text(pads) + " has " + std::to_string(pads.size()) + " values; " +
+         std::to_string(axes.size()) + " axes need " + std::to_string(2 * axes.size()));
+  std::vector<int64_t> pb(rank, 0), pe(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const auto a = static_cast<size_t>(normalize_axis(axes[i], rank, "axis"));
+    pb[a] = pads[i];
+    pe[a] = pads[i + axes.size()];
+  }
+  // For each axis, the input position of every output position (-1: the constant).
+  std::vector<std::vector<int64_t>> from(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t n = x_shape[d], out = n + pb[d] + pe[d];
+    if (out < 0)
+      fail("pads " + shape_text(pads) + " crop more than axis " + std::to_string(d) + " has");
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t i = o - pb[d];
+      if (i < 0 || i >= n) {
+        if (mode == "constant") {
+          i = -1;
+        } else if (n == 0) {
+          fail("mode " + mode + " pads an empty axis " + std::to_string(d));
+        } else if (mode == "edge" || n == 1) {
+          i = std::clamp<int64_t>(i, 0, n - 1);
+        } else {  // reflect, mirrored about the first and last element as often as needed
+          const int64_t period = 2 * (n - 1);
+          i %= period;
+          if (i < 0) i += period;
+          if (i >= n) i = period - i;
+        }
+      }
+      from[d].push_back(i);
+    }
+  }
+  return from;
+}
+
+}  // namespace webtune::graph

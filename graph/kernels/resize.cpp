@@ -17,15 +17,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graph/resize_plan.hpp"
 #include "kernels.hpp"
 
 namespace webtune::graph::kernels {
 namespace {
 
-struct Tap {
-  int64_t index;
-  double weight;
-};
+using Tap = ResizeTap;
 
 struct Options {
   std::string mode = "nearest";
@@ -124,64 +122,87 @@ std::vector<float> float_list(const Value* v, const char* what) {
 
 }  // namespace
 
-void resize(KernelContext& ctx) {
-  const Node& node = ctx.node;
-  const Value& x = ctx.float_input(0, "X");
-  const size_t rank = x.shape.size();
+}  // namespace webtune::graph::kernels
+
+namespace webtune::graph {
+
+ResizePlan resize_plan(const Node& node, const std::vector<int64_t>& x_shape,
+                       const std::vector<float>& roi, const std::vector<float>& scales,
+                       const std::vector<int64_t>& sizes, int64_t opset) {
+  using namespace kernels;
+  const size_t rank = x_shape.size();
   Options opt;
-  opt.legacy = node.op_type == "Upsample" || ctx.opset < 11;
+  opt.legacy = node.op_type == "Upsample" || opset < 11;
   opt.mode = node.get_string("mode", "nearest");
   if (opt.legacy && opt.mode == "bilinear") opt.mode = "linear";
   if (opt.mode != "nearest" && opt.mode != "linear" && (opt.legacy || opt.mode != "cubic"))
     fail("mode '" + opt.mode + "' is not one of nearest, linear" + (opt.legacy ? "" : ", cubic"));
-  std::vector<float> scales, roi;
-  std::vector<int64_t> sizes;
-  if (opt.legacy) {
-    scales = node.inputs.size() > 1 ? float_list(&ctx.input(1, "scales"), "scales")
-                                    : node.get_floats("scales", {});
-  } else {
+  if (!opt.legacy) {
     opt.transform = node.get_string("coordinate_transformation_mode", "half_pixel");
     opt.nearest = node.get_string("nearest_mode", "round_prefer_floor");
     opt.cubic_a = node.get_float("cubic_coeff_a", -0.75f);
     opt.exclude_outside = node.get_int("exclude_outside", 0) != 0;
-    roi = float_list(ctx.optional_input(1), "roi");
-    scales = float_list(ctx.optional_input(2), "scales");
-    if (const Value* s = ctx.optional_input(3)) sizes = int_list(*s, "sizes");
   }
   if (sizes.empty() && scales.empty()) fail("needs scales or sizes");
   if (!sizes.empty() && sizes.size() != rank)
     fail("sizes " + shape_text(sizes) + " does not have one value per axis of X " +
-         shape_text(x.shape));
+         shape_text(x_shape));
   if (sizes.empty() && scales.size() != rank)
-    fail("scales has " + std::to_string(scales.size()) + " values for X " + shape_text(x.shape));
+    fail("scales has " + std::to_string(scales.size()) + " values for X " + shape_text(x_shape));
   const bool crop = !opt.legacy && opt.transform == "tf_crop_and_resize";
   if (crop && roi.size() != 2 * rank)
     fail("tf_crop_and_resize needs roi of " + std::to_string(2 * rank) + " values");
-  const double extrapolation = node.get_float("extrapolation_value", 0.0f);
-
-  Value& y = ctx.outputs[0];
-  y.shape.resize(rank);
-  std::vector<std::vector<std::vector<Tap>>> taps(rank);
+  ResizePlan plan;
+  plan.extrapolation = node.get_float("extrapolation_value", 0.0f);
+  plan.out_shape.resize(rank);
+  plan.taps.resize(rank);
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t n = x.shape[d];
+    const int64_t n = x_shape[d];
     double scale, out_width;
     if (!sizes.empty()) {
-      y.shape[d] = sizes[d];
+      plan.out_shape[d] = sizes[d];
       scale = static_cast<double>(sizes[d]) / static_cast<double>(n);
       out_width = static_cast<double>(sizes[d]);
     } else {
       scale = scales[d];
       if (!(scale > 0)) fail("scale " + std::to_string(scale) + " is not positive");
       out_width = scale * static_cast<double>(n);
-      y.shape[d] = static_cast<int64_t>(std::floor(out_width));
+      plan.out_shape[d] = static_cast<int64_t>(std::floor(out_width));
     }
-    if (y.shape[d] < 0 || (n == 0 && y.shape[d] > 0))
+    if (plan.out_shape[d] < 0 || (n == 0 && plan.out_shape[d] > 0))
       fail("cannot resize axis " + std::to_string(d) + " of " + std::to_string(n) + " to " +
-           std::to_string(y.shape[d]));
-    for (int64_t o = 0; o < y.shape[d]; ++o)
-      taps[d].push_back(
+           std::to_string(plan.out_shape[d]));
+    for (int64_t o = 0; o < plan.out_shape[d]; ++o)
+      plan.taps[d].push_back(
           taps_of(o, n, scale, out_width, crop ? roi[d] : 0.0, crop ? roi[d + rank] : 1.0, opt));
   }
+  return plan;
+}
+
+}  // namespace webtune::graph
+
+namespace webtune::graph::kernels {
+
+void resize(KernelContext& ctx) {
+  const Node& node = ctx.node;
+  const Value& x = ctx.float_input(0, "X");
+  const size_t rank = x.shape.size();
+  const bool legacy = node.op_type == "Upsample" || ctx.opset < 11;
+  std::vector<float> scales, roi;
+  std::vector<int64_t> sizes;
+  if (legacy) {
+    scales = node.inputs.size() > 1 ? float_list(&ctx.input(1, "scales"), "scales")
+                                    : node.get_floats("scales", {});
+  } else {
+    roi = float_list(ctx.optional_input(1), "roi");
+    scales = float_list(ctx.optional_input(2), "scales");
+    if (const Value* s = ctx.optional_input(3)) sizes = int_list(*s, "sizes");
+  }
+  const ResizePlan plan = resize_plan(node, x.shape, roi, scales, sizes, ctx.opset);
+  const auto& taps = plan.taps;
+  const double extrapolation = plan.extrapolation;
+  Value& y = ctx.outputs[0];
+  y.shape = plan.out_shape;
   const std::vector<int64_t> strides = strides_of(x.shape);
   y.data.resize(static_cast<size_t>(product(y.shape, 0, rank)));
   if (y.data.empty()) return;

@@ -40,10 +40,11 @@ namespace webtune::deploy {
 std::string build_target_names();
 
 /// The ONNX operators the wasm runtime's JavaScript runs as op steps (docs/package.md; the
-/// runtime's ops.mjs), besides the alias operators.
+/// runtime's ops.mjs), besides the alias operators: graph/operators.hpp's kRunsInWasmJs rows.
 const std::vector<std::string>& wasm_js_operators();
 
-/// Reshape, Flatten, Identity, Dropout, Squeeze, Unsqueeze: nothing to run over plain storage.
+/// Whether the planner aliases `op_type` (graph/operators.hpp's kRunsAsAlias: Reshape, Flatten,
+/// Identity, Dropout, Squeeze, Unsqueeze): nothing to run over plain storage.
 bool is_alias_operator(const std::string& op_type);
 
 struct PlanOptions {

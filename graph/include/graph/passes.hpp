@@ -97,4 +97,21 @@ struct PassReport {
 /// Then validate()s the graph (GraphError would be a pass's bug). Returns the counts.
 PassReport run_fusion_passes(Graph& graph);
 
+// ---------------------------------------------------------------------------------------------
+// Lowering for model packages: rewrites the planner (deploy/planner.hpp) makes on its copy of
+// the graph so that every step writes one value and binds what the device allows. The values
+// stay the same, element for element.
+// ---------------------------------------------------------------------------------------------
+
+/// graph/passes/split_to_slices.cpp. Every Split of float32 data whose parts are known at build
+/// time (the `split` attribute, a constant input 1, or equal parts) becomes one Slice per used
+/// output (attribute form: starts, ends, axes). Returns the number of Splits rewritten.
+int split_to_slices(Graph& graph);
+
+/// graph/passes/split_wide_concat.cpp. Every Concat of more than `max_inputs` (>= 2) inputs
+/// becomes a tree of Concats of at most `max_inputs` inputs each, along the same axis, into new
+/// values "<node>/part<k>". Returns the number of Concats rewritten. Throws
+/// std::invalid_argument for max_inputs < 2.
+int split_wide_concat(Graph& graph, size_t max_inputs);
+
 }  // namespace webtune::graph
