@@ -147,9 +147,8 @@ def torch_model(name):
     try:
         import torchvision
 
-        ctor = {"resnet18": torchvision.models.resnet18,
-                "mobilenet_v2": torchvision.models.mobilenet_v2}[name]
-        return ctor(weights=None).eval()
+        # Any torchvision classifier by its name (the corpus's models: efficientnet_b0, ...).
+        return getattr(torchvision.models, name)(weights=None).eval()
     except ImportError:
         return {"resnet18": resnet18_layers, "mobilenet_v2": mobilenet_v2_layers}[name]().eval()
 

@@ -75,6 +75,10 @@ void add_build_command(CLI::App& app) {
       "--no-quad-layers", [args](int64_t) { args->options.quad_layers = false; },
       "webgl2 / gles-frag: no convolution writes quad layers for the next one (a relayout goes "
       "between every two tuned kernels, as before quad layers)");
+  cmd->add_flag(
+      "--no-workgroup-reductions", [args](int64_t) { args->options.workgroup_reductions = false; },
+      "gles-compute / webgpu: global pools and reductions as one invocation per output element "
+      "(as before workgroup reductions; for side-by-side benchmarks)");
   cmd->add_option("-o,--out", args->options.out_dir,
                   "the package folder (created; an earlier package there is replaced)")
       ->required();

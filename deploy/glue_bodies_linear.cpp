@@ -1,7 +1,8 @@
 /// \file glue_bodies_linear.cpp
 /// GPU op-kernel bodies (glue_code.hpp) of the naive Conv / FusedConv (groups, dilations, 1–3
 /// spatial dims), Gemm / FusedGemm and MatMul / FusedMatMul (batched, broadcast), for nodes no
-/// tuned workload fits; fused nodes apply their epilogue (codegen/epilogue.hpp).
+/// tuned workload fits; fused nodes apply their epilogue (codegen/epilogue.hpp); and a gathered
+/// ConvTranspose (groups, strides, dilations, pads, output_shape, output_padding).
 /// Semantics are graph/kernels' (the reference executor), attribute by attribute.
 #include <algorithm>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "codegen/epilogue.hpp"
 #include "glue_code.hpp"
+#include "graph/window_plan.hpp"
 
 namespace webtune::deploy::glue {
 namespace {
@@ -175,12 +177,77 @@ void matmul_body(Code& c, const OpContext& ctx) {
     c.assign("v", "acc");
 }
 
+/// ConvTranspose, gathered: output position q of channel m sums, over the input channels of
+/// m's group and the kernel taps t, x[c, i] · w[c, m mod (M/group), t] for every axis's
+/// i = (q + pad_begin − t·d) / s where that divides exactly and lands inside X; plus B[m].
+/// The geometry is graph::conv_transpose_geometry, the reference's own.
+void conv_transpose_body(Code& c, const OpContext& ctx) {
+  const Node& node = ctx.node;
+  const std::vector<int64_t>& x = ctx.shape_of(0);
+  const std::vector<int64_t>& w = ctx.shape_of(1);
+  graph::ConvTransposeGeometry g;
+  try {
+    g = graph::conv_transpose_geometry(node, x, w);
+  } catch (const graph::GraphError& e) {
+    ctx.fail(e.what());
+  }
+  const size_t r = g.in.size();
+  const int64_t mg = w[1], filters = mg * g.group, cg = x[1] / g.group;
+  std::vector<int64_t> expected = {x[0], filters};
+  expected.insert(expected.end(), g.out.begin(), g.out.end());
+  if (expected != ctx.out_shape)
+    ctx.fail("the graph's output shape " + shape_text(ctx.out_shape) + " differs from the " +
+             shape_text(expected) + " of the window");
+  if (ctx.inputs.size() > 2 && ctx.shape_of(2) != std::vector<int64_t>{filters})
+    ctx.fail("B is not [" + num(filters) + "]");
+  const int64_t out_size = product(g.out), in_size = product(g.in), taps = product(g.k);
+  c.let_int("plane", "o / " + num(out_size));
+  c.let_int("rest", "o - plane * " + num(out_size));
+  c.let_int("n", "plane / " + num(filters));
+  c.let_int("m", "plane % " + num(filters));
+  c.let_int("c0", "(m / " + num(mg) + ") * " + num(cg));
+  c.let_int("ml", "m % " + num(mg));
+  decode(c, "rest", "q", g.out);
+  c.var_float("acc", "0.0");
+  c.for_("ci", num(cg));
+  c.let_int("xbase", "(n * " + num(x[1]) + " + c0 + ci) * " + num(in_size));
+  c.let_int("wbase", "((c0 + ci) * " + num(mg) + " + ml) * " + num(taps));
+  for (size_t j = 0; j < r; ++j) {
+    const std::string jn = num(static_cast<int64_t>(j));
+    c.for_("k" + jn, num(g.k[j]));
+    std::string reach = "q" + jn;
+    if (g.pad_begin[j] != 0) reach += " + " + num(g.pad_begin[j]);
+    if (g.d[j] == 1)
+      reach += " - k" + jn;
+    else
+      reach += " - k" + jn + " * " + num(g.d[j]);
+    c.let_int("u" + jn, reach);
+    c.if_("u" + jn + " >= 0 && u" + jn + " % " + num(g.s[j]) + " == 0 && u" + jn + " / " +
+          num(g.s[j]) + " < " + num(g.in[j]));
+    c.let_int("i" + jn, "u" + jn + " / " + num(g.s[j]));
+  }
+  c.assign("acc", "acc + " + ctx.ld(0, "xbase + " + dot("i", row_major_strides(g.in))) + " * " +
+                      ctx.ld(1, "wbase + " + dot("k", row_major_strides(g.k))));
+  for (size_t j = 0; j < r; ++j) {
+    c.close();
+    c.close();
+  }
+  c.close();
+  c.assign("v", "acc");
+  if (ctx.inputs.size() > 2) c.assign("v", "v + " + ctx.ld(2, "m"));
+}
+
 }  // namespace
 
 std::vector<BodyEntry> linear_bodies() {
   return {
-      {"Conv", conv_body},      {"FusedConv", conv_body}, {"Gemm", gemm_body},
-      {"FusedGemm", gemm_body}, {"MatMul", matmul_body},  {"FusedMatMul", matmul_body},
+      {"Conv", conv_body},
+      {"FusedConv", conv_body},
+      {"Gemm", gemm_body},
+      {"FusedGemm", gemm_body},
+      {"MatMul", matmul_body},
+      {"FusedMatMul", matmul_body},
+      {"ConvTranspose", conv_transpose_body},
   };
 }
 

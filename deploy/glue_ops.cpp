@@ -236,7 +236,8 @@ KernelArtifact op_kernel(Target target, const graph::Graph& graph, const graph::
         s << "  if (o >= " << n << ") { o0 = 0.0; return; }\n";
       s << "  float v = 0.0;\n" << body.text() << "  o0 = v;\n}\n";
     }
-  } else if (reduction_kernel(target, ctx, limits, header, artifact)) {
+  } else if (options.workgroup_reductions &&
+             reduction_kernel(target, ctx, limits, header, artifact)) {
     artifact.output.width = n;
     artifact.output.height = 1;
     return artifact;

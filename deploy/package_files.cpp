@@ -160,6 +160,7 @@ PlannedPackage build_package(const BuildOptions& options) {
   plan.records = store.get();
   plan.opset = import_report.opset > 0 ? import_report.opset : 13;
   plan.quad_layers = options.quad_layers;
+  plan.workgroup_reductions = options.workgroup_reductions;
   const fs::path model(options.model_path);
   plan.model.name = model.stem().string();  // exporters name graphs "main_graph", "torch_jit"
   plan.model.file = model.filename().string();
@@ -176,6 +177,9 @@ PlannedPackage build_package(const BuildOptions& options) {
   if (!options.fuse) package.notes.push_back("fusion passes off (--no-fusion)");
   if (!options.quad_layers)
     package.notes.push_back("quad layers off (--no-quad-layers): every tuned output as tuned");
+  if (!options.workgroup_reductions)
+    package.notes.push_back(
+        "workgroup reductions off (--no-workgroup-reductions): one invocation per output");
   if (tune_target_from_name(options.target).browser) {
     const size_t files = web_runtime_files().size();
     package.notes.push_back(

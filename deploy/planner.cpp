@@ -561,6 +561,7 @@ class Planner {
     const std::string& out_name = single_output(node, index);
     const std::vector<std::string> inputs = op_kernel_inputs(node);
     OpKernelOptions options{options_.opset, {}, std::nullopt};
+    options.workgroup_reductions = options_.workgroup_reductions;
     if (frag_) {
       // Frag op kernels read their value inputs where they are (a tuned kernel's render targets,
       // a packed texture): no relayout to plain before them. Plain ones stay nullopt.

@@ -27,7 +27,7 @@ const std::vector<OperatorInfo>& operator_table() {
       {"Concat", 7, 22, "", kernels::concat, kRunsOnGpu | kRunsInWasmJs, 0b0},
       {"ConstantOfShape", 9, 22, "", kernels::constant_of_shape, 0, 0b1},
       {"Conv", 7, 22, "", kernels::conv, kRunsOnGpu | kRunsInWasmJs, 0b0},
-      {"ConvTranspose", 7, 22, "", kernels::conv_transpose, kRunsInWasmJs, 0b0},
+      {"ConvTranspose", 7, 22, "", kernels::conv_transpose, kRunsOnGpu | kRunsInWasmJs, 0b0},
       {"Div", 7, 22, "", kernels::arithmetic, kRunsOnGpu | kRunsInWasmJs, 0b0},
       {"Dropout", 7, 22,
        "ratio an attribute before 12, inputs ratio, training_mode from 12 (inference)",

@@ -477,6 +477,15 @@ TEST(LargeReductions, WorkgroupKernelsMatchTheReferenceOnGlesCompute) {
     EXPECT_LE(a.dispatch[0], 65535);
     const std::vector<float> got = harness().run_compute(a, {c.feeds.at("x").data}, {0});
     EXPECT_EQ(compare(got, c.expected.data), "");
+    // Switched off, the element frame computes the same values.
+    deploy::OpKernelOptions element{c.opset};
+    element.workgroup_reductions = false;
+    const KernelArtifact e =
+        deploy::op_kernel(Target::kGlesCompute, c.graph, c.graph.nodes[0], limits(), element);
+    EXPECT_EQ(e.source.find("shared float part["), std::string::npos);
+    if (c.expected.elements() < 1000)  // the element frame is slow on llvmpipe for large ones
+      EXPECT_EQ(compare(harness().run_compute(e, {c.feeds.at("x").data}, {0}), c.expected.data),
+                "");
   }
 }
 

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graph/window_plan.hpp"
 #include "kernels.hpp"
 
 namespace webtune::graph::kernels {
@@ -405,38 +406,10 @@ void conv_transpose(KernelContext& ctx) {
   const Node& node = ctx.node;
   const Value& x = ctx.float_input(0, "X");
   const Value& w = ctx.float_input(1, "W");
-  if (x.shape.size() < 3 || w.shape.size() != x.shape.size())
-    fail("X " + shape_text(x.shape) + " and W " + shape_text(w.shape) +
-         " must be [N, C, spatial...] and [C, M/group, kernel...] of the same rank");
-  const size_t r = x.shape.size() - 2;
-  if (r > kDims)
-    fail("the input has " + std::to_string(r) +
-         " spatial dimensions; the reference executor runs 1-D, 2-D and 3-D windows");
+  const ConvTransposeGeometry t = conv_transpose_geometry(node, x.shape, w.shape);
+  const size_t r = t.in.size();
   const int64_t batch = x.shape[0], channels = x.shape[1];
-  const int64_t group = node.get_int("group", 1);
-  if (group < 1 || channels % group != 0 || w.shape[0] != channels)
-    fail("group " + std::to_string(group) + " does not fit X " + shape_text(x.shape) + " and W " +
-         shape_text(w.shape) + " (C must divide by group, W's dim 0 must be C)");
-  const int64_t mg = w.shape[1], filters = mg * group, cg = channels / group;
-  const std::vector<int64_t> kernel = spatial_of(w.shape);
-  if (node.has("kernel_shape") && node.get_ints("kernel_shape", {}) != kernel)
-    fail("kernel_shape " + shape_text(node.get_ints("kernel_shape", {})) +
-         " differs from W's spatial dimensions " + shape_text(kernel));
-  const auto strides = ints_of_size(node, "strides", r, 1, r);
-  const auto dilations = ints_of_size(node, "dilations", r, 1, r);
-  const auto out_pad = ints_of_size(node, "output_padding", r, 0, r);
-  const auto pads = ints_of_size(node, "pads", 2 * r, 0, r);
-  std::vector<int64_t> out_shape_attr = node.get_ints("output_shape", {});
-  if (out_shape_attr.size() == r + 2)  // some exporters give N and C too
-    out_shape_attr.erase(out_shape_attr.begin(), out_shape_attr.begin() + 2);
-  if (!out_shape_attr.empty() && out_shape_attr.size() != r)
-    fail("output_shape " + shape_text(out_shape_attr) + " does not have " + std::to_string(r) +
-         " spatial dimensions");
-  const std::string auto_pad = node.get_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
-      auto_pad != "SAME_LOWER")
-    fail("auto_pad '" + auto_pad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
-
+  const int64_t group = t.group, mg = w.shape[1], filters = mg * group, cg = channels / group;
   Geometry g;
   g.rank = r;
   for (size_t i = 0; i < kDims; ++i) {
@@ -446,31 +419,13 @@ void conv_transpose(KernelContext& ctx) {
   const size_t off = kDims - r;
   for (size_t j = 0; j < r; ++j) {
     const size_t i = off + j;
-    g.in[i] = x.shape[2 + j];
-    g.k[i] = kernel[j];
-    g.s[i] = strides[j];
-    g.d[i] = dilations[j];
-    if (g.k[i] < 1 || g.s[i] < 1 || g.d[i] < 1)
-      fail("kernel, strides and dilations must be positive");
-    const int64_t full = g.s[i] * (g.in[i] - 1) + out_pad[j] + (g.k[i] - 1) * g.d[i] + 1;
-    if (!out_shape_attr.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      g.out[i] = out_shape_attr.empty() ? g.in[i] * g.s[i] : out_shape_attr[j];
-      const int64_t total = full - g.out[i];
-      if (total < 0) {  // an output larger than the scatter reaches: zeros at the end
-        g.pb[i] = 0;
-        g.pe[i] = total;
-      } else {
-        g.pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-        g.pe[i] = total - g.pb[i];
-      }
-    } else {
-      if (auto_pad == "NOTSET") {
-        g.pb[i] = pads[j];
-        g.pe[i] = pads[j + r];
-      }
-      g.out[i] = full - g.pb[i] - g.pe[i];
-    }
-    if (g.out[i] < 1) fail("the output would have a dimension of " + std::to_string(g.out[i]));
+    g.in[i] = t.in[j];
+    g.k[i] = t.k[j];
+    g.s[i] = t.s[j];
+    g.d[i] = t.d[j];
+    g.pb[i] = t.pad_begin[j];
+    g.pe[i] = t.pad_end[j];
+    g.out[i] = t.out[j];
   }
   Epilogue epilogue;
   epilogue.bias = ctx.optional_input(2) != nullptr;
@@ -518,3 +473,81 @@ void conv_transpose(KernelContext& ctx) {
 }
 
 }  // namespace webtune::graph::kernels
+
+namespace webtune::graph {
+
+ConvTransposeGeometry conv_transpose_geometry(const Node& node, const std::vector<int64_t>& x_shape,
+                                              const std::vector<int64_t>& w_shape) {
+  using namespace kernels;
+  if (x_shape.size() < 3 || w_shape.size() != x_shape.size())
+    fail("X " + shape_text(x_shape) + " and W " + shape_text(w_shape) +
+         " must be [N, C, spatial...] and [C, M/group, kernel...] of the same rank");
+  const size_t r = x_shape.size() - 2;
+  if (r > kDims)
+    fail("the input has " + std::to_string(r) +
+         " spatial dimensions; the reference executor runs 1-D, 2-D and 3-D windows");
+  const int64_t channels = x_shape[1];
+  const int64_t group = node.get_int("group", 1);
+  if (group < 1 || channels % group != 0 || w_shape[0] != channels)
+    fail("group " + std::to_string(group) + " does not fit X " + shape_text(x_shape) + " and W " +
+         shape_text(w_shape) + " (C must divide by group, W's dim 0 must be C)");
+  const std::vector<int64_t> kernel = spatial_of(w_shape);
+  if (node.has("kernel_shape") && node.get_ints("kernel_shape", {}) != kernel)
+    fail("kernel_shape " + shape_text(node.get_ints("kernel_shape", {})) +
+         " differs from W's spatial dimensions " + shape_text(kernel));
+  const auto strides = ints_of_size(node, "strides", r, 1, r);
+  const auto dilations = ints_of_size(node, "dilations", r, 1, r);
+  const auto out_pad = ints_of_size(node, "output_padding", r, 0, r);
+  const auto pads = ints_of_size(node, "pads", 2 * r, 0, r);
+  std::vector<int64_t> out_shape_attr = node.get_ints("output_shape", {});
+  if (out_shape_attr.size() == r + 2)  // some exporters give N and C too
+    out_shape_attr.erase(out_shape_attr.begin(), out_shape_attr.begin() + 2);
+  if (!out_shape_attr.empty() && out_shape_attr.size() != r)
+    fail("output_shape " + shape_text(out_shape_attr) + " does not have " + std::to_string(r) +
+         " spatial dimensions");
+  const std::string auto_pad = node.get_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER")
+    fail("auto_pad '" + auto_pad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+
+  ConvTransposeGeometry g;
+  g.group = group;
+  g.in.resize(r);
+  g.k.resize(r);
+  g.s.resize(r);
+  g.d.resize(r);
+  g.pad_begin.resize(r);
+  g.pad_end.resize(r);
+  g.out.resize(r);
+  for (size_t j = 0; j < r; ++j) {
+    const size_t i = j;
+    g.in[i] = x_shape[2 + j];
+    g.k[i] = kernel[j];
+    g.s[i] = strides[j];
+    g.d[i] = dilations[j];
+    if (g.k[i] < 1 || g.s[i] < 1 || g.d[i] < 1)
+      fail("kernel, strides and dilations must be positive");
+    const int64_t full = g.s[i] * (g.in[i] - 1) + out_pad[j] + (g.k[i] - 1) * g.d[i] + 1;
+    if (!out_shape_attr.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      g.out[i] = out_shape_attr.empty() ? g.in[i] * g.s[i] : out_shape_attr[j];
+      const int64_t total = full - g.out[i];
+      if (total < 0) {  // an output larger than the scatter reaches: zeros at the end
+        g.pad_begin[i] = 0;
+        g.pad_end[i] = total;
+      } else {
+        g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        g.pad_end[i] = total - g.pad_begin[i];
+      }
+    } else {
+      if (auto_pad == "NOTSET") {
+        g.pad_begin[i] = pads[j];
+        g.pad_end[i] = pads[j + r];
+      }
+      g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
+    }
+    if (g.out[i] < 1) fail("the output would have a dimension of " + std::to_string(g.out[i]));
+  }
+  return g;
+}
+
+}  // namespace webtune::graph

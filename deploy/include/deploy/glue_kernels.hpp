@@ -78,6 +78,12 @@ struct OpKernelOptions {
   /// artifact.output is then relayout_kernel's: rows 1, cols = width·height·channels,
   /// channels = output_layout->channels().
   std::optional<TensorLayout> output_layout;
+  /// gles-compute and webgpu: a reduction over groups of 128 elements or more (GlobalAveragePool,
+  /// GlobalMaxPool, Reduce* but LogSumExp) runs as one workgroup per output element with a
+  /// shared-memory tree (then artifact.workgroup is {T, 1, 1}, T a power of two ≤ 256 within the
+  /// limits, and dispatch one workgroup per output element, {gx, gy, 1} with o = y·gx + x).
+  /// false: the element frame for every operator.
+  bool workgroup_reductions = true;
 };
 
 /// A small kernel for `node` of `graph` on `target` (gles-frag, gles-compute or webgpu):

@@ -58,6 +58,10 @@ struct PlanOptions {
   /// with no relayout between (docs/package.md, "Quad layers"). false: every tuned kernel
   /// writes its render targets as tuned, relayouts between (the layout of earlier builds).
   bool quad_layers = true;
+  /// gles-compute / webgpu: large reductions (global pools, Reduce*) as one workgroup per
+  /// output element (OpKernelOptions::workgroup_reductions). false: one invocation per output
+  /// element, as before (for side-by-side benchmarks).
+  bool workgroup_reductions = true;
 };
 
 /// Per task, what the report says beside the manifest's task entry.
@@ -103,6 +107,7 @@ struct BuildOptions {
   std::map<std::string, int64_t> symbolic_dims;  ///< --dim bindings (graph::ImportOptions)
   bool fuse = true;                              ///< false: --no-fusion
   bool quad_layers = true;                       ///< false: --no-quad-layers (PlanOptions)
+  bool workgroup_reductions = true;              ///< false: --no-workgroup-reductions (PlanOptions)
   std::string out_dir;
 };
 
