@@ -24,6 +24,12 @@ std::string_view activation_name(Activation activation) {
       return "clip";
     case Activation::kHardSwish:
       return "hard_swish";
+    case Activation::kSilu:
+      return "silu";
+    case Activation::kSigmoid:
+      return "sigmoid";
+    case Activation::kHardSigmoid:
+      return "hard_sigmoid";
   }
   return "none";
 }
@@ -67,7 +73,8 @@ float parse_float(const std::string& text, const std::string& token) {
 
 const char* const kForms =
     "the accepted tokens, in op order, are bias, then one of relu | relu6 | clip(MIN,MAX) | "
-    "hard_swish, with residual before or after it (e.g. +bias+residual+relu)";
+    "hard_swish | silu | sigmoid | hard_sigmoid, with residual before or after it (e.g. "
+    "+bias+residual+relu)";
 
 }  // namespace
 
@@ -86,6 +93,15 @@ std::string Epilogue::suffix() const {
       break;
     case Activation::kHardSwish:
       s += "+hard_swish";
+      break;
+    case Activation::kSilu:
+      s += "+silu";
+      break;
+    case Activation::kSigmoid:
+      s += "+sigmoid";
+      break;
+    case Activation::kHardSigmoid:
+      s += "+hard_sigmoid";
       break;
   }
   if (residual == Residual::kAfterActivation) s += "+residual";
@@ -117,6 +133,12 @@ Epilogue Epilogue::parse(const std::vector<std::string>& tokens) {
         e.clip_max = 6;
       } else if (t == "hard_swish") {
         e.activation = Activation::kHardSwish;
+      } else if (t == "silu") {
+        e.activation = Activation::kSilu;
+      } else if (t == "sigmoid") {
+        e.activation = Activation::kSigmoid;
+      } else if (t == "hard_sigmoid") {
+        e.activation = Activation::kHardSigmoid;
       } else if (t.rfind("clip(", 0) == 0 && t.back() == ')' && t.find(',') != std::string::npos) {
         const std::string inside = t.substr(5, t.size() - 6);
         const size_t comma = inside.find(',');
@@ -149,6 +171,15 @@ double Epilogue::apply(double v, double b, double r) const {
       break;
     case Activation::kHardSwish:
       v = v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+      break;
+    case Activation::kSilu:
+      v = v / (1.0 + std::exp(-v));
+      break;
+    case Activation::kSigmoid:
+      v = 1.0 / (1.0 + std::exp(-v));
+      break;
+    case Activation::kHardSigmoid:
+      v = std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
       break;
   }
   if (residual == Residual::kAfterActivation) v += r;
@@ -198,9 +229,16 @@ Epilogue Epilogue::from_json(const bj::value& value) {
     e.clip_max = static_cast<float>(json::get_double_or(o, "clip_max", 6.0));
   } else if (act == "hard_swish") {
     e.activation = Activation::kHardSwish;
+  } else if (act == "silu") {
+    e.activation = Activation::kSilu;
+  } else if (act == "sigmoid") {
+    e.activation = Activation::kSigmoid;
+  } else if (act == "hard_sigmoid") {
+    e.activation = Activation::kHardSigmoid;
   } else {
-    throw std::invalid_argument("epilogue: activation '" + act +
-                                "' is not one of none, relu, clip, hard_swish");
+    throw std::invalid_argument(
+        "epilogue: activation '" + act +
+        "' is not one of none, relu, clip, hard_swish, silu, sigmoid, hard_sigmoid");
   }
   if (e.activation != Activation::kClip && (o.contains("clip_min") || o.contains("clip_max")))
     throw std::invalid_argument("epilogue: clip_min / clip_max need activation 'clip'");
@@ -240,6 +278,18 @@ std::string epilogue_body(const Epilogue& e, const std::string& zero, const std:
       break;
     case Activation::kHardSwish:
       s += "  v = v * clamp(v + " + three + ", " + zero + ", " + six + ") / " + six + ";\n";
+      break;
+    case Activation::kSilu:
+      // A scalar 1.0 with a vector: GLSL and WGSL both take it. exp(−v) overflows to +inf for
+      // v < −88, and v / inf is the −0 the limit is.
+      s += "  v = v / (1.0 + exp(-v));\n";
+      break;
+    case Activation::kSigmoid:
+      // exp(−v) = +inf for v < −88 gives 1 / inf = 0, the limit.
+      s += "  v = 1.0 / (1.0 + exp(-v));\n";
+      break;
+    case Activation::kHardSigmoid:
+      s += "  v = clamp(v + " + three + ", " + zero + ", " + six + ") / " + six + ";\n";
       break;
   }
   if (e.residual == Residual::kAfterActivation) s += "  v = v + r;\n";

@@ -343,10 +343,13 @@ WasmEpilogueSpec epilogue_spec(const Workload& wl, const WasmPlan& p) {
   WasmEpilogueSpec s;
   const Epilogue& e = wl.epilogue;
   s.bias = e.bias;
-  s.activation = e.activation == Activation::kRelu        ? WasmEpilogueSpec::kRelu
-                 : e.activation == Activation::kClip      ? WasmEpilogueSpec::kClip
-                 : e.activation == Activation::kHardSwish ? WasmEpilogueSpec::kHardSwish
-                                                          : WasmEpilogueSpec::kNone;
+  s.activation = e.activation == Activation::kRelu          ? WasmEpilogueSpec::kRelu
+                 : e.activation == Activation::kClip        ? WasmEpilogueSpec::kClip
+                 : e.activation == Activation::kHardSwish   ? WasmEpilogueSpec::kHardSwish
+                 : e.activation == Activation::kSilu        ? WasmEpilogueSpec::kSilu
+                 : e.activation == Activation::kSigmoid     ? WasmEpilogueSpec::kSigmoid
+                 : e.activation == Activation::kHardSigmoid ? WasmEpilogueSpec::kHardSigmoid
+                                                            : WasmEpilogueSpec::kNone;
   s.clip_min = e.clip_min, s.clip_max = e.clip_max;
   s.residual = e.residual == Residual::kBeforeActivation  ? WasmEpilogueSpec::kBeforeActivation
                : e.residual == Residual::kAfterActivation ? WasmEpilogueSpec::kAfterActivation

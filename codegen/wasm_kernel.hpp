@@ -18,7 +18,15 @@ constexpr int64_t kWasmClaimWordsAt = 512;
 
 /// The epilogue (epilogue.hpp) in plain fields: applied to every output value before its store.
 struct WasmEpilogueSpec {
-  enum Activation { kNone = 0, kRelu = 1, kClip = 2, kHardSwish = 3 };
+  enum Activation {
+    kNone = 0,
+    kRelu = 1,
+    kClip = 2,
+    kHardSwish = 3,
+    kSilu = 4,
+    kSigmoid = 5,
+    kHardSigmoid = 6
+  };
   enum Residual { kNoResidual = 0, kBeforeActivation = 1, kAfterActivation = 2 };
   bool bias = false;
   int activation = kNone;

@@ -578,11 +578,52 @@ class KernelWriter {
         v = b_.CreateFMul(b_.CreateFMul(v, min(max(b_.CreateFAdd(v, k(3.0f)), k(0.0f)), k(6.0f))),
                           k(1.0f / 6.0f));
         break;
+      case WasmEpilogueSpec::kSilu:
+        // v / (1 + e^−v). −v is clamped to [−87, 88] so that exp stays a normal float; beyond,
+        // the quotient's value is the same in float32 (v · 1e−38 or v itself).
+        v = b_.CreateFDiv(
+            v, b_.CreateFAdd(k(1.0f), exp(min(max(b_.CreateFNeg(v), k(-87.0f)), k(88.0f)))));
+        break;
+      case WasmEpilogueSpec::kSigmoid:
+        // 1 / (1 + e^−v), −v clamped as for silu: 1 / (1 + e^88) is 6e−39, float32's 0 + ε.
+        v = b_.CreateFDiv(
+            k(1.0f), b_.CreateFAdd(k(1.0f), exp(min(max(b_.CreateFNeg(v), k(-87.0f)), k(88.0f)))));
+        break;
+      case WasmEpilogueSpec::kHardSigmoid:
+        v = b_.CreateFMul(min(max(b_.CreateFAdd(v, k(3.0f)), k(0.0f)), k(6.0f)), k(1.0f / 6.0f));
+        break;
       default:
         break;
     }
     if (e.residual == WasmEpilogueSpec::kAfterActivation) v = b_.CreateFAdd(v, res);
     return v;
+  }
+  /// e^x for x (f32 or f32x4) in [−87, 88]: wasm has no exp instruction and the module links
+  /// no libm. Cephes' expf (S. L. Moshier, Cephes Math Library, expf.c): x = n·ln 2 + r with
+  /// n = floor(x·log₂e + ½) and r in [−ln 2 / 2, ln 2 / 2] (ln 2 split in two for an exact
+  /// reduction), e^r by its degree-7 polynomial, then 2^n put into the exponent bits;
+  /// relative error about 1e−7. n converts with saturation (trunc_sat): a NaN x gives n = 0
+  /// and a NaN result, where a plain i32.trunc_f32_s would trap.
+  Value* exp(Value* x) {
+    llvm::Type* t = x->getType();
+    auto k = [&](double value) { return llvm::ConstantFP::get(t, value); };
+    llvm::Type* it = t->isVectorTy()
+                         ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getInt32Ty(), 4))
+                         : b_.getInt32Ty();
+    Value* n = b_.CreateUnaryIntrinsic(
+        llvm::Intrinsic::floor, b_.CreateFAdd(b_.CreateFMul(x, k(1.44269504088896341)), k(0.5)));
+    Value* r = b_.CreateFSub(x, b_.CreateFMul(n, k(0.693359375)));
+    r = b_.CreateFSub(r, b_.CreateFMul(n, k(-2.12194440e-4)));
+    Value* p = k(1.9875691500e-4);
+    for (double c :
+         {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+      p = b_.CreateFAdd(b_.CreateFMul(p, r), k(c));
+    p = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(p, r), r), r), k(1.0));
+    Value* bits =
+        b_.CreateShl(b_.CreateAdd(b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {it, t}, {n}),
+                                  llvm::ConstantInt::get(it, 127)),
+                     llvm::ConstantInt::get(it, 23));
+    return b_.CreateFMul(p, b_.CreateBitCast(bits, t));
   }
   bool has_residual() const { return s_.epilogue.residual != WasmEpilogueSpec::kNoResidual; }
   /// Loads `type` (f32 or f32x4) at float `index` of the tensor at byte `offset`.

@@ -19,7 +19,7 @@ import { poolGeometry } from './ops_pool.mjs';
 // ---- the epilogue -------------------------------------------------------------------------
 
 const EPILOGUE_FIELDS = ['bias', 'activation', 'clip_min', 'clip_max', 'residual'];
-const ACTIVATIONS = ['none', 'relu', 'clip', 'hard_swish'];
+const ACTIVATIONS = ['none', 'relu', 'clip', 'hard_swish', 'silu', 'sigmoid', 'hard_sigmoid'];
 
 /** The shortest decimal that reads back as the float32 `v` (Epilogue::suffix's numbers). */
 function shortestFloat(v) {
@@ -96,6 +96,13 @@ function applyEpilogue(e, v, bias, residual) {
     let gate = v + 3 < 0 ? 0 : v + 3;
     gate = 6 < gate ? 6 : gate;
     v = (v * gate) / 6;
+  } else if (e.activation === 'silu') {
+    v /= 1 + Math.exp(-v);
+  } else if (e.activation === 'sigmoid') {
+    v = 1 / (1 + Math.exp(-v));
+  } else if (e.activation === 'hard_sigmoid') {
+    let gate = v + 3 < 0 ? 0 : v + 3;
+    v = (6 < gate ? 6 : gate) / 6;
   }
   if (e.residual === 'after_activation') v += residual;
   return v;

@@ -543,7 +543,7 @@ TEST_F(BrowserFarmTest, WebgpuGemmEpiloguesMatchTheReferenceEverywhere) {
                           config.to_string());
         }
       }
-  ASSERT_EQ(inputs.size(), 2u * 4u * 20u);
+  ASSERT_EQ(inputs.size(), 2u * std::size(test::kTestEpilogues) * 20u);
   // Both ops' regular shapes allow vec4 columns: four biases (dense) or one splatted (conv2d).
   EXPECT_GE(vec4_stores["Dense"], 4);
   EXPECT_GE(vec4_stores["Conv2d"], 4);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <ostream>
 #include <random>
@@ -114,11 +115,14 @@ std::vector<EpilogueCase> epilogue_cases() {
   const Named epilogues[] = {{"BiasRelu", "+bias+relu"},
                              {"BiasClip06", "+bias+clip(0,6)"},
                              {"BiasResidualBeforeRelu", "+bias+residual+relu"},
-                             {"BiasHardSwishResidualAfter", "+bias+hard_swish+residual"}};
+                             {"BiasHardSwishResidualAfter", "+bias+hard_swish+residual"},
+                             {"BiasSiluResidualAfter", "+bias+silu+residual"},
+                             {"BiasSigmoid", "+bias+sigmoid"},
+                             {"BiasResidualBeforeHardSigmoid", "+bias+residual+hard_sigmoid"}};
   const std::pair<const char*, Workload> ops[] = {
       {"Dense", kDense}, {"Conv2d", kConv}, {"Depthwise", kDepthwise}};
-  static std::vector<std::string> labels;  // the cases' names outlive the cases
-  labels.reserve(12);
+  // The cases' names outlive the cases; a deque never moves what it holds as it grows.
+  static std::deque<std::string> labels;
   std::vector<EpilogueCase> cases;
   for (const auto& [op, w] : ops)
     for (const Named& e : epilogues) {

@@ -258,6 +258,9 @@ double epilogue_by_hand(const Epilogue& e, double v, double bias, double residua
     const double gate = v + 3 < 0 ? 0 : (v + 3 > 6 ? 6 : v + 3);
     v = v * gate / 6;
   }
+  if (e.activation == Activation::kSilu) v = v / (1 + std::exp(-v));
+  if (e.activation == Activation::kSigmoid) v = 1 / (1 + std::exp(-v));
+  if (e.activation == Activation::kHardSigmoid) v = (v + 3 < 0 ? 0 : (v + 3 > 6 ? 6 : v + 3)) / 6;
   if (e.residual == Residual::kAfterActivation) v += residual;
   return v;
 }
@@ -710,7 +713,10 @@ std::vector<FusedCase> fused_cases() {
   const std::pair<const char*, Activation> acts[] = {{"none", Activation::kNone},
                                                      {"relu", Activation::kRelu},
                                                      {"clip", Activation::kClip},
-                                                     {"hard_swish", Activation::kHardSwish}};
+                                                     {"hard_swish", Activation::kHardSwish},
+                                                     {"silu", Activation::kSilu},
+                                                     {"sigmoid", Activation::kSigmoid},
+                                                     {"hard_sigmoid", Activation::kHardSigmoid}};
   const std::pair<const char*, Residual> res[] = {{"", Residual::kNone},
                                                   {"_residual_before", Residual::kBeforeActivation},
                                                   {"_residual_after", Residual::kAfterActivation}};

@@ -170,6 +170,8 @@ class Evaluator {
       for (double& v : x) v = std::max(0.0, std::min(1.0, alpha * v + beta));
     } else if (n.op_type == "HardSwish") {
       for (double& v : x) v = v * std::max(0.0, std::min(1.0, v / 6 + 0.5));
+    } else if (n.op_type == "Sigmoid") {
+      for (double& v : x) v = 1.0 / (1.0 + std::exp(-v));
     } else if (n.op_type == "BatchNormalization") {
       const Ints& s = shape(n.inputs[0]);
       const int64_t hw = product(s) / (s[0] * s[1]);
@@ -644,6 +646,40 @@ TEST(FuseActivation, ReluClipBothOpsetStylesAndHardSwish) {
       {"hard sigmoid with the default alpha 0.2 is no hard swish",
        [&](Builder& b, const std::string& x) {
          return b.node("Mul", {x, b.node("HardSigmoid", {x}, s)}, s);
+       },
+       std::nullopt},
+      {"x * sigmoid(x) is silu",
+       [&](Builder& b, const std::string& x) {
+         return b.node("Mul", {x, b.node("Sigmoid", {x}, s)}, s);
+       },
+       activation(Activation::kSilu)},
+      {"sigmoid(x) * x is silu",
+       [&](Builder& b, const std::string& x) {
+         return b.node("Mul", {b.node("Sigmoid", {x}, s), x}, s);
+       },
+       activation(Activation::kSilu)},
+      {"sigmoid alone is sigmoid",
+       [&](Builder& b, const std::string& x) { return b.node("Sigmoid", {x}, s); },
+       activation(Activation::kSigmoid)},
+      {"hard sigmoid(1/6, 0.5) alone is hard_sigmoid",
+       [&](Builder& b, const std::string& x) {
+         return b.node("HardSigmoid", {x}, s, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}});
+       },
+       activation(Activation::kHardSigmoid)},
+      {"hard sigmoid with the default alpha 0.2 alone stays",
+       [&](Builder& b, const std::string& x) { return b.node("HardSigmoid", {x}, s); },
+       std::nullopt},
+      {"sigmoid of x that a third node reads stays",
+       [&](Builder& b, const std::string& x) {
+         b.output(b.node("Relu", {x}, s));
+         return b.node("Sigmoid", {x}, s);
+       },
+       std::nullopt},
+      {"x * sigmoid(x), the sigmoid also a graph output",
+       [&](Builder& b, const std::string& x) {
+         const std::string g = b.node("Sigmoid", {x}, s);
+         b.output(g);
+         return b.node("Mul", {x, g}, s);
        },
        std::nullopt},
       {"x * hard sigmoid(x), x read by a third node",

@@ -493,6 +493,9 @@ const std::vector<std::string> kBiasRelu = {"bias", "relu"};
 const std::vector<std::string> kBiasClip = {"bias", "clip(0,6)"};
 const std::vector<std::string> kBiasResidualRelu = {"bias", "residual", "relu"};
 const std::vector<std::string> kBiasHardSwishResidual = {"bias", "hard_swish", "residual"};
+const std::vector<std::string> kBiasSiluResidual = {"bias", "silu", "residual"};
+const std::vector<std::string> kBiasSigmoid = {"bias", "sigmoid"};
+const std::vector<std::string> kBiasResidualHardSigmoid = {"bias", "residual", "hard_sigmoid"};
 
 INSTANTIATE_TEST_SUITE_P(
     Epilogues, WasmFused,
@@ -517,6 +520,21 @@ INSTANTIATE_TEST_SUITE_P(
                   with(Workload::depthwise_conv2d(2, 4, 10, 10, 3, 1, 1), kBiasResidualRelu)},
         FusedCase{"Depthwise_BiasHardSwishResidual",
                   with(Workload::depthwise_conv2d(1, 8, 11, 11, 3, 2, 1), kBiasHardSwishResidual)},
+        // SiLU (x · sigmoid(x)): the module's own exp (Cephes' expf), scalar and f32x4.
+        FusedCase{"Dense_BiasSiluResidual", with(Workload::dense(24, 36, 20), kBiasSiluResidual)},
+        FusedCase{"Conv_BiasSiluResidual",
+                  with(Workload::conv2d(2, 8, 6, 6, 8, 1, 1, 0), kBiasSiluResidual)},
+        FusedCase{"Depthwise_BiasSiluResidual",
+                  with(Workload::depthwise_conv2d(1, 8, 11, 11, 3, 2, 1), kBiasSiluResidual)},
+        FusedCase{"OddDense_97x61x53_Silu", with(Workload::dense(97, 61, 53), kBiasSiluResidual)},
+        // The squeeze-excite gates' sigmoid and hard_sigmoid.
+        FusedCase{"Dense_BiasSigmoid", with(Workload::dense(24, 36, 20), kBiasSigmoid)},
+        FusedCase{"Conv_BiasSigmoid",
+                  with(Workload::conv2d(1, 16, 1, 1, 24, 1, 1, 0), kBiasSigmoid)},
+        FusedCase{"Conv_BiasResidualHardSigmoid",
+                  with(Workload::conv2d(2, 8, 6, 6, 8, 1, 1, 0), kBiasResidualHardSigmoid)},
+        FusedCase{"OddDense_97x61x53_HardSigmoid",
+                  with(Workload::dense(97, 61, 53), kBiasResidualHardSigmoid)},
         // Odd shapes: no tile divides (dense 97 × 61 × 53, K prime so unroll_k has a tail;
         // conv2d with 3 input channels and 7×7 outputs; depthwise with 24 and 36 channels,
         // MobileNet-v2's 24/144 scaled down, 7×7 and 13×13 outputs).
@@ -543,32 +561,44 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The activations clamp with f32x4.pmax/pmin, v first: a NaN in the sum must come out NaN
 // (as the CPU reference's std::max/std::min give), never be clamped to a bound. The weight is
-// all ones and the bias 0, so each output row is its input row's sum: NaN, −5, 3 or 10.
+// all ones and the bias 0, so each output row is its input row's sum: NaN, −5, 3, 10, or ±100
+// (where silu's and sigmoid's exp saturates).
 TEST_F(WasmModules, ActivationsKeepANaNSumAndClampTheRest) {
   const int64_t m = 8, n = 12, k = 5;
   std::vector<float> a(static_cast<size_t>(m * k), 0.0f);
-  const float sums[4] = {NAN, -5.0f, 3.0f, 10.0f};
-  for (int64_t i = 0; i < m; ++i) a[static_cast<size_t>(i * k + 1)] = sums[i % 4];
+  const float sums[6] = {NAN, -5.0f, 3.0f, 10.0f, -100.0f, 100.0f};
+  for (int64_t i = 0; i < m; ++i) a[static_cast<size_t>(i * k + 1)] = sums[i % 6];
   const std::vector<float> ones(static_cast<size_t>(n * k), 1.0f), bias(n, 0.0f);
   std::mt19937_64 rng(11);
   for (const std::vector<std::string>& tokens :
        {std::vector<std::string>{"bias", "relu"}, std::vector<std::string>{"bias", "clip(0,6)"},
-        std::vector<std::string>{"bias", "hard_swish"}}) {
+        std::vector<std::string>{"bias", "hard_swish"}, std::vector<std::string>{"bias", "silu"},
+        std::vector<std::string>{"bias", "sigmoid"},
+        std::vector<std::string>{"bias", "hard_sigmoid"}}) {
     const Workload wl = with(Workload::dense(m, n, k), tokens);
     const Task task = Task::create(wl, Target::kWasm, threads_limit(2));
-    std::vector<ConfigEntity> configs = task.space->sample_distinct(rng, 10);
-    configs.push_back(task.default_config());  // scalar
+    // Five simd and five scalar configs out of a larger sample, and the default (scalar).
+    std::vector<ConfigEntity> configs;
+    int simd_kept = 0, scalar_kept = 0;
+    for (const ConfigEntity& e : task.space->sample_distinct(rng, 60)) {
+      int& kept = e.get_int("simd") != 0 ? simd_kept : scalar_kept;
+      if (kept < 5) configs.push_back(e), ++kept;
+    }
+    configs.push_back(task.default_config());
     int simd = 0;
     for (const ConfigEntity& e : configs) {
       simd += e.get_int("simd") != 0;
       const std::vector<float> got = run_inputs({a, ones, bias}, task.build(e));
       ASSERT_EQ(got.size(), static_cast<size_t>(m * n)) << e.to_string();
       for (int64_t i = 0; i < m; ++i) {
-        const double v = sums[i % 4];
-        const double want = tokens[1] == "relu" ? std::max(v, 0.0)
-                            : tokens[1] == "hard_swish"
-                                ? v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0
-                                : std::min(std::max(v, 0.0), 6.0);
+        const double v = sums[i % 6];
+        const std::string& act = tokens[1];
+        const double want = act == "relu"         ? std::max(v, 0.0)
+                            : act == "hard_swish" ? v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0
+                            : act == "silu"       ? v / (1.0 + std::exp(-v))
+                            : act == "sigmoid"    ? 1.0 / (1.0 + std::exp(-v))
+                            : act == "hard_sigmoid" ? std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0
+                                                    : std::min(std::max(v, 0.0), 6.0);
         for (int64_t j = 0; j < n; ++j) {
           const float out = got[static_cast<size_t>(i * n + j)];
           if (std::isnan(want))
@@ -578,7 +608,7 @@ TEST_F(WasmModules, ActivationsKeepANaNSumAndClampTheRest) {
         }
       }
     }
-    EXPECT_GT(simd, 0) << "no simd config sampled";
+    EXPECT_GT(simd, 0) << "no simd config sampled for " << tokens[1];
   }
 }
 

@@ -1,6 +1,7 @@
 /// \file fuse_activation.cpp
 /// Activation epilogues (passes.hpp): Relu, Clip (both opset styles), HardSwish and its older
-/// spelling Mul(x, HardSigmoid(x)) after a Conv / Gemm / MatMul become epilogue.activation.
+/// spelling Mul(x, HardSigmoid(x)), and SiLU's Mul(x, Sigmoid(x)) after a Conv / Gemm / MatMul
+/// become epilogue.activation.
 ///
 /// Why: every CNN layer ends in an activation, a full read and write of the output when run
 /// apart. What maps onto codegen's activations (epilogue.hpp):
@@ -16,6 +17,12 @@
 ///    by two nodes, the HardSigmoid and the Mul, and the pattern is fused only when those are its
 ///    only readers and the HardSigmoid's output feeds the Mul alone (the ONNX HardSigmoid is
 ///    max(0, min(1, alpha·x + beta)), so x·HardSigmoid(x) = x·min(max(x + 3, 0), 6)/6).
+///  - SiLU → silu: PyTorch exports nn.SiLU as Mul(x, Sigmoid(x)), the same two-reader pattern
+///    (EfficientNet, RegNet-Y, MnasNet's successors: after every convolution).
+///  - Sigmoid → sigmoid, and HardSigmoid with alpha = 1/6, beta = 0.5 (nn.Hardsigmoid) →
+///    hard_sigmoid, when x has no other reader: the last convolution of a squeeze-excite gate
+///    (EfficientNet, RegNet-Y; MobileNetV3). A Sigmoid whose x is also read by a Mul is SiLU's,
+///    found from the Mul.
 /// The activation goes to a main node that has none yet; a residual fused before it stays
 /// "before activation" (ResNet's Conv → Add → Relu).
 
@@ -30,9 +37,10 @@ namespace webtune::graph {
 namespace {
 
 struct Found {
-  Epilogue epilogue;                   ///< activation and clip bounds only
-  std::string x;                       ///< the main node's output the activation reads
-  std::optional<size_t> hard_sigmoid;  ///< the HardSigmoid node of Mul(x, HardSigmoid(x))
+  Epilogue epilogue;  ///< activation and clip bounds only
+  std::string x;      ///< the main node's output the activation reads
+  /// The (Hard)Sigmoid node of Mul(x, HardSigmoid(x)) or Mul(x, Sigmoid(x)).
+  std::optional<size_t> hard_sigmoid;
 };
 
 bool unbounded(float v) {
@@ -74,7 +82,8 @@ std::optional<Epilogue> clip_activation(const Graph& graph, const Node& clip) {
   return e;
 }
 
-/// Mul(x, HardSigmoid(x)) or Mul(HardSigmoid(x), x) at `mul`, with the readers it needs.
+/// Mul(x, HardSigmoid(x)) or Mul(HardSigmoid(x), x) at `mul` (hard_swish), or the same with
+/// Sigmoid (silu: x · sigmoid(x), as PyTorch exports nn.SiLU), with the readers it needs.
 std::optional<Found> hard_swish_pattern(const detail::Sweep& sweep, const Node& mul) {
   const Graph& graph = sweep.graph;
   if (mul.inputs.size() != 2) return std::nullopt;
@@ -84,11 +93,15 @@ std::optional<Found> hard_swish_pattern(const detail::Sweep& sweep, const Node& 
     const std::optional<size_t> h = sweep.uses.producer(h_out);
     if (!h || !sweep.free(*h) || x.empty() || h_out == x) continue;
     const Node& hs = graph.nodes[*h];
-    if (hs.op_type != "HardSigmoid" || hs.inputs.size() != 1 || hs.inputs[0] != x) continue;
-    float alpha = 0, beta = 0;
+    if (hs.inputs.size() != 1 || hs.inputs[0] != x) continue;
+    const bool silu = hs.op_type == "Sigmoid";
+    if (!silu && hs.op_type != "HardSigmoid") continue;
+    float alpha = 1.0f / 6.0f, beta = 0.5f;
     try {
-      alpha = hs.get_float("alpha", 0.2f);
-      beta = hs.get_float("beta", 0.5f);
+      if (!silu) {
+        alpha = hs.get_float("alpha", 0.2f);
+        beta = hs.get_float("beta", 0.5f);
+      }
     } catch (const std::invalid_argument&) {
       continue;
     }
@@ -98,7 +111,7 @@ std::optional<Found> hard_swish_pattern(const detail::Sweep& sweep, const Node& 
         sweep.uses.graph_outputs.count(x))
       continue;
     Found found;
-    found.epilogue.activation = Activation::kHardSwish;
+    found.epilogue.activation = silu ? Activation::kSilu : Activation::kHardSwish;
     found.x = x;
     found.hard_sigmoid = *h;
     return found;
@@ -115,6 +128,19 @@ std::optional<Found> find_activation(const detail::Sweep& sweep, const Node& nod
     found.epilogue.activation = Activation::kRelu;
   } else if (node.op_type == "HardSwish" && node.inputs.size() == 1) {
     found.epilogue.activation = Activation::kHardSwish;
+  } else if (node.op_type == "Sigmoid" && node.inputs.size() == 1) {
+    found.epilogue.activation = Activation::kSigmoid;
+  } else if (node.op_type == "HardSigmoid" && node.inputs.size() == 1) {
+    float alpha = 0, beta = 0;
+    try {
+      alpha = node.get_float("alpha", 0.2f);
+      beta = node.get_float("beta", 0.5f);
+    } catch (const std::invalid_argument&) {
+      return std::nullopt;
+    }
+    if (std::fabs(alpha - 1.0f / 6.0f) > 1e-6f || std::fabs(beta - 0.5f) > 1e-6f)
+      return std::nullopt;
+    found.epilogue.activation = Activation::kHardSigmoid;
   } else if (node.op_type == "Clip") {
     std::optional<Epilogue> e = clip_activation(sweep.graph, node);
     if (!e) return std::nullopt;

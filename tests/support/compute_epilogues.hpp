@@ -44,6 +44,9 @@ inline constexpr NamedEpilogue kTestEpilogues[] = {
     {"BiasClip06", "+bias+clip(0,6)"},
     {"BiasResidualBeforeRelu", "+bias+residual+relu"},
     {"BiasHardSwishResidualAfter", "+bias+hard_swish+residual"},
+    {"BiasSiluResidualAfter", "+bias+silu+residual"},
+    {"BiasSigmoid", "+bias+sigmoid"},
+    {"BiasResidualBeforeHardSigmoid", "+bias+residual+hard_sigmoid"},
 };
 
 /// The shapes one op's epilogue cases run on: a regular one (axes that vec4 paths accept,

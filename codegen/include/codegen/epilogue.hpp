@@ -16,7 +16,12 @@
 ///   v = act(v):  none: v;  relu: max(v, 0);  clip: min(max(v, clip_min), clip_max) (ONNX Clip,
 ///                ReLU6 = clip(0, 6));  hard_swish: v · min(max(v + 3, 0), 6) / 6 (ONNX
 ///                HardSwish, alpha = 1/6, beta = 0.5; Howard et al., "Searching for
-///                MobileNetV3", 2019, eq. 2)
+///                MobileNetV3", 2019, eq. 2);  silu: v / (1 + e^−v) (x · sigmoid(x), ONNX
+///                Sigmoid then Mul; Elfwing et al., "Sigmoid-Weighted Linear Units", 2018; the
+///                activation of EfficientNet's and RegNet-Y's convolutions);  sigmoid:
+///                1 / (1 + e^−v) (ONNX Sigmoid: squeeze-excite gates);  hard_sigmoid:
+///                min(max(v + 3, 0), 6) / 6 (ONNX HardSigmoid with alpha = 1/6, beta = 0.5,
+///                PyTorch's nn.Hardsigmoid: MobileNetV3's gates)
 ///   if residual == kAfterActivation:  v += residual[i]
 /// The epilogue adds inputs after data and weight (Workload::input_count): bias if present,
 /// then residual if present. FLOP counts stay those of the main operator, so GFLOP/s of fused
@@ -30,9 +35,9 @@
 
 namespace webtune {
 
-enum class Activation { kNone, kRelu, kClip, kHardSwish };
+enum class Activation { kNone, kRelu, kClip, kHardSwish, kSilu, kSigmoid, kHardSigmoid };
 
-/// "none", "relu", "clip" or "hard_swish".
+/// "none", "relu", "clip", "hard_swish", "silu", "sigmoid" or "hard_sigmoid".
 std::string_view activation_name(Activation activation);
 
 /// Where a residual input is added, relative to the activation.
@@ -68,9 +73,13 @@ struct Epilogue {
   /// The epilogue applied to `acc`, in double (see the file comment); `bias` and `residual`
   /// are ignored where absent.
   double apply(double acc, double bias, double residual) const;
-  /// An upper bound of |d apply / d v| over all v: 1 for none, relu and clip, 1.5 for
-  /// hard_swish ((2v + 3)/6 on [−3, 3]). The reference scales its tolerance by it.
-  double lipschitz() const { return activation == Activation::kHardSwish ? 1.5 : 1.0; }
+  /// An upper bound of |d apply / d v| over all v: 1 for none, relu, clip, sigmoid (1/4) and
+  /// hard_sigmoid (1/6), 1.5 for hard_swish ((2v + 3)/6 on [−3, 3]), 1.1 for silu. The
+  /// reference scales its tolerance by it.
+  double lipschitz() const {
+    // silu's slope peaks at 1.0998 (v ≈ 2.4).
+    return activation == Activation::kHardSwish ? 1.5 : activation == Activation::kSilu ? 1.1 : 1.0;
+  }
 
   /// Checks clip_min <= clip_max, both finite. Throws std::invalid_argument.
   void validate() const;

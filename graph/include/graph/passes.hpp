@@ -65,7 +65,10 @@ int fuse_bias(Graph& graph);
 ///    other (one unbounded side, a non-constant bound, NaN, min > max) is not fused;
 ///  - HardSwish → hard_swish; Mul(x, HardSigmoid(x)) in either operand order, HardSigmoid with
 ///    alpha = 1/6 and beta = 0.5 (within 1e-6) → hard_swish. Here x is read by exactly the
-///    HardSigmoid and the Mul, and the HardSigmoid's output only by the Mul.
+///    HardSigmoid and the Mul, and the HardSigmoid's output only by the Mul;
+///  - Mul(x, Sigmoid(x)) in either operand order (SiLU) → silu, with the same readers rule;
+///  - Sigmoid → sigmoid; HardSigmoid with alpha = 1/6 and beta = 0.5 (within 1e-6) →
+///    hard_sigmoid (squeeze-excite gates).
 /// Returns the number of activations fused.
 int fuse_activation(Graph& graph);
 
