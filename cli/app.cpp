@@ -25,6 +25,7 @@ void build_app(CLI::App& app, std::string& log_level) {
   add_space_command(app);
   add_device_command(app);
   add_ops_command(app);
+  add_input_command(app);
   add_tracker_command(app);
   add_agent_command(app);
   add_log_command(app);

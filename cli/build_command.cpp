@@ -36,6 +36,21 @@ void run_build(BuildArgs& args) {
     std::fputs(package.report().c_str(), stdout);
     spdlog::info("wrote the {} package of {} to {}", args.options.target,
                  package.manifest.model.file, args.options.out_dir);
+    // Loud when most tasks run untuned: a package built from another target's records (or none)
+    // is often far slower than the user expects (issue 52, item 5).
+    size_t defaults = 0;
+    for (const deploy::PackageTask& t : package.manifest.tasks)
+      defaults += t.source == deploy::TaskSource::kDefault ? 1 : 0;
+    const size_t tasks = package.manifest.tasks.size();
+    if (tasks > 0 && 2 * defaults > tasks)
+      spdlog::warn(
+          "{} of {} tasks have no tuning record for target {}{}: they run their template's "
+          "default config, usually far slower than tuned. Tune this target first: webtune tune "
+          "--model {} --target {}{}",
+          defaults, tasks, args.options.target,
+          args.options.db_path.empty() ? " (no --db given)" : " in " + args.options.db_path,
+          args.options.model_path, args.options.target,
+          args.options.db_path.empty() ? " --db FILE" : " --db " + args.options.db_path);
   } catch (const graph::GraphError& e) {
     spdlog::error("build: {}", e.what());
     throw CLI::RuntimeError(2);

@@ -28,6 +28,8 @@ void add_space_command(CLI::App& app);
 void add_device_command(CLI::App& app);
 /// `webtune ops`: the operator table (graph/operators.hpp): opsets and targets per operator.
 void add_ops_command(CLI::App& app);
+/// `webtune input`: a model's input file (raw float32) from a seed, for `run --input`.
+void add_input_command(CLI::App& app);
 /// `webtune tracker`: the tracker daemon; `webtune tracker status`: the farm per key.
 void add_tracker_command(CLI::App& app);
 /// `webtune agent`: a native OpenGL agent that serves the tracker.

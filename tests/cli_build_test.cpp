@@ -10,6 +10,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -87,6 +89,49 @@ TEST_F(CliBuild, ErrorsExitTwoWithTheReason) {
   EXPECT_FALSE(fs::exists(dir_ / "mine" / "manifest.json"));
 }
 
+TEST_F(CliBuild, InputWritesTheSeededInputFileOfTheModel) {
+  const std::string a = (dir_ / "a.f32").string(), b = (dir_ / "b.f32").string(),
+                    c = (dir_ / "c.f32").string(), d = (dir_ / "d.f32").string();
+  auto floats_of = [](const std::string& path) {
+    const std::string bytes = read_file_text(path);
+    std::vector<float> v(bytes.size() / 4);
+    std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    return v;
+  };
+  WebtuneRun run = run_webtune({"input", "--model", model_, "-o", a, "--seed", "7"});
+  ASSERT_TRUE(run.exited && run.status == 0) << run.describe();
+  EXPECT_EQ(run.out, "");  // data goes to the file, what was written to stderr
+  EXPECT_NE(run.err.find("[1x3x224x224]: 150528 float32 values (602112 bytes), seed 7"),
+            std::string::npos)
+      << run.err;
+  const std::vector<float> first = floats_of(a);
+  ASSERT_EQ(first.size(), 150528u);
+  for (float v : first) ASSERT_TRUE(v >= 0.0f && v < 1.0f) << v;
+  run = run_webtune({"input", "--model", model_, "-o", b, "--seed", "7"});
+  ASSERT_EQ(run.status, 0) << run.describe();
+  EXPECT_EQ(floats_of(b), first);  // the same seed, the same bytes
+  run = run_webtune({"input", "--model", model_, "-o", c, "--seed", "8", "--range", "-2,2"});
+  ASSERT_EQ(run.status, 0) << run.describe();
+  const std::vector<float> other = floats_of(c);
+  EXPECT_NE(other, first);
+  float lo = 0, hi = 0;
+  for (float v : other) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  EXPECT_LT(lo, -1.9f);
+  EXPECT_GT(hi, 1.9f);
+  EXPECT_GE(lo, -2.0f);
+  EXPECT_LT(hi, 2.0f);
+  // Refusals: a bad range (usage, 2) and an input the model lacks (2), nothing written.
+  run = run_webtune({"input", "--model", model_, "-o", d, "--range", "1,0"});
+  EXPECT_EQ(run.status, 2) << run.describe();
+  run = run_webtune({"input", "--model", model_, "-o", d, "--input-name", "nope"});
+  EXPECT_EQ(run.status, 2) << run.describe();
+  EXPECT_NE(run.err.find("no float32 input 'nope'"), std::string::npos) << run.err;
+  EXPECT_FALSE(fs::exists(d));
+}
+
 TEST_F(CliBuild, ReadsTheRecordsWithoutWritingThem) {
   const std::string db = (dir_ / "old.db").string();
   { webtune::RecordStore store(db); }
@@ -108,6 +153,13 @@ TEST_F(CliBuild, ReadsTheRecordsWithoutWritingThem) {
   ASSERT_TRUE(run.exited && run.status == 0) << run.describe();
   EXPECT_NE(run.out.find("records: " + db), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("16 default"), std::string::npos) << run.out;
+  // Most tasks untuned: said loudly on stderr, with the command that tunes this target.
+  EXPECT_NE(run.err.find("16 of 16 tasks have no tuning record for target wasm in " + db),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("webtune tune --model " + model_ + " --target wasm --db " + db),
+            std::string::npos)
+      << run.err;
   EXPECT_EQ(read_file_text(db), before) << "webtune build changed the records file";
   EXPECT_FALSE(fs::exists(db + "-wal"));
 }
