@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "codegen/json_util.hpp"
@@ -33,6 +34,23 @@ std::string_view activation_name(Activation activation) {
   }
   return "none";
 }
+
+namespace {
+
+/// Every activation, in enum order: activation_named's search space.
+constexpr Activation kActivations[] = {
+    Activation::kNone, Activation::kRelu,    Activation::kClip,       Activation::kHardSwish,
+    Activation::kSilu, Activation::kSigmoid, Activation::kHardSigmoid};
+
+/// The activation whose activation_name is `name`, or nullopt: one spelling for suffix, parse
+/// and JSON.
+std::optional<Activation> activation_named(std::string_view name) {
+  for (Activation a : kActivations)
+    if (activation_name(a) == name) return a;
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::string_view residual_name(Residual residual) {
   switch (residual) {
@@ -82,28 +100,10 @@ std::string Epilogue::suffix() const {
   std::string s;
   if (bias) s += "+bias";
   if (residual == Residual::kBeforeActivation) s += "+residual";
-  switch (activation) {
-    case Activation::kNone:
-      break;
-    case Activation::kRelu:
-      s += "+relu";
-      break;
-    case Activation::kClip:
-      s += "+clip(" + shortest(clip_min) + "," + shortest(clip_max) + ")";
-      break;
-    case Activation::kHardSwish:
-      s += "+hard_swish";
-      break;
-    case Activation::kSilu:
-      s += "+silu";
-      break;
-    case Activation::kSigmoid:
-      s += "+sigmoid";
-      break;
-    case Activation::kHardSigmoid:
-      s += "+hard_sigmoid";
-      break;
-  }
+  if (activation == Activation::kClip)
+    s += "+clip(" + shortest(clip_min) + "," + shortest(clip_max) + ")";
+  else if (activation != Activation::kNone)
+    s += "+" + std::string(activation_name(activation));
   if (residual == Residual::kAfterActivation) s += "+residual";
   return s;
 }
@@ -125,20 +125,13 @@ Epilogue Epilogue::parse(const std::vector<std::string>& tokens) {
       if (activation_seen)
         throw std::invalid_argument("epilogue: a second activation '" + t + "'; " + kForms);
       activation_seen = true;
-      if (t == "relu") {
-        e.activation = Activation::kRelu;
+      const std::optional<Activation> named = activation_named(t);
+      if (named && *named != Activation::kNone && *named != Activation::kClip) {
+        e.activation = *named;  // clip takes its bounds: clip(MIN,MAX)
       } else if (t == "relu6") {
         e.activation = Activation::kClip;
         e.clip_min = 0;
         e.clip_max = 6;
-      } else if (t == "hard_swish") {
-        e.activation = Activation::kHardSwish;
-      } else if (t == "silu") {
-        e.activation = Activation::kSilu;
-      } else if (t == "sigmoid") {
-        e.activation = Activation::kSigmoid;
-      } else if (t == "hard_sigmoid") {
-        e.activation = Activation::kHardSigmoid;
       } else if (t.rfind("clip(", 0) == 0 && t.back() == ')' && t.find(',') != std::string::npos) {
         const std::string inside = t.substr(5, t.size() - 6);
         const size_t comma = inside.find(',');
@@ -219,26 +212,15 @@ Epilogue Epilogue::from_json(const bj::value& value) {
     e.bias = b->get_bool();
   }
   const std::string act = json::get_string_or(o, "activation", "none");
-  if (act == "none") {
-    e.activation = Activation::kNone;
-  } else if (act == "relu") {
-    e.activation = Activation::kRelu;
-  } else if (act == "clip") {
-    e.activation = Activation::kClip;
-    e.clip_min = static_cast<float>(json::get_double_or(o, "clip_min", 0.0));
-    e.clip_max = static_cast<float>(json::get_double_or(o, "clip_max", 6.0));
-  } else if (act == "hard_swish") {
-    e.activation = Activation::kHardSwish;
-  } else if (act == "silu") {
-    e.activation = Activation::kSilu;
-  } else if (act == "sigmoid") {
-    e.activation = Activation::kSigmoid;
-  } else if (act == "hard_sigmoid") {
-    e.activation = Activation::kHardSigmoid;
-  } else {
+  const std::optional<Activation> named = activation_named(act);
+  if (!named)
     throw std::invalid_argument(
         "epilogue: activation '" + act +
         "' is not one of none, relu, clip, hard_swish, silu, sigmoid, hard_sigmoid");
+  e.activation = *named;
+  if (e.activation == Activation::kClip) {
+    e.clip_min = static_cast<float>(json::get_double_or(o, "clip_min", 0.0));
+    e.clip_max = static_cast<float>(json::get_double_or(o, "clip_max", 6.0));
   }
   if (e.activation != Activation::kClip && (o.contains("clip_min") || o.contains("clip_max")))
     throw std::invalid_argument("epilogue: clip_min / clip_max need activation 'clip'");
