@@ -236,7 +236,8 @@ class Model {
   /**
    * Runs every step; `checked`: errors are looked for after each step (until a run succeeded).
    * `timings` (an array, profile() only): each step then runs alone — the device is waited for
-   * after it (settle()) — and {step, kind, role, node, task, ms} is pushed for it, ms the host
+   * after it (settle()) — and {step, kind, role, node, task, op, ms} is pushed for it (op: the
+   * operator type of a JavaScript op step, else null), ms the host
    * time from the step's start to the device's end of it.
    */
   async execute(inputs, checked, timings = null) {
@@ -276,7 +277,7 @@ class Model {
         if (timings) {
           await this.settle(i, step);
           timings.push({ step: i, kind: step.kind, role: step.role ?? null, node: step.node ?? null,
-            task: step.task ?? null, ms: performance.now() - begin });
+            task: step.task ?? null, op: step.op?.type ?? null, ms: performance.now() - begin });
         }
       } catch (e) {
         await this.abort?.();

@@ -29,39 +29,97 @@ const BINARY = {
   Mean: (p, q) => p + q,
 };
 
+/**
+ * The broadcast of `shape` with operand strides `sa`, `sb` (broadcastStrides) with every
+ * dimension of 1 dropped and neighbouring dimensions merged where both operands step through
+ * them as through one (stride of the outer = stride of the inner × its size, 0 = 0 included):
+ * [1, 144, 56, 56] · [1, 144, 1, 1] becomes [144, 3136] with strides [3136, 1] and [1, 0], so
+ * the inner loop runs over a whole plane instead of one row. Returns {dims, sa, sb}.
+ */
+function coalesced(shape, sa, sb) {
+  const dims = [];
+  const ca = [];
+  const cb = [];
+  for (let i = shape.length - 1; i >= 0; --i) {
+    if (shape[i] === 1) continue;
+    const last = dims.length - 1;
+    if (last >= 0 && sa[i] === ca[last] * dims[last] && sb[i] === cb[last] * dims[last]) {
+      dims[last] *= shape[i];
+    } else {
+      dims.push(shape[i]);
+      ca.push(sa[i]);
+      cb.push(sb[i]);
+    }
+  }
+  return { dims: dims.reverse(), sa: ca.reverse(), sb: cb.reverse() };
+}
+
+/**
+ * y[o + j] = op(A[ao + j·ia], B[bo + j·ib]) for j < n. The loop is written out per operator:
+ * one loop that calls `op` runs about 12 ns an element once the model has sent two operators
+ * through it (V8's call site turns megamorphic), against about 1 ns written out (measured with
+ * Node 20 on a [1, 144, 56, 56] · [1, 144, 1, 1] Mul, EfficientNet's squeeze-excite gate).
+ * `op` is called only for the operators without a loop of their own (Pow) and for a caller's own.
+ */
+function binaryRow(code, op, y, o, A, ao, ia, B, bo, ib, n) {
+  switch (code) {
+    case 1: for (let j = 0; j < n; ++j) y[o + j] = A[ao + j * ia] + B[bo + j * ib]; return;
+    case 2: for (let j = 0; j < n; ++j) y[o + j] = A[ao + j * ia] - B[bo + j * ib]; return;
+    case 3: for (let j = 0; j < n; ++j) y[o + j] = A[ao + j * ia] * B[bo + j * ib]; return;
+    case 4: for (let j = 0; j < n; ++j) y[o + j] = A[ao + j * ia] / B[bo + j * ib]; return;
+    case 5:
+      for (let j = 0; j < n; ++j) {
+        const p = A[ao + j * ia];
+        const q = B[bo + j * ib];
+        y[o + j] = p !== p || q !== q ? NaN : p < q ? q : p;
+      }
+      return;
+    case 6:
+      for (let j = 0; j < n; ++j) {
+        const p = A[ao + j * ia];
+        const q = B[bo + j * ib];
+        y[o + j] = p !== p || q !== q ? NaN : q < p ? q : p;
+      }
+      return;
+    default: for (let j = 0; j < n; ++j) y[o + j] = op(A[ao + j * ia], B[bo + j * ib]);
+  }
+}
+
+/** binaryRow's code of each operator with a loop of its own (Sum and Mean add, as BINARY). */
+const ROW_CODE = { Add: 1, Sum: 1, Mean: 1, Sub: 2, Mul: 3, Div: 4, Max: 5, Min: 6 };
+
 /** y = op(a, b) over the broadcast of a's and b's shapes (op defaults to the type's). */
 export function binary(type, a, b, op = BINARY[type]) {
   const shape = broadcastShape(type, a.shape, b.shape);
   const n = product(shape);
   const y = new Float32Array(n);
   if (n === 0) return y;
+  const code = op === BINARY[type] ? ROW_CODE[type] ?? 0 : 0;
   if (a.data.length === n && b.data.length === n) {  // same shape: no index arithmetic
-    for (let i = 0; i < n; ++i) y[i] = op(a.data[i], b.data[i]);
+    binaryRow(code, op, y, 0, a.data, 0, 1, b.data, 0, 1, n);
     return y;
   }
-  if (shape.length === 0) {
-    y[0] = op(a.data[0], b.data[0]);
+  const { dims, sa, sb } = coalesced(shape, broadcastStrides(a.shape, shape), broadcastStrides(b.shape, shape));
+  if (dims.length === 0) {  // every dimension 1: one element
+    binaryRow(code, op, y, 0, a.data, 0, 0, b.data, 0, 0, 1);
     return y;
   }
-  const sa = broadcastStrides(a.shape, shape);
-  const sb = broadcastStrides(b.shape, shape);
-  const rank = shape.length;
-  const inner = shape[rank - 1];
+  const rank = dims.length;
+  const inner = dims[rank - 1];
   const ia = sa[rank - 1];
   const ib = sb[rank - 1];
   const index = new Array(rank - 1).fill(0);
-  const rows = product(shape, 0, rank - 1);
+  const rows = n / inner;
+  let aOff = 0;
+  let bOff = 0;
   for (let r = 0; r < rows; ++r) {
-    let aOff = 0;
-    let bOff = 0;
-    for (let i = 0; i + 1 < rank; ++i) {
-      aOff += index[i] * sa[i];
-      bOff += index[i] * sb[i];
-    }
-    const out = r * inner;
-    for (let j = 0; j < inner; ++j) y[out + j] = op(a.data[aOff + j * ia], b.data[bOff + j * ib]);
-    for (let i = rank - 2; i >= 0; --i) {
-      if (++index[i] < shape[i]) break;
+    binaryRow(code, op, y, r * inner, a.data, aOff, ia, b.data, bOff, ib, inner);
+    for (let i = rank - 2; i >= 0; --i) {  // odometer over the outer dimensions
+      aOff += sa[i];
+      bOff += sb[i];
+      if (++index[i] < dims[i]) break;
+      aOff -= sa[i] * dims[i];
+      bOff -= sb[i] * dims[i];
       index[i] = 0;
     }
   }

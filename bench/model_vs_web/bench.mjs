@@ -351,11 +351,16 @@ export async function benchModel(api, model, cfg, log = (line) => console.error(
   return mres;
 }
 
-/** A profile (page.mjs profile()) as lines: the sums by step kind, then the slowest steps. */
+/**
+ * A profile (page.mjs profile()) as lines: the sums by step kind, the non-task kernels by
+ * operator (count of steps in parentheses), then the slowest steps.
+ */
 export function formatProfile(model, engine, p) {
   const f = (ms) => ms.toFixed(2).padStart(9);
   const lines = [`profile ${model} ${engine}: ${p.steps_count} steps, each run alone: ${p.total_ms.toFixed(2)} ms ` +
     `(upload ${p.by.upload.toFixed(2)}, task kernels ${p.by.task.toFixed(2)}, op and relayout kernels ${p.by.op.toFixed(2)}, download ${p.by.download.toFixed(2)})`];
+  const ops = Object.entries(p.by_op ?? {});
+  if (ops.length) lines.push(`  non-task kernels by operator: ${ops.map(([type, o]) => `${type} ${o.ms.toFixed(2)} ms (${o.steps})`).join(', ')}`);
   for (const t of p.steps) lines.push(`  step ${String(t.step).padStart(4)} ${f(t.ms)} ms  ${t.kind}${t.role ? `/${t.role}` : ''}  ${t.task ?? '-'}  ${t.node ?? ''}`);
   return lines.join('\n');
 }

@@ -430,7 +430,8 @@ async function time(engine, model, runs, { warmup = 1 } = {}) {
 /**
  * One profiled run of webtune engine `engine` on `model` (the runtime's profile(): every step
  * alone, the device waited for after it). Resolves to {total_ms, by: {upload, task, op,
- * download, alias: ms}, steps: the `top` slowest steps}; rejects for another side's engine.
+ * download, alias: ms}, by_op: {operator type: {steps, ms}} of the non-task kernels (slowest
+ * first), steps: the `top` slowest steps}; rejects for another side's engine.
  */
 async function profile(engine, model, { top = 12 } = {}) {
   const e = live.get(`${engine}|${model}`);
@@ -439,8 +440,18 @@ async function profile(engine, model, { top = 12 } = {}) {
   const p = await e.profile(models.get(model).input);
   const by = { upload: 0, task: 0, op: 0, download: 0, alias: 0 };
   for (const t of p.steps) by[t.kind === 'kernel' ? (t.role === 'task' ? 'task' : 'op') : t.kind] += t.ms;
+  // The non-task kernels by operator: {type: {steps, ms}}, slowest first (where glue goes).
+  const ops = {};
+  for (const t of p.steps) {
+    if (t.kind !== 'kernel' || t.role === 'task') continue;
+    const type = t.op ?? t.role ?? '?';
+    ops[type] ??= { steps: 0, ms: 0 };
+    ops[type].steps += 1;
+    ops[type].ms += t.ms;
+  }
+  const by_op = Object.fromEntries(Object.entries(ops).sort((a, b) => b[1].ms - a[1].ms));
   const steps = [...p.steps].sort((a, b) => b.ms - a.ms).slice(0, top);
-  return { total_ms: p.total_ms, steps_count: p.steps.length, by, steps };
+  return { total_ms: p.total_ms, steps_count: p.steps.length, by, by_op, steps };
 }
 
 async function release(engine, model) {

@@ -210,6 +210,64 @@ test('maps with attributes: LeakyRelu, Elu, Selu, Softplus, Softsign, Erf, Gelu 
   assert.throws(() => runOp('Clip', { min: 0 }, [t([1], [1]), t([], [0])], [1]), /Clip: has both min\/max attributes/);
 });
 
+test('binary ops over random broadcast shapes match a per-element oracle, every operator in turn', () => {
+  // The written-out loops (ops_elementwise.mjs binaryRow) with merged dimensions against a
+  // plain index computation per output element, for shapes of rank 0..5 whose dimensions are
+  // 1 or stretched at random in either operand (a per-channel scale [1,C,1,1], row and column
+  // vectors, scalars), the operators interleaved so that a shared call site would turn
+  // megamorphic. NaN operands check Max / Min's propagation.
+  let seed = 7;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const ops = {
+    Add: (p, q) => p + q, Sub: (p, q) => p - q, Mul: (p, q) => p * q, Div: (p, q) => p / q,
+    Max: (p, q) => (Number.isNaN(p) || Number.isNaN(q) ? NaN : Math.max(p, q)),
+    Min: (p, q) => (Number.isNaN(p) || Number.isNaN(q) ? NaN : Math.min(p, q)),
+    Pow: (p, q) => Math.pow(p, q),
+  };
+  const valuesFor = (n, type) => Array.from({ length: n }, () => {
+    if (type !== 'Pow' && rand() < 0.05) return NaN;
+    return type === 'Pow' ? 0.5 + rand() * 2 : rand() * 8 - 4;
+  });
+  let cases = 0;
+  for (let round = 0; round < 60; ++round) {
+    for (const type of Object.keys(ops)) {
+      const rank = Math.floor(rand() * 6);
+      const out = Array.from({ length: rank }, () => 1 + Math.floor(rand() * 5));
+      const pick = () => out.map((d) => (rand() < 0.4 ? 1 : d));
+      const ashape = pick().slice(Math.floor(rand() * (rank + 1)));  // right-aligned: may be shorter
+      const bshape = pick();
+      const full = out.map((d, i) => {
+        const ad = i - (rank - ashape.length) >= 0 ? ashape[i - (rank - ashape.length)] : 1;
+        return Math.max(ad, bshape[i]);
+      });
+      const a = t(ashape, valuesFor(product(ashape), type));
+      const b = t(bshape, valuesFor(product(bshape), type));
+      const y = runOp(type, {}, [a, b], full);
+      const n = product(full);
+      assert.equal(y.length, n, `${type} [${ashape}] · [${bshape}]`);
+      const idx = new Array(rank).fill(0);
+      for (let o = 0; o < n; ++o) {
+        let r = o;
+        for (let i = rank - 1; i >= 0; --i) { idx[i] = r % full[i]; r = Math.floor(r / full[i]); }
+        const at = (shape) => {
+          let off = 0;
+          for (let i = 0; i < shape.length; ++i) {
+            const d = shape[i];
+            off = off * d + (d === 1 ? 0 : idx[i + rank - shape.length]);
+          }
+          return off;
+        };
+        const expected = Math.fround(ops[type](a.data[at(ashape)], b.data[at(bshape)]));
+        const got = y[o];
+        assert.ok(Object.is(got, expected) || (Number.isNaN(got) && Number.isNaN(expected)),
+          `${type} [${ashape}] · [${bshape}] at ${o}: ${got} vs ${expected}`);
+      }
+      cases += 1;
+    }
+  }
+  assert.equal(cases, 60 * 7);
+});
+
 test('Pow, PRelu and the variadic Max / Min / Sum / Mean broadcast as numpy does', () => {
   // [2,1] ** [2]: [[2^2, 2^0.5], [3^2, 3^0.5]].
   close(runOp('Pow', {}, [t([2, 1], [2, 3]), t([2], [2, 0.5])], [2, 2]), [4, Math.SQRT2, 9, Math.sqrt(3)]);

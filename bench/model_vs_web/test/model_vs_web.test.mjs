@@ -245,6 +245,19 @@ test('formatProfile prints the sums by step kind and one line per slowest step',
   assert.match(text.split('\n')[2], /step {4}0 {6}0\.50 ms {2}upload {2}- {2}$/);
 });
 
+test('formatProfile sums the non-task kernels by operator when the profile has them', () => {
+  const text = formatProfile('efficientnet_b0', 'webtune-wasm', {
+    total_ms: 40, steps_count: 118,
+    by: { upload: 0.1, task: 30, op: 9.5, download: 0.1, alias: 0 },
+    by_op: { Mul: { steps: 16, ms: 6.25 }, GlobalAveragePool: { steps: 17, ms: 3.25 } },
+    steps: [{ step: 20, ms: 1.5, kind: 'kernel', role: 'op', task: null, node: '/se/Mul' }],
+  });
+  const lines = text.split('\n');
+  assert.equal(lines.length, 3);
+  assert.equal(lines[1], '  non-task kernels by operator: Mul 6.25 ms (16), GlobalAveragePool 3.25 ms (17)');
+  assert.match(lines[2], /step {3}20 {6}1\.50 ms {2}kernel\/op {2}- {2}\/se\/Mul$/);
+});
+
 /**
  * A stand-in for the page's window.bench (bench.mjs pageApi()): `behaviour[engine]` is 'ok',
  * 'refuse' (prepare rejects, as ORT does for an operator it lacks), 'wrong' (the check fails),
